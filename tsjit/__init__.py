@@ -1,0 +1,1 @@
+"""tsjit: TorchScript for NumPy, compiled with LLVM."""

@@ -1,0 +1,119 @@
+"""The TorchScript text form of a graph: one format for printing, tests and the parser.
+
+    graph(%x : Tensor,
+          %n : int):
+      %2 : int = prim::Constant[value=1]()
+      %y : Tensor = aten::add(%x, %2)  # file.py:3:8
+      return (%y)
+"""
+from __future__ import annotations
+
+import enum
+import json
+import math
+
+import numpy as np
+
+from .graph import Block, Graph, Node, Value
+from .types import Type, qualified_name
+
+
+class ValueNamer:
+    """Unique, stable names: `%x`, `%x.1`, ... for source names, `%0`, `%1` otherwise."""
+
+    def __init__(self) -> None:
+        self.names: dict[Value, str] = {}
+        self.taken: set[str] = set()
+        self.counter = 0
+
+    def __call__(self, v: Value) -> str:
+        name = self.names.get(v)
+        if name is None:
+            if v.name:
+                base, name, k = v.name, v.name, 0
+                while name in self.taken:
+                    k += 1
+                    name = f"{base}.{k}"
+            else:
+                while str(self.counter) in self.taken:
+                    self.counter += 1
+                name = str(self.counter)
+            self.taken.add(name)
+            self.names[v] = name
+        return name
+
+
+def format_attr(value: object) -> str:
+    """An attribute value in a form the parser reads back."""
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else {"inf": "inf", "-inf": "-inf"}.get(
+            repr(value), "nan")
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, (tuple, list)):
+        inner = ", ".join(format_attr(v) for v in value)
+        return f"({inner},)" if isinstance(value, tuple) and len(value) == 1 else (
+            f"({inner})" if isinstance(value, tuple) else f"[{inner}]")
+    if isinstance(value, Type):
+        return f"Type({value})"
+    if isinstance(value, np.dtype):
+        return f"dtype({value})"
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return f"dtype({np.dtype(value)})"
+    if isinstance(value, np.generic):
+        return f"{np.dtype(type(value))}({format_attr(value.item())})"
+    if isinstance(value, enum.Enum):
+        return f"Enum({qualified_name(type(value))}.{value.name})"
+    if isinstance(value, np.ndarray):
+        return f"Array({value.dtype}, {format_attr(value.tolist())})"
+    if hasattr(value, "__qualname__") and hasattr(value, "__module__"):
+        return f"Py({value.__module__}.{value.__qualname__})"
+    return f"Py({type(value).__module__}.{type(value).__qualname__}(...))"
+
+
+class GraphPrinter:
+    def __init__(self, with_source: bool = True):
+        self.name = ValueNamer()
+        self.with_source = with_source
+        self.lines: list[str] = []
+
+    def ref(self, v: Value) -> str:
+        return "%" + self.name(v)
+
+    def decl(self, v: Value) -> str:
+        return f"{self.ref(v)} : {v.type}"
+
+    def print_graph(self, graph: Graph) -> str:
+        params = [self.decl(v) for v in graph.inputs]
+        self.lines.append("graph(" + (",\n      ".join(params)) + "):")
+        self.print_nodes(graph.block, 1)
+        self.lines.append(f"  return ({', '.join(map(self.ref, graph.outputs))})")
+        return "\n".join(self.lines) + "\n"
+
+    def print_nodes(self, block: Block, depth: int) -> None:
+        for node in block.nodes:
+            self.print_node(node, depth)
+
+    def print_node(self, node: Node, depth: int) -> None:
+        pad = "  " * depth
+        lhs = ", ".join(self.decl(v) for v in node.outputs)
+        attrs = ""
+        if node.attrs:
+            attrs = "[" + ", ".join(f"{k}={format_attr(v)}" for k, v in node.attrs.items()) + "]"
+        rhs = f"{node.kind}{attrs}({', '.join(map(self.ref, node.inputs))})"
+        line = f"{pad}{lhs} = {rhs}" if lhs else pad + rhs
+        if self.with_source and node.source is not None:
+            line += f"  # {node.source}"
+        self.lines.append(line)
+        for i, b in enumerate(node.blocks):
+            self.lines.append(f"{pad}  block{i}({', '.join(map(self.decl, b.params))}):")
+            self.print_nodes(b, depth + 2)
+            self.lines.append(f"{pad}    -> ({', '.join(map(self.ref, b.outputs))})")
+
+
+def print_graph(graph: Graph, with_source: bool = False) -> str:
+    return GraphPrinter(with_source).print_graph(graph)

@@ -1,0 +1,13 @@
+"""The operator registry and the tables that fill it (importing this package loads them all)."""
+from . import (  # noqa: F401  (each module registers its ops on import)
+    builtin_ops,
+    container_ops,
+    math_ops,
+    numpy_ops,
+    operators,
+    prim_ops,
+    str_ops,
+)
+from .registry import OPS, OpDef, OpTypeError, lookup_method, lookup_python, op
+
+__all__ = ["OPS", "OpDef", "OpTypeError", "lookup_method", "lookup_python", "op"]

@@ -1,0 +1,258 @@
+"""Python's operators (`+`, `<`, `x[i]`, `x += y`, ...) over every type of the language.
+
+One op per operator: its type rule covers ints, floats, bools, strings,
+containers and NumPy values exactly as Python and NumPy combine them, and its
+implementation is the operator itself, so the interpreter inherits Python's
+semantics (floor division of negatives, ZeroDivisionError, NumPy promotion).
+"""
+from __future__ import annotations
+
+import operator
+
+from ..ir.types import (
+    AnyType,
+    BoolType,
+    DictType,
+    FloatType,
+    IntType,
+    ListType,
+    NoneType,
+    StrType,
+    TensorType,
+    TupleType,
+    Type,
+    VarTupleType,
+    is_number,
+    is_subtype,
+)
+from ..ir.types import TENSOR as T
+from .registry import OpTypeError, register
+
+SYMBOLS = {
+    "add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
+    "pow": "**", "lshift": "<<", "rshift": ">>", "and_": "&", "or_": "|", "xor": "^",
+    "matmul": "@",
+}
+
+
+def _type_name(t: Type) -> str:
+    return t.annotation
+
+
+def _unsupported(symbol: str, a: Type, b: Type) -> OpTypeError:
+    return OpTypeError(f"unsupported operand types for {symbol}: "
+                       f"'{_type_name(a)}' and '{_type_name(b)}'")
+
+
+def numeric_result(name: str, a: Type, b: Type) -> Type | None:
+    """Python's result type for int/float/bool operands, or None if not both numbers."""
+    if not (is_number(a) and is_number(b)):
+        return None
+    if name == "truediv":
+        return FloatType
+    if name in ("and_", "or_", "xor") and a == b == BoolType:
+        return BoolType
+    if FloatType in (a, b):
+        if name in ("and_", "or_", "xor", "lshift", "rshift"):
+            return None
+        return FloatType
+    return IntType
+
+
+def _sequence_result(name: str, a: Type, b: Type) -> Type | None:
+    """str/list/tuple concatenation and repetition."""
+    if name == "add":
+        if a == b == StrType:
+            return StrType
+        if isinstance(a, ListType) and isinstance(b, ListType) and a.elem == b.elem:
+            return a
+        if isinstance(a, TupleType) and isinstance(b, TupleType):
+            return TupleType(a.elems + b.elems)
+    if name == "mul":
+        seq, n = (a, b) if b in (IntType, BoolType) else (b, a)
+        if n in (IntType, BoolType) and (seq == StrType or isinstance(seq, ListType)):
+            return seq
+    if name == "mod" and a == StrType:
+        return StrType
+    return None
+
+
+def binary_rule(name: str):
+    symbol = SYMBOLS[name]
+
+    def infer(types, attrs):
+        a, b = types
+        if isinstance(a, TensorType) or isinstance(b, TensorType):
+            other = b if isinstance(a, TensorType) else a
+            if isinstance(other, TensorType) or is_number(other) or other == AnyType:
+                return T
+            raise _unsupported(symbol, a, b)
+        if AnyType in (a, b):
+            return AnyType
+        result = numeric_result(name, a, b) or _sequence_result(name, a, b)
+        if result is None:
+            raise _unsupported(symbol, a, b)
+        return result
+    return infer
+
+
+for _name, _sym in SYMBOLS.items():
+    register(f"aten::{_name.rstrip('_')}", "a, b", binary_rule(_name), f"{{0}} {_sym} {{1}}",
+             python=(getattr(operator, _name),), elementwise=True)
+
+# x op= y: in place for arrays and lists (the caller's object changes), a rebinding
+# for immutable values, exactly as Python's operator.i<op> does it.
+for _name, _sym in SYMBOLS.items():
+    register(f"aten::i{_name.rstrip('_')}", "a, b", binary_rule(_name),
+             f"_operator.i{_name}({{0}}, {{1}})", writes=(0,))
+
+
+def compare_rule(types, attrs):
+    a, b = types
+    if isinstance(a, TensorType) or isinstance(b, TensorType):
+        return T
+    return BoolType
+
+
+def ordering_rule(symbol: str):
+    def infer(types, attrs):
+        a, b = types
+        if isinstance(a, TensorType) or isinstance(b, TensorType):
+            return T
+        comparable = (is_number(a) and is_number(b)) or a == b or AnyType in (a, b) or (
+            isinstance(a, (TupleType, ListType)) and isinstance(b, (TupleType, ListType)))
+        if not comparable:
+            raise OpTypeError(f"'{symbol}' not supported between '{_type_name(a)}' "
+                              f"and '{_type_name(b)}'")
+        return BoolType
+    return infer
+
+
+for _name, _sym in {"eq": "==", "ne": "!="}.items():
+    register(f"aten::{_name}", "a, b", compare_rule, f"{{0}} {_sym} {{1}}", may_raise=False,
+             python=(getattr(operator, _name),), elementwise=True)
+for _name, _sym in {"lt": "<", "le": "<=", "gt": ">", "ge": ">="}.items():
+    register(f"aten::{_name}", "a, b", ordering_rule(_sym), f"{{0}} {_sym} {{1}}",
+             python=(getattr(operator, _name),), elementwise=True)
+
+
+def unary_rule(symbol: str):
+    def infer(types, attrs):
+        (a,) = types
+        if isinstance(a, TensorType) or a == AnyType:
+            return a
+        if a == FloatType and symbol != "~":
+            return FloatType
+        if a in (IntType, BoolType):
+            return IntType
+        raise OpTypeError(f"bad operand type for unary {symbol}: '{_type_name(a)}'")
+    return infer
+
+
+register("aten::neg", "a", unary_rule("-"), "-{0}", python=(operator.neg,), elementwise=True)
+register("aten::pos", "a", unary_rule("+"), "+{0}", python=(operator.pos,), elementwise=True)
+register("aten::invert", "a", unary_rule("~"), "~{0}", python=(operator.invert,),
+         elementwise=True)
+
+
+def contains_rule(types, attrs):
+    container, item = types
+    if isinstance(container, TensorType):
+        return BoolType
+    if container == StrType and item != StrType:
+        raise OpTypeError(f"'in <string>' requires string as left operand, not "
+                          f"{_type_name(item)}")
+    if isinstance(container, (ListType, DictType, TupleType, VarTupleType)) or container in (
+            StrType, AnyType) or hasattr(container, "py_class"):
+        return BoolType
+    raise OpTypeError(f"argument of type '{_type_name(container)}' is not iterable")
+
+
+register("aten::__contains__", "container, item", contains_rule, "{1} in {0}")
+
+
+def getitem_rule(types, attrs):
+    """x[i] and x[a:b]: element or slice types of each container."""
+    seq, index = types
+    is_slice = attrs.get("slice", False)
+    if isinstance(seq, TensorType):
+        return T
+    if seq == AnyType:
+        return AnyType
+    if isinstance(seq, DictType):
+        if not is_subtype(index, seq.key) and not (is_number(index) and is_number(seq.key)):
+            raise OpTypeError(f"dict key must be {_type_name(seq.key)}, "
+                              f"found {_type_name(index)}")
+        return seq.value
+    if index not in (IntType, BoolType, NoneType) and not isinstance(index, TensorType) and not (
+            is_slice or isinstance(index, TupleType)):
+        raise OpTypeError(f"{_type_name(seq)} indices must be integers or slices, "
+                          f"not {_type_name(index)}")
+    if seq == StrType:
+        return StrType
+    if isinstance(seq, ListType):
+        return seq if is_slice else seq.elem
+    if isinstance(seq, VarTupleType):
+        return seq if is_slice else seq.elem
+    if isinstance(seq, TupleType):
+        const = attrs.get("index")
+        if is_slice:
+            return VarTupleType(_common(seq.elems)) if const is None else TupleType(
+                seq.elems[const])
+        if const is None:
+            common = _common(seq.elems)
+            if common is None:
+                raise OpTypeError("a tuple of mixed types can only be indexed by a constant")
+            return common
+        try:
+            return seq.elems[const]
+        except IndexError:
+            raise OpTypeError(f"tuple index {const} out of range for {seq}") from None
+    raise OpTypeError(f"'{_type_name(seq)}' object is not subscriptable")
+
+
+def _common(elems: tuple[Type, ...]) -> Type | None:
+    return elems[0] if elems and all(e == elems[0] for e in elems) else (
+        None if elems else AnyType)
+
+
+register("aten::__getitem__", "seq, index", getitem_rule, "{0}[{1}]", views=True)
+
+
+def setitem_rule(types, attrs):
+    seq, index, value = types
+    if isinstance(seq, TensorType) or seq == AnyType:
+        return None
+    if isinstance(seq, ListType):
+        if index not in (IntType, BoolType) and not attrs.get("slice"):
+            raise OpTypeError(f"list indices must be integers, not {_type_name(index)}")
+        expected = seq if attrs.get("slice") else seq.elem
+    elif isinstance(seq, DictType):
+        if not is_subtype(index, seq.key):
+            raise OpTypeError(f"dict key must be {_type_name(seq.key)}, "
+                              f"found {_type_name(index)}")
+        expected = seq.value
+    else:
+        raise OpTypeError(f"'{_type_name(seq)}' object does not support item assignment")
+    if not is_subtype(value, expected):
+        raise OpTypeError(f"cannot assign a value of type {_type_name(value)} to an element "
+                          f"of {_type_name(seq)}")
+    return None
+
+
+register("aten::__setitem__", "seq, index, value", setitem_rule, "{0}[{1}] = {2}", writes=(0,))
+register("aten::__delitem__", "seq, index", lambda types, attrs: None, "del {0}[{1}]",
+         writes=(0,))
+
+
+def slice_rule(types, attrs):
+    for t in types:
+        if t not in (IntType, BoolType, NoneType) and not isinstance(t, TensorType) \
+                and t != AnyType and not (hasattr(t, "elem") and t.elem == IntType):
+            raise OpTypeError(f"slice indices must be integers or None, not {_type_name(t)}")
+    return AnyType
+
+
+# A slice object (a:b:c) as an index value; its static type is never observed.
+register("prim::Slice", "start, stop, step", slice_rule, "slice({0}, {1}, {2})",
+         may_raise=False)

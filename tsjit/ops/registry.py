@@ -1,0 +1,162 @@
+"""The operator registry: every op is defined once, here or in a sibling table module.
+
+An `OpDef` carries what every layer needs to know about an op, so that no pass
+keeps a list of op names:
+  - the signature (parameter names and defaults) the front end matches calls to,
+  - the type rule (`infer`), which also rejects ill-typed uses,
+  - the effects (pure / writes argument k / may raise / other side effects),
+  - the reference implementation, as a Python expression template the
+    interpreter's code generator splices in (`"{0} + {1}"`), so the interpreter
+    runs the very Python operation the eager program runs,
+  - traits for later layers (elementwise for the fuser, views for aliasing).
+
+Python-facing names bind to ops by the identity of the Python object (`np.sum`,
+`math.sqrt`, `len`) and by (receiver type class, method name) for methods, so
+`np.sum(x)` and `x.sum()` are one op and resolution never compares strings of
+module names.
+"""
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..ir.types import Type
+
+NO_DEFAULT = object()
+
+
+class OpTypeError(Exception):
+    """An op was applied to types it does not accept; the front end adds the source."""
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    default: Any = NO_DEFAULT
+    kwonly: bool = False
+    variadic: bool = False      # *args: takes every remaining positional argument
+
+
+TypeRule = Callable[[Sequence[Type], dict], "Type | Sequence[Type] | None"]
+PyTemplate = "str | Callable[[list[str], dict], str]"
+
+
+@dataclass
+class OpDef:
+    name: str
+    params: tuple[Param, ...]
+    infer: TypeRule | None           # None: the node's creator sets the output types
+    py: str | Callable[[list[str], dict], str]
+    writes: tuple[int, ...] = ()      # inputs whose contents the op mutates
+    side_effect: bool = False         # observable effect besides writes (print, raise)
+    may_raise: bool = True            # removing an unused call could hide an exception
+    views: bool = False               # an output may share memory with an input
+    elementwise: bool = False         # a per-element op the fuser may take
+    attrs: dict = field(default_factory=dict)  # extra traits read by later layers
+
+    @property
+    def is_pure(self) -> bool:
+        """Safe to remove when unused, and to merge with an identical call."""
+        return not (self.writes or self.side_effect or self.may_raise)
+
+    @property
+    def has_effects(self) -> bool:
+        """Must stay in place relative to other effects (writes, prints, raises)."""
+        return bool(self.writes or self.side_effect)
+
+    def emit_python(self, args: list[str], attrs: dict) -> str:
+        """The Python expression (or statement, for ops without outputs) for a call."""
+        if callable(self.py):
+            return self.py(args, attrs)
+        return self.py.format(*args, **attrs)
+
+    @property
+    def schema(self) -> str:
+        parts = []
+        for p in self.params:
+            text = ("*" if p.variadic else "") + p.name
+            if p.default is not NO_DEFAULT:
+                text += f"={p.default!r}"
+            parts.append(text)
+        return f"{self.name}({', '.join(parts)})"
+
+
+OPS: dict[str, OpDef] = {}
+BY_PYTHON_OBJECT: dict[int, tuple[object, OpDef]] = {}   # id(obj) -> (obj, op)
+METHODS: dict[tuple[type, str], OpDef] = {}               # (Type class, name) -> op
+ATTRIBUTES: dict[tuple[type, str], OpDef] = {}            # (Type class, name) -> op, x.shape
+
+
+def parse_params(signature: str) -> tuple[Param, ...]:
+    """Parameters from Python syntax: `"a, axis=None, *, keepdims=False"`."""
+    args = ast.parse(f"def f({signature}): pass").body[0].args
+    positional = args.posonlyargs + args.args
+    defaults = [NO_DEFAULT] * (len(positional) - len(args.defaults)) + [
+        ast.literal_eval(d) for d in args.defaults]
+    params = [Param(a.arg, d) for a, d in zip(positional, defaults)]
+    if args.vararg is not None:
+        params.append(Param(args.vararg.arg, variadic=True))
+    for a, d in zip(args.kwonlyargs, args.kw_defaults):
+        params.append(Param(a.arg, NO_DEFAULT if d is None else ast.literal_eval(d), kwonly=True))
+    return tuple(params)
+
+
+def register(name: str, signature: str, infer: TypeRule | None, py: str | Callable, *,
+             python: Sequence[object] = (), methods: Sequence[tuple[type, str]] = (),
+             attributes: Sequence[tuple[type, str]] = (), **traits: Any) -> OpDef:
+    """Define op `name` and bind it to Python objects, methods and attributes.
+
+    `python`: the Python callables that mean this op (`np.sum`, `sum`).
+    `methods`: (Type class, method name) pairs whose receiver is the first param.
+    `attributes`: (Type class, attribute name) pairs read as `x.name` (one param).
+    """
+    assert name not in OPS, f"op {name} registered twice"
+    op = OpDef(name, parse_params(signature), infer, py, **traits)
+    OPS[name] = op
+    for obj in python:
+        BY_PYTHON_OBJECT[id(obj)] = (obj, op)
+    for key in methods:
+        METHODS[key] = op
+    for key in attributes:
+        ATTRIBUTES[key] = op
+    return op
+
+
+def op(name: str) -> OpDef:
+    return OPS[name]
+
+
+def lookup_python(obj: object) -> OpDef | None:
+    """The op a Python callable (np.sum, math.sqrt, len) stands for, if any."""
+    hit = BY_PYTHON_OBJECT.get(id(obj))
+    return hit[1] if hit is not None and hit[0] is obj else None
+
+
+def lookup_method(receiver: Type, name: str) -> OpDef | None:
+    return _lookup_by_type(METHODS, receiver, name)
+
+
+def lookup_attribute(receiver: Type, name: str) -> OpDef | None:
+    return _lookup_by_type(ATTRIBUTES, receiver, name)
+
+
+def _lookup_by_type(table: dict, receiver: Type, name: str) -> OpDef | None:
+    """Bindings are keyed by a Type class (ListType) or, for the scalar singletons, by
+    the type itself (StrType)."""
+    for key in (receiver, *type(receiver).__mro__):
+        found = table.get((key, name))
+        if found is not None:
+            return found
+    return None
+
+
+def infer_types(op_def: OpDef, types: Sequence[Type], attrs: dict) -> list[Type]:
+    """Output types of a call, as a list (ops without a result give [])."""
+    out = op_def.infer(types, attrs)
+    if out is None:
+        return []
+    if isinstance(out, Type):
+        return [out]
+    return list(out)
