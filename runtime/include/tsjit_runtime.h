@@ -1,0 +1,40 @@
+/* tsjit native runtime: the functions JIT-compiled kernels call at run time.
+ *
+ * This is a fixed ABI: tsjit's LLVM code generator declares these functions itself and
+ * links against the addresses that tsjit/runtime.py hands to the JIT, so a change here
+ * is a change to every generated kernel.
+ */
+#ifndef TSJIT_RUNTIME_H
+#define TSJIT_RUNTIME_H
+
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define TSJIT_API __declspec(dllexport)
+#else
+#define TSJIT_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A kernel body: processes items [begin, end) of the job described by ctx. */
+typedef void (*tsjit_task_fn)(void *ctx, int64_t begin, int64_t end);
+
+/* Run fn over [0, n) split into contiguous chunks of at least `grain` items across the
+ * pool (the calling thread participates); return when all chunks are done.
+ * Runs fn(ctx, 0, n) inline when n <= grain, with one thread, when called from inside a
+ * task (nesting), or when another thread's job occupies the pool. n <= 0 does nothing. */
+TSJIT_API void tsjit_parallel_for(tsjit_task_fn fn, void *ctx, int64_t n, int64_t grain);
+
+/* Threads used by tsjit_parallel_for, the caller included. n >= 1 (smaller values mean 1).
+ * Default: the number of CPUs this process may run on. */
+TSJIT_API void tsjit_set_num_threads(int n);
+TSJIT_API int tsjit_get_num_threads(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TSJIT_RUNTIME_H */

@@ -1,0 +1,27 @@
+/* Testing aids exported by the tsjit runtime: native tasks that let tests and benchmarks
+ * drive tsjit_parallel_for at full speed, without a Python callback (and its GIL) in
+ * every chunk. Not part of the kernel ABI. */
+#ifndef TSJIT_RUNTIME_TESTING_H
+#define TSJIT_RUNTIME_TESTING_H
+
+#include "tsjit_runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* tsjit_parallel_for over [0, n) with a task that atomically adds 1 to counts[i] for
+ * every index it is handed; returns the number of chunks (task calls) that ran. */
+TSJIT_API int64_t tsjit_testing_count_indices(int64_t *counts, int64_t n, int64_t grain);
+
+/* Times `reps` back-to-back tsjit_parallel_for calls of an empty task over n items,
+ * writing each call's duration in nanoseconds to ns_out[0..reps); returns how many
+ * chunks ran on pool workers rather than on the calling thread. */
+TSJIT_API int64_t tsjit_testing_time_dispatch(int64_t n, int64_t grain, int64_t reps,
+                                              int64_t *ns_out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TSJIT_RUNTIME_TESTING_H */

@@ -1,0 +1,48 @@
+/* Native tasks for tests and benchmarks of the pool (see tsjit_runtime_testing.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "tsjit_runtime_testing.h"
+#include "monotonic_clock.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+struct count_job {
+    _Atomic int64_t *counts;
+    _Atomic int64_t chunks;
+};
+
+static void count_task(void *ctx, int64_t begin, int64_t end) {
+    struct count_job *job = ctx;
+    for (int64_t i = begin; i < end; i++)
+        atomic_fetch_add_explicit(&job->counts[i], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&job->chunks, 1, memory_order_relaxed);
+}
+
+int64_t tsjit_testing_count_indices(int64_t *counts, int64_t n, int64_t grain) {
+    struct count_job job = {.counts = (_Atomic int64_t *)counts};
+    tsjit_parallel_for(count_task, &job, n, grain);
+    return atomic_load(&job.chunks);
+}
+
+struct empty_job {
+    pthread_t caller;
+    _Atomic int64_t worker_chunks;
+};
+
+static void empty_task(void *ctx, int64_t begin, int64_t end) {
+    (void)begin;
+    (void)end;
+    struct empty_job *job = ctx;
+    if (!pthread_equal(pthread_self(), job->caller))
+        atomic_fetch_add_explicit(&job->worker_chunks, 1, memory_order_relaxed);
+}
+
+int64_t tsjit_testing_time_dispatch(int64_t n, int64_t grain, int64_t reps, int64_t *ns_out) {
+    struct empty_job job = {.caller = pthread_self()};
+    for (int64_t r = 0; r < reps; r++) {
+        int64_t start = monotonic_ns();
+        tsjit_parallel_for(empty_task, &job, n, grain);
+        ns_out[r] = monotonic_ns() - start;
+    }
+    return atomic_load(&job.worker_chunks);
+}

@@ -1,0 +1,247 @@
+"""The native runtime: tsjit_parallel_for, thread-count control, and the library loader."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tsjit import runtime
+
+HEADER = Path(__file__).resolve().parents[1] / "runtime" / "include" / "tsjit_runtime.h"
+
+
+@pytest.fixture
+def threads() -> Iterator[None]:
+    """Let a test change the thread count; restore it afterwards."""
+    before = runtime.get_num_threads()
+    yield
+    runtime.set_num_threads(before)
+
+
+def count_indices(n: int, grain: int) -> tuple[np.ndarray, int]:
+    """How often each index of [0, n) was handed to a task, and how many chunks ran."""
+    counts = np.zeros(n, dtype=np.int64)
+    chunks = runtime.lib.tsjit_testing_count_indices(
+        runtime.ffi.from_buffer("int64_t[]", counts), n, grain
+    )
+    return counts, chunks
+
+
+def record_chunks(n: int, grain: int) -> list[tuple[int, int, int]]:
+    """(begin, end, thread id) of every task call of a parallel_for over a Python callback."""
+    chunks: list[tuple[int, int, int]] = []
+    errors: list[BaseException] = []
+
+    def on_error(exc_type, exc, tb):
+        errors.append(exc)
+
+    @runtime.ffi.callback("void(void *, int64_t, int64_t)", onerror=on_error)
+    def task(ctx, begin, end):
+        chunks.append((begin, end, threading.get_ident()))
+
+    runtime.lib.tsjit_parallel_for(task, runtime.ffi.NULL, n, grain)
+    assert not errors
+    return chunks
+
+
+def run_python(code: str, env_update: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != runtime.NUM_THREADS_ENV}
+    env.update(env_update or {})
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize("num_threads", [1, 2, 3, 4, 8])
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 7, 64, 1000, 4097, 100_003])
+@pytest.mark.parametrize("grain", [1, 2, 3, 64, 1000, 5000])
+def test_every_index_runs_exactly_once(threads, num_threads, n, grain):
+    runtime.set_num_threads(num_threads)
+    counts, chunks = count_indices(n, grain)
+    assert np.array_equal(counts, np.ones(n, dtype=np.int64))
+    assert chunks == (0 if n == 0 else max(1, min(num_threads, n // grain)))
+
+
+@pytest.mark.parametrize("n, grain", [(10, 1), (10, 3), (1000, 7), (999, 333), (5, 5), (4, 5)])
+def test_chunks_are_contiguous_and_at_least_grain(threads, n, grain):
+    runtime.set_num_threads(4)
+    chunks = sorted(record_chunks(n, grain))
+    bounds = [(begin, end) for begin, end, _ in chunks]
+    assert bounds[0][0] == 0 and bounds[-1][1] == n
+    assert all(prev[1] == nxt[0] for prev, nxt in zip(bounds, bounds[1:]))
+    if len(bounds) > 1:
+        assert min(end - begin for begin, end in bounds) >= grain
+    assert len(bounds) <= 4
+
+
+def test_nested_parallel_for_runs_inline_on_the_outer_tasks_thread(threads):
+    runtime.set_num_threads(4)
+    inner_calls: list[tuple[int, list[tuple[int, int, int]]]] = []
+
+    @runtime.ffi.callback("void(void *, int64_t, int64_t)")
+    def outer(ctx, begin, end):
+        inner_calls.append((threading.get_ident(), record_chunks(1000, 1)))
+
+    runtime.lib.tsjit_parallel_for(outer, runtime.ffi.NULL, 8, 1)
+    assert len(inner_calls) == 4
+    for outer_thread, inner in inner_calls:
+        assert inner == [(0, 1000, outer_thread)]
+
+
+def test_nested_native_tasks_cover_every_index(threads):
+    runtime.set_num_threads(2)
+    results: list[tuple[bool, int]] = []
+
+    @runtime.ffi.callback("void(void *, int64_t, int64_t)")
+    def outer(ctx, begin, end):
+        for _ in range(begin, end):
+            counts, chunks = count_indices(5000, 10)
+            results.append((bool((counts == 1).all()), chunks))
+
+    runtime.lib.tsjit_parallel_for(outer, runtime.ffi.NULL, 6, 1)
+    assert results == [(True, 1)] * 6
+
+
+def test_concurrent_callers_from_python_threads(threads):
+    runtime.set_num_threads(3)
+    failures: list[str] = []
+
+    def caller(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        for _ in range(300):
+            n, grain = int(rng.integers(0, 20_000)), int(rng.integers(1, 3000))
+            counts, _ = count_indices(n, grain)
+            if not (counts == 1).all():
+                failures.append(f"n={n} grain={grain}: counts {np.unique(counts)}")
+
+    callers = [threading.Thread(target=caller, args=(seed,)) for seed in range(4)]
+    for thread in callers:
+        thread.start()
+    for thread in callers:
+        thread.join()
+    assert failures == []
+
+
+def test_thread_count_changes_between_calls(threads):
+    for num_threads in [2, 5, 1, 3, 2, 7, 4]:
+        runtime.set_num_threads(num_threads)
+        counts, chunks = count_indices(70_000, 1000)
+        assert (counts == 1).all()
+        assert chunks == num_threads
+
+
+def test_set_and_get_num_threads(threads):
+    runtime.set_num_threads(3)
+    assert runtime.get_num_threads() == 3
+    runtime.set_num_threads(1)
+    assert runtime.get_num_threads() == 1
+    assert count_indices(10_000, 1)[1] == 1
+
+
+@pytest.mark.parametrize(
+    "bad, error",
+    [(0, ValueError), (-2, ValueError), (2.0, TypeError), (True, TypeError), ("2", TypeError)],
+)
+def test_set_num_threads_rejects_bad_values(threads, bad, error):
+    with pytest.raises(error):
+        runtime.set_num_threads(bad)
+
+
+def test_default_thread_count_is_the_usable_cpus():
+    result = run_python("from tsjit import runtime; print(runtime.get_num_threads())")
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) == len(os.sched_getaffinity(0))
+
+
+def test_num_threads_env_var_sets_the_initial_count():
+    result = run_python(
+        "from tsjit import runtime; print(runtime.get_num_threads())",
+        {runtime.NUM_THREADS_ENV: "3"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) == 3
+
+
+def test_invalid_num_threads_env_var_is_reported():
+    result = run_python(
+        "from tsjit import runtime; runtime.get_num_threads()", {runtime.NUM_THREADS_ENV: "many"}
+    )
+    assert result.returncode != 0
+    assert "TSJIT_NUM_THREADS must be an integer >= 1, got 'many'" in result.stderr
+
+
+def test_pool_works_in_a_forked_child():
+    result = run_python(
+        """
+        import os
+        import numpy as np
+        from tsjit import runtime
+
+        def covered(n):
+            counts = np.zeros(n, dtype=np.int64)
+            chunks = runtime.lib.tsjit_testing_count_indices(
+                runtime.ffi.from_buffer("int64_t[]", counts), n, 100)
+            return bool((counts == 1).all()) and chunks == runtime.get_num_threads()
+
+        runtime.set_num_threads(3)
+        assert covered(100_000)
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if covered(100_000) and covered(5_000) else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert covered(100_000)
+        print("ok")
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+
+
+@pytest.mark.parametrize("pause_before_exit", ["", "import time; time.sleep(0.05)"])
+def test_interpreter_exits_with_a_live_pool(pause_before_exit):
+    # Exit right after a job (workers spinning) and after they went to sleep.
+    result = run_python(
+        f"""
+        import numpy as np
+        from tsjit import runtime
+        runtime.set_num_threads(4)
+        counts = np.zeros(10_000, dtype=np.int64)
+        runtime.lib.tsjit_testing_count_indices(
+            runtime.ffi.from_buffer("int64_t[]", counts), 10_000, 10)
+        {pause_before_exit}
+        """
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_symbol_addresses_cover_the_header_and_are_callable():
+    declared = set(re.findall(r"TSJIT_API\s+[\w\s*]+?\b(tsjit_\w+)\s*\(", HEADER.read_text()))
+    assert declared == {"tsjit_parallel_for", "tsjit_set_num_threads", "tsjit_get_num_threads"}
+    addresses = runtime.symbol_addresses()
+    assert declared <= addresses.keys()
+    assert len(set(addresses.values())) == len(addresses) and 0 not in addresses.values()
+    get_threads = runtime.ffi.cast("int(*)(void)", addresses["tsjit_get_num_threads"])
+    assert get_threads() == runtime.get_num_threads()
+
+
+def test_missing_library_tells_how_to_rebuild(tmp_path):
+    with pytest.raises(runtime.RuntimeLibraryNotFound, match=r"pip install -e \."):
+        runtime.locate_library([tmp_path])
+    (tmp_path / runtime.LIBRARY_FILE).write_bytes(b"")
+    assert runtime.locate_library([tmp_path / "elsewhere", tmp_path]) == (
+        tmp_path / runtime.LIBRARY_FILE
+    )

@@ -1,0 +1,115 @@
+"""Loader for tsjit's native runtime, ``libtsjit_runtime`` (C sources in ``runtime/``).
+
+CMake builds the library during ``pip install`` and installs it into the ``tsjit`` package
+directory. It is looked up in every directory of ``tsjit.__path__``: a normal install has
+one (site-packages/tsjit); an editable install also lists the CMake install tree next to
+the source tree. cffi's ABI mode (``ffi.dlopen``) needs no compiler at import time, and the
+same handle yields the function addresses that the LLVM JIT links kernels against.
+
+The library is loaded once, on first use, so importing tsjit costs no ``dlopen``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import cffi
+
+import tsjit
+
+# Mirrors runtime/include/tsjit_runtime.h (the kernel ABI) and tsjit_runtime_testing.h.
+_CDEF = """
+typedef void (*tsjit_task_fn)(void *ctx, int64_t begin, int64_t end);
+void tsjit_parallel_for(tsjit_task_fn fn, void *ctx, int64_t n, int64_t grain);
+void tsjit_set_num_threads(int n);
+int tsjit_get_num_threads(void);
+
+int64_t tsjit_testing_count_indices(int64_t *counts, int64_t n, int64_t grain);
+int64_t tsjit_testing_time_dispatch(int64_t n, int64_t grain, int64_t reps, int64_t *ns_out);
+"""
+
+LIBRARY_FILE = {"darwin": "libtsjit_runtime.dylib", "win32": "tsjit_runtime.dll"}.get(
+    sys.platform, "libtsjit_runtime.so"
+)
+NUM_THREADS_ENV = "TSJIT_NUM_THREADS"
+
+ffi = cffi.FFI()
+ffi.cdef(_CDEF)
+
+_lib: Any = None
+_load_lock = threading.Lock()
+
+
+class RuntimeLibraryNotFound(ImportError):
+    """The native runtime was not built or not installed next to the tsjit package."""
+
+
+def locate_library(search_dirs: Iterable[str | os.PathLike[str]]) -> Path:
+    """Return the runtime library's path in the first of ``search_dirs`` that has it."""
+    searched = [Path(d) for d in search_dirs]
+    for directory in searched:
+        candidate = directory / LIBRARY_FILE
+        if candidate.is_file():
+            return candidate
+    raise RuntimeLibraryNotFound(
+        f"tsjit's native runtime {LIBRARY_FILE} is missing (looked in: "
+        f"{', '.join(map(str, searched)) or 'nowhere'}). It is built by CMake during "
+        f'installation: reinstall with pip install -e . (or pip install -e ".[test]").'
+    )
+
+
+def _num_threads_from_env() -> int | None:
+    value = os.environ.get(NUM_THREADS_ENV)
+    if value is None or not value.strip():
+        return None
+    try:
+        threads = int(value)
+    except ValueError:
+        threads = 0
+    if threads < 1:
+        raise ValueError(f"{NUM_THREADS_ENV} must be an integer >= 1, got {value!r}")
+    return threads
+
+
+def _load() -> Any:
+    global _lib
+    with _load_lock:
+        if _lib is None:
+            library = ffi.dlopen(str(locate_library(tsjit.__path__)))
+            env_threads = _num_threads_from_env()
+            if env_threads is not None:
+                library.tsjit_set_num_threads(env_threads)
+            _lib = library
+    return _lib
+
+
+def __getattr__(name: str) -> Any:
+    # ``lib`` is a lazy module attribute: ``from tsjit.runtime import lib`` loads the library.
+    if name == "lib":
+        return _lib if _lib is not None else _load()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def set_num_threads(n: int) -> None:
+    """Set the number of threads native kernels use (the calling thread included)."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"set_num_threads() expects an int, got {type(n).__name__}")
+    if n < 1:
+        raise ValueError(f"set_num_threads() expects n >= 1, got {n}")
+    _load().tsjit_set_num_threads(min(n, 2**31 - 1))
+
+
+def get_num_threads() -> int:
+    """Threads native kernels use; by default the number of CPUs this process may use."""
+    return int(_load().tsjit_get_num_threads())
+
+
+def symbol_addresses() -> dict[str, int]:
+    """Name -> address of every runtime function, for ``llvmlite.binding.add_symbol``."""
+    library = _load()
+    return {name: int(ffi.cast("uintptr_t", getattr(library, name))) for name in dir(library)}
