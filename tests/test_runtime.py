@@ -135,6 +135,20 @@ def test_concurrent_callers_from_python_threads(threads):
     assert failures == []
 
 
+@pytest.mark.parametrize("num_threads", [2, 3])
+def test_caller_and_every_worker_take_a_chunk(threads, num_threads):
+    # The timing aid's chunks wait until all have started, so no thread can run two of them:
+    # one chunk per call must run on the caller and the rest on distinct workers.
+    runtime.set_num_threads(num_threads)
+    reps = 50
+    ns = np.zeros(reps, dtype=np.int64)
+    worker_chunks = runtime.lib.tsjit_testing_time_dispatch(
+        reps, runtime.ffi.from_buffer("int64_t[]", ns)
+    )
+    assert worker_chunks == reps * (num_threads - 1)
+    assert (ns > 0).all()
+
+
 def test_thread_count_changes_between_calls(threads):
     for num_threads in [2, 5, 1, 3, 2, 7, 4]:
         runtime.set_num_threads(num_threads)

@@ -30,7 +30,7 @@ void tsjit_set_num_threads(int n);
 int tsjit_get_num_threads(void);
 
 int64_t tsjit_testing_count_indices(int64_t *counts, int64_t n, int64_t grain);
-int64_t tsjit_testing_time_dispatch(int64_t n, int64_t grain, int64_t reps, int64_t *ns_out);
+int64_t tsjit_testing_time_dispatch(int64_t reps, int64_t *ns_out);
 """
 
 LIBRARY_FILE = {"darwin": "libtsjit_runtime.dylib", "win32": "tsjit_runtime.dll"}.get(

@@ -14,11 +14,11 @@ extern "C" {
  * every index it is handed; returns the number of chunks (task calls) that ran. */
 TSJIT_API int64_t tsjit_testing_count_indices(int64_t *counts, int64_t n, int64_t grain);
 
-/* Times `reps` back-to-back tsjit_parallel_for calls of an empty task over n items,
- * writing each call's duration in nanoseconds to ns_out[0..reps); returns how many
- * chunks ran on pool workers rather than on the calling thread. */
-TSJIT_API int64_t tsjit_testing_time_dispatch(int64_t n, int64_t grain, int64_t reps,
-                                              int64_t *ns_out);
+/* Times `reps` back-to-back tsjit_parallel_for calls of a near-empty job, one chunk per
+ * thread, whose chunks wait for each other to start: the caller cannot run them all itself,
+ * so each call is a real hand-off to the workers. Writes each call's duration in
+ * nanoseconds to ns_out[0..reps); returns how many chunks ran on pool workers. */
+TSJIT_API int64_t tsjit_testing_time_dispatch(int64_t reps, int64_t *ns_out);
 
 #ifdef __cplusplus
 }
