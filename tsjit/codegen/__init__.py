@@ -1,0 +1,1 @@
+"""LLVM code generation: fused elementwise kernels, the JIT engine and the calling ABI."""

@@ -1,0 +1,426 @@
+"""Per-element LLVM lowering of the kernel op vocabulary, with NumPy's exact semantics.
+
+Every function here works on scalar SSA values so that the loop vectorizer can widen the
+whole fused body. Where NumPy's result comes from C code with implementation-defined
+behaviour (float -> int conversion of NaN / inf / out-of-range values, integer division
+by zero, shift counts past the width) we reproduce what NumPy's x86-64 build produces,
+never LLVM poison. float16 follows NumPy: every op computes in float32 and rounds the
+result to half.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from llvmlite import ir
+
+from tsjit.codegen.kernel_spec import KernelOp
+
+try:  # the inline vectorizable math library; libm calls stand in until it is present
+    from tsjit.codegen import vmath
+except ImportError:  # pragma: no cover - depends on the development state of the tree
+    vmath = None
+
+__all__ = ["llvm_type", "memory_type", "lower_op", "cast_value", "load_value", "store_value"]
+
+_BOOL = np.dtype(np.bool_)
+_F16 = np.dtype(np.float16)
+_F32 = np.dtype(np.float32)
+_I1 = ir.IntType(1)
+_I8 = ir.IntType(8)
+
+
+def llvm_type(dtype: np.dtype) -> ir.Type:
+    """Register type of a dtype's values (bool is i1)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return _I1
+    if dtype.kind in "iu":
+        return ir.IntType(dtype.itemsize * 8)
+    return {2: ir.HalfType(), 4: ir.FloatType(), 8: ir.DoubleType()}[dtype.itemsize]
+
+
+def memory_type(dtype: np.dtype) -> ir.Type:
+    """In-memory type (NumPy stores bool as one byte)."""
+    return _I8 if np.dtype(dtype).kind == "b" else llvm_type(dtype)
+
+
+def load_value(b: ir.IRBuilder, ptr: ir.Value, dtype: np.dtype) -> ir.Value:
+    # align 1: NumPy arrays may be unaligned views; unaligned vector loads cost nothing here.
+    value = b.load(ptr, typ=memory_type(dtype), align=1)
+    if np.dtype(dtype).kind == "b":  # any nonzero byte is True, as in NumPy
+        return b.icmp_unsigned("!=", value, ir.Constant(_I8, 0))
+    return value
+
+
+def store_value(b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, dtype: np.dtype) -> None:
+    if np.dtype(dtype).kind == "b":
+        value = b.zext(value, _I8)
+    b.store(value, ptr, align=1)
+
+
+def _intrinsic(b: ir.IRBuilder, name: str, ty: ir.Type, nargs: int = 1) -> ir.Function:
+    suffix = {"half": "f16", "float": "f32", "double": "f64"}.get(str(ty), str(ty))
+    full = f"llvm.{name}.{suffix}"
+    module = b.module
+    fn = module.globals.get(full)
+    if fn is None:
+        fn = ir.Function(module, ir.FunctionType(ty, [ty] * nargs), name=full)
+    return fn
+
+
+def _call(b: ir.IRBuilder, name: str, *args: ir.Value) -> ir.Value:
+    return b.call(_intrinsic(b, name, args[0].type, len(args)), list(args))
+
+
+def _const(ty: ir.Type, value: float | int) -> ir.Constant:
+    return ir.Constant(ty, value)
+
+
+# ---------------------------------------------------------------------------- casts
+
+
+def _truthy(b: ir.IRBuilder, v: ir.Value, dtype: np.dtype) -> ir.Value:
+    kind = np.dtype(dtype).kind
+    if kind == "b":
+        return v
+    if kind == "f":  # NaN is True
+        return b.fcmp_unordered("!=", v, _const(v.type, 0.0))
+    return b.icmp_unsigned("!=", v, _const(v.type, 0))
+
+
+def _x86_truncate(b: ir.IRBuilder, x: ir.Value, bits: int) -> ir.Value:
+    """C's (intN_t)x as x86's cvtt(s|d)2si computes it: NaN and out-of-range give INT_MIN.
+
+    The select keeps fptosi's poison (out-of-range lanes) from reaching the result."""
+    ty = ir.IntType(bits)
+    low = -(2 ** (bits - 1))
+    src = np.float32 if isinstance(x.type, ir.FloatType) else np.float64
+    # trunc(x) >= low  <=>  x > low - 1, if low - 1 is representable; else x >= low.
+    if int(src(low - 1)) == low - 1:
+        above = b.fcmp_ordered(">", x, _const(x.type, float(low - 1)))
+    else:
+        above = b.fcmp_ordered(">=", x, _const(x.type, float(low)))
+    below = b.fcmp_ordered("<", x, _const(x.type, float(-low)))
+    return b.select(b.and_(above, below), b.fptosi(x, ty), _const(ty, low))
+
+
+def _float_to_int(b: ir.IRBuilder, x: ir.Value, target: np.dtype) -> ir.Value:
+    """NumPy's float -> integer cast on x86-64 (measured, including NaN/inf/overflow):
+    narrow types truncate a 32-bit conversion, uint32 a 64-bit one, uint64 uses the
+    compiler's two-range sequence."""
+    bits = target.itemsize * 8
+    ty = ir.IntType(bits)
+    if target == np.dtype(np.uint64):
+        two63 = _const(x.type, 2.0**63)
+        high = b.fcmp_ordered(">=", x, two63)
+        shifted = b.xor(_x86_truncate(b, b.fsub(x, two63), 64), _const(ty, 1 << 63))
+        return b.select(high, shifted, _x86_truncate(b, x, 64))
+    if target.kind == "i" and bits in (32, 64):
+        return _x86_truncate(b, x, bits)
+    wide = 64 if target == np.dtype(np.uint32) else 32
+    return b.trunc(_x86_truncate(b, x, wide), ty)
+
+
+def cast_value(b: ir.IRBuilder, v: ir.Value, src: np.dtype, dst: np.dtype) -> ir.Value:
+    """NumPy's ``astype(dst)`` (unsafe casting) of one element."""
+    src, dst = np.dtype(src), np.dtype(dst)
+    if src == dst:
+        return v
+    dst_ty = llvm_type(dst)
+    if dst.kind == "b":
+        return _truthy(b, v, src)
+    if src.kind == "b":
+        return b.zext(v, dst_ty) if dst.kind in "iu" else b.uitofp(v, dst_ty)
+    if src.kind in "iu" and dst.kind in "iu":
+        if dst.itemsize < src.itemsize:
+            return b.trunc(v, dst_ty)
+        if dst.itemsize > src.itemsize:
+            return b.sext(v, dst_ty) if src.kind == "i" else b.zext(v, dst_ty)
+        return v
+    if src.kind in "iu":
+        return b.sitofp(v, dst_ty) if src.kind == "i" else b.uitofp(v, dst_ty)
+    if dst.kind == "f":
+        return b.fpext(v, dst_ty) if dst.itemsize > src.itemsize else b.fptrunc(v, dst_ty)
+    if src == _F16:  # half -> float is exact; NumPy converts through float as well
+        v = b.fpext(v, ir.FloatType())
+    return _float_to_int(b, v, dst)
+
+
+# ---------------------------------------------------------------------------- floats
+
+
+def _math(b: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Value:
+    if vmath is not None and name in vmath.SUPPORTED:
+        return vmath.emit_math(b, name, args)
+    return _libm_call(b, name, args)
+
+
+def _libm_call(b: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Value:
+    """Scalar libm stand-in for functions vmath does not provide (correct, not vectorized)."""
+    if name == "sigmoid":
+        x = args[0]
+        one = _const(x.type, 1.0)
+        return b.fdiv(one, b.fadd(one, _libm_call(b, "exp", [b.fneg(x)])))
+    ty = args[0].type
+    symbol = name + ("f" if isinstance(ty, ir.FloatType) else "")
+    fn = b.module.globals.get(symbol)
+    if fn is None:
+        fn = ir.Function(b.module, ir.FunctionType(ty, [ty] * len(args)), name=symbol)
+    return b.call(fn, args)
+
+
+def _float_divmod(b: ir.IRBuilder, a: ir.Value, d: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """NumPy's npy_divmod (floor quotient and Python-style remainder), branch-free."""
+    ty = a.type
+    zero, one = _const(ty, 0.0), _const(ty, 1.0)
+    fmod = b.frem(a, d)
+    div = b.fdiv(b.fsub(a, fmod), d)
+    mod_nonzero = b.fcmp_unordered("!=", fmod, zero)
+    signs_differ = b.xor(b.fcmp_ordered("<", d, zero), b.fcmp_ordered("<", fmod, zero))
+    adjust = b.and_(mod_nonzero, signs_differ)
+    mod = b.select(adjust, b.fadd(fmod, d), fmod)
+    mod = b.select(mod_nonzero, mod, _call(b, "copysign", zero, d))
+    div = b.select(adjust, b.fsub(div, one), div)
+    floor = _call(b, "floor", div)
+    floor = b.select(
+        b.fcmp_ordered(">", b.fsub(div, floor), _const(ty, 0.5)), b.fadd(floor, one), floor
+    )
+    quotient = b.fdiv(a, d)
+    floordiv = b.select(
+        b.fcmp_unordered("!=", div, zero), floor, _call(b, "copysign", zero, quotient)
+    )
+    d_is_zero = b.fcmp_ordered("==", d, zero)
+    return b.select(d_is_zero, quotient, floordiv), b.select(d_is_zero, fmod, mod)
+
+
+def _fmaximum(b: ir.IRBuilder, x: ir.Value, y: ir.Value, pred: str) -> ir.Value:
+    """NumPy maximum/minimum: NaN in either operand wins; on ties the second operand."""
+    pick = b.select(b.fcmp_ordered(pred, x, y), x, y)
+    return b.select(b.fcmp_unordered("uno", x, x), x, pick)
+
+
+def _fmaxnum(b: ir.IRBuilder, x: ir.Value, y: ir.Value, pred: str) -> ir.Value:
+    """NumPy fmax/fmin: NaN is ignored unless both are NaN."""
+    keep_x = b.or_(b.fcmp_ordered(pred, x, y), b.fcmp_unordered("uno", y, y))
+    return b.select(keep_x, x, y)
+
+
+def _float_sign(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    zero = _const(x.type, 0.0)
+    value = b.select(b.fcmp_ordered("==", x, zero), zero, x)  # -0.0 -> +0.0, NaN stays
+    value = b.select(b.fcmp_ordered("<", x, zero), _const(x.type, -1.0), value)
+    return b.select(b.fcmp_ordered(">", x, zero), _const(x.type, 1.0), value)
+
+
+def _signbit(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    bits = ir.IntType(_float_bits(x.type))
+    return b.icmp_signed("<", b.bitcast(x, bits), _const(bits, 0))
+
+
+def _float_bits(ty: ir.Type) -> int:
+    return {"half": 16, "float": 32, "double": 64}[str(ty)]
+
+
+_FCMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+Lowering = Callable[[ir.IRBuilder, list[ir.Value]], ir.Value]
+
+_FLOAT_OPS: dict[str, Lowering] = {
+    "add": lambda b, a: b.fadd(a[0], a[1]),
+    "sub": lambda b, a: b.fsub(a[0], a[1]),
+    "mul": lambda b, a: b.fmul(a[0], a[1]),
+    "truediv": lambda b, a: b.fdiv(a[0], a[1]),
+    "floordiv": lambda b, a: _float_divmod(b, a[0], a[1])[0],
+    "mod": lambda b, a: _float_divmod(b, a[0], a[1])[1],
+    "pow": lambda b, a: _math(b, "pow", a),
+    "neg": lambda b, a: b.fneg(a[0]),
+    "pos": lambda b, a: a[0],
+    "abs": lambda b, a: _call(b, "fabs", a[0]),
+    "sign": lambda b, a: _float_sign(b, a[0]),
+    "square": lambda b, a: b.fmul(a[0], a[0]),
+    "reciprocal": lambda b, a: b.fdiv(_const(a[0].type, 1.0), a[0]),
+    "maximum": lambda b, a: _fmaximum(b, a[0], a[1], ">"),
+    "minimum": lambda b, a: _fmaximum(b, a[0], a[1], "<"),
+    "fmax": lambda b, a: _fmaxnum(b, a[0], a[1], ">="),
+    "fmin": lambda b, a: _fmaxnum(b, a[0], a[1], "<="),
+    "clip": lambda b, a: _fmaximum(b, _fmaximum(b, a[0], a[1], ">"), a[2], "<"),
+    "floor": lambda b, a: _call(b, "floor", a[0]),
+    "ceil": lambda b, a: _call(b, "ceil", a[0]),
+    "trunc": lambda b, a: _call(b, "trunc", a[0]),
+    "rint": lambda b, a: _call(b, "roundeven", a[0]),
+    "sqrt": lambda b, a: _call(b, "sqrt", a[0]),
+    "copysign": lambda b, a: _call(b, "copysign", a[0], a[1]),
+    "isnan": lambda b, a: b.fcmp_unordered("uno", a[0], a[0]),
+    "isinf": lambda b, a: b.fcmp_ordered(
+        "==", _call(b, "fabs", a[0]), _const(a[0].type, float("inf"))
+    ),
+    "isfinite": lambda b, a: b.fcmp_ordered(
+        "<", _call(b, "fabs", a[0]), _const(a[0].type, float("inf"))
+    ),
+    "signbit": lambda b, a: _signbit(b, a[0]),
+    **{
+        name: (lambda b, a, pred=pred: b.fcmp_ordered(pred, a[0], a[1]))
+        for name, pred in _FCMP.items()
+        if name != "ne"
+    },
+    "ne": lambda b, a: b.fcmp_unordered("!=", a[0], a[1]),
+}
+for _name in ("exp", "expm1", "log", "log1p", "log2", "log10", "tanh", "sigmoid", "sin", "cos"):
+    _FLOAT_OPS[_name] = lambda b, a, name=_name: _math(b, name, a)
+
+
+# ---------------------------------------------------------------------------- integers
+
+
+def _int_floordiv_mod(
+    b: ir.IRBuilder, x: ir.Value, y: ir.Value, signed: bool
+) -> tuple[ir.Value, ir.Value]:
+    """NumPy integer floor division and remainder: ``// 0`` and ``% 0`` give 0,
+    ``MIN // -1`` wraps to MIN. The divisor is made safe first so that LLVM's division
+    never sees an undefined case."""
+    ty = x.type
+    zero, one = _const(ty, 0), _const(ty, 1)
+    y_zero = b.icmp_unsigned("==", y, zero)
+    if not signed:
+        safe = b.select(y_zero, one, y)
+        return (
+            b.select(y_zero, zero, b.udiv(x, safe)),
+            b.select(y_zero, zero, b.urem(x, safe)),
+        )
+    overflow = b.and_(
+        b.icmp_signed("==", x, _const(ty, -(2 ** (ty.width - 1)))),
+        b.icmp_signed("==", y, _const(ty, -1)),
+    )
+    safe = b.select(b.or_(y_zero, overflow), one, y)  # MIN // 1 == MIN: the wrapped result
+    quotient, remainder = b.sdiv(x, safe), b.srem(x, safe)
+    # Round toward negative infinity when the remainder's sign differs from the divisor's.
+    adjust = b.and_(
+        b.icmp_signed("!=", remainder, zero),
+        b.icmp_signed("<", b.xor(remainder, y), zero),
+    )
+    quotient = b.select(adjust, b.sub(quotient, one), quotient)
+    remainder = b.select(adjust, b.add(remainder, y), remainder)
+    return b.select(y_zero, zero, quotient), b.select(y_zero, zero, remainder)
+
+
+def _shift(b: ir.IRBuilder, x: ir.Value, amount: ir.Value, left: bool, signed: bool):
+    """NumPy's npy_lshift/npy_rshift: counts outside [0, width) shift everything out
+    (a negative count is a huge unsigned count)."""
+    ty = x.type
+    width = _const(ty, ty.width)
+    in_range = b.icmp_unsigned("<", amount, width)
+    if not left and signed:  # everything shifted out leaves the sign
+        return b.ashr(x, b.select(in_range, amount, _const(ty, ty.width - 1)))
+    safe = b.select(in_range, amount, _const(ty, 0))
+    shifted = b.shl(x, safe) if left else b.lshr(x, safe)
+    return b.select(in_range, shifted, _const(ty, 0))
+
+
+def _int_ops(signed: bool) -> dict[str, Lowering]:
+    icmp = ir.IRBuilder.icmp_signed if signed else ir.IRBuilder.icmp_unsigned
+
+    def pick(pred: str) -> Lowering:
+        return lambda b, a: b.select(icmp(b, pred, a[0], a[1]), a[0], a[1])
+
+    def clip(b: ir.IRBuilder, a: list[ir.Value]) -> ir.Value:
+        low = pick(">")(b, [a[0], a[1]])
+        return pick("<")(b, [low, a[2]])
+
+    def abs_(b: ir.IRBuilder, a: list[ir.Value]) -> ir.Value:
+        if not signed:
+            return a[0]
+        negative = b.icmp_signed("<", a[0], _const(a[0].type, 0))
+        return b.select(negative, b.neg(a[0]), a[0])
+
+    def sign(b: ir.IRBuilder, a: list[ir.Value]) -> ir.Value:
+        ty, zero = a[0].type, _const(a[0].type, 0)
+        positive = b.zext(icmp(b, ">", a[0], zero), ty)
+        return b.sub(positive, b.zext(icmp(b, "<", a[0], zero), ty))
+
+    ops: dict[str, Lowering] = {
+        "add": lambda b, a: b.add(a[0], a[1]),
+        "sub": lambda b, a: b.sub(a[0], a[1]),
+        "mul": lambda b, a: b.mul(a[0], a[1]),
+        "floordiv": lambda b, a: _int_floordiv_mod(b, a[0], a[1], signed)[0],
+        "mod": lambda b, a: _int_floordiv_mod(b, a[0], a[1], signed)[1],
+        "neg": lambda b, a: b.neg(a[0]),
+        "pos": lambda b, a: a[0],
+        "abs": abs_,
+        "sign": sign,
+        "square": lambda b, a: b.mul(a[0], a[0]),
+        "maximum": pick(">"), "fmax": pick(">"),
+        "minimum": pick("<"), "fmin": pick("<"),
+        "clip": clip,
+        "bitwise_and": lambda b, a: b.and_(a[0], a[1]),
+        "bitwise_or": lambda b, a: b.or_(a[0], a[1]),
+        "bitwise_xor": lambda b, a: b.xor(a[0], a[1]),
+        "invert": lambda b, a: b.not_(a[0]),
+        "left_shift": lambda b, a: _shift(b, a[0], a[1], True, signed),
+        "right_shift": lambda b, a: _shift(b, a[0], a[1], False, signed),
+        "isnan": lambda b, a: _const(_I1, 0),
+        "isinf": lambda b, a: _const(_I1, 0),
+        "isfinite": lambda b, a: _const(_I1, 1),
+        "signbit": lambda b, a: (
+            b.icmp_signed("<", a[0], _const(a[0].type, 0)) if signed else _const(_I1, 0)
+        ),
+        **{name: (lambda b, a: a[0]) for name in ("floor", "ceil", "trunc", "rint")},
+        **{
+            name: (lambda b, a, pred=pred: icmp(b, pred, a[0], a[1]))
+            for name, pred in _FCMP.items()
+        },
+    }
+    return ops
+
+
+_SIGNED_OPS = _int_ops(signed=True)
+_UNSIGNED_OPS = _int_ops(signed=False)
+# NumPy's bool loops: add is or, mul is and, max/min are or/and; comparisons order False<True.
+_BOOL_OPS: dict[str, Lowering] = {
+    **{name: _UNSIGNED_OPS[name] for name in ("isnan", "isinf", "isfinite", "signbit", "abs")},
+    **{name: _UNSIGNED_OPS[name] for name in _FCMP},
+    **{name: (lambda b, a: b.or_(a[0], a[1])) for name in ("add", "maximum", "fmax")},
+    **{name: (lambda b, a: b.and_(a[0], a[1])) for name in ("mul", "minimum", "fmin")},
+    "bitwise_and": lambda b, a: b.and_(a[0], a[1]),
+    "bitwise_or": lambda b, a: b.or_(a[0], a[1]),
+    "bitwise_xor": lambda b, a: b.xor(a[0], a[1]),
+    "invert": lambda b, a: b.not_(a[0]),
+}
+
+_LOGICAL_OPS: dict[str, Lowering] = {
+    "logical_and": lambda b, a: b.and_(a[0], a[1]),
+    "logical_or": lambda b, a: b.or_(a[0], a[1]),
+    "logical_xor": lambda b, a: b.xor(a[0], a[1]),
+    "logical_not": lambda b, a: b.not_(a[0]),
+}
+
+
+def _table(dtype: np.dtype) -> dict[str, Lowering]:
+    if dtype.kind == "f":
+        return _FLOAT_OPS
+    if dtype.kind == "b":
+        return _BOOL_OPS
+    return _SIGNED_OPS if dtype.kind == "i" else _UNSIGNED_OPS
+
+
+def lower_op(
+    b: ir.IRBuilder, op: KernelOp, args: list[ir.Value], arg_dtypes: list[np.dtype]
+) -> ir.Value:
+    """Emit ``op`` on scalar operands (already in their register types)."""
+    name, dtype = op.op, np.dtype(op.dtype)
+    if name == "cast":
+        return cast_value(b, args[0], arg_dtypes[0], dtype)
+    if name == "where":
+        return b.select(_truthy(b, args[0], arg_dtypes[0]), args[1], args[2])
+    if name in _LOGICAL_OPS:
+        return _LOGICAL_OPS[name](b, [_truthy(b, v, d) for v, d in zip(args, arg_dtypes)])
+    if name in ("left_shift", "right_shift"):
+        args = [args[0], cast_value(b, args[1], arg_dtypes[1], dtype)]
+        arg_dtypes = [dtype, dtype]
+    operand_dtype = arg_dtypes[0]
+    if operand_dtype == _F16:  # NumPy computes half ops in float and rounds each result
+        widened = [b.fpext(v, ir.FloatType()) for v in args]
+        result = _table(_F32)[name](b, widened)
+        return b.fptrunc(result, ir.HalfType()) if dtype == _F16 else result
+    return _table(operand_dtype)[name](b, args)

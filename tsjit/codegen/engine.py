@@ -1,0 +1,228 @@
+"""The process-wide LLVM JIT: one target machine, one optimization pipeline, one ORC LLJIT.
+
+Why these choices (see shared/design/LLVM_NOTES.md for the measurements):
+- ORC LLJIT rather than MCJIT: it raises on an unresolved external symbol where MCJIT
+  silently jumps to address 0, it needs no TargetMachine of its own after creation, and it
+  links a relocatable object in ~0.2 ms (MCJIT ~0.6 ms).
+- We run the optimizer and ``emit_object`` ourselves, then hand the object to the JIT: the
+  same bytes go to the on-disk cache, so a fresh process skips parse, O3 and codegen
+  (~10-30 ms) and reloads a kernel in well under a millisecond.
+- LLVM is initialized lazily on the first compile: importing tsjit costs nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import llvmlite
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+__all__ = ["CompiledModule", "JitEngine", "get_engine", "FUNCTION_ATTRIBUTES"]
+
+# Memory-bound float32 loops on Zen 4 run at the same speed with 256- and 512-bit vectors;
+# 512 halves the loop trip count and the vmath polynomials' instruction count.
+PREFERRED_VECTOR_WIDTH = 512
+# Attributes every generated function carries (the target CPU and features come from the
+# target machine; these are the tuning knobs LLVM reads per function).
+FUNCTION_ATTRIBUTES: tuple[tuple[str, str], ...] = (
+    ("prefer-vector-width", str(PREFERRED_VECTOR_WIDTH)),
+    ("min-legal-vector-width", str(PREFERRED_VECTOR_WIDTH)),
+)
+# Bump when the pipeline or code-generation options change, so stale objects are not loaded.
+_CACHE_FORMAT = "1"
+CACHE_DIR_ENV = "TSJIT_CACHE_DIR"
+DISK_CACHE_ENV = "TSJIT_DISK_CACHE"
+
+
+@dataclass
+class CompiledModule:
+    """Function addresses of one linked module. The code stays mapped while this object
+    lives (it owns the JIT resource tracker)."""
+
+    addresses: dict[str, int]
+    optimized_ir: str
+    from_disk_cache: bool
+    _tracker: object = field(repr=False)
+    _asm: str | None = field(default=None, repr=False)
+
+    @property
+    def asm(self) -> str:
+        """Assembly of the optimized IR, produced on first request: most kernels are never
+        inspected, and codegen twice per compile would double the latency."""
+        if self._asm is None:
+            self._asm = get_engine().emit_assembly(self.optimized_ir)
+        return self._asm
+
+
+def _default_cache_dir() -> Path | None:
+    if os.environ.get(DISK_CACHE_ENV, "1") == "0":
+        return None
+    configured = os.environ.get(CACHE_DIR_ENV)
+    if configured:
+        return Path(configured)
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tsjit"
+
+
+class _Llvm:
+    """The initialized LLVM state shared by every engine: created once, on first use."""
+
+    _instance: _Llvm | None = None
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        llvm.initialize_native_asmparser()
+        self.cpu = llvm.get_host_cpu_name()
+        self.features = llvm.get_host_cpu_features().flatten()
+        self.target = llvm.Target.from_default_triple()
+        self.tm = self.new_target_machine()
+        self.triple = self.tm.triple
+        self.data_layout = str(self.tm.target_data)
+        self.pipeline_options = llvm.create_pipeline_tuning_options(speed_level=3)
+        self.pipeline_options.loop_vectorization = True
+        self.pipeline_options.slp_vectorization = True
+        self.pass_builder = llvm.create_pass_builder(self.tm, self.pipeline_options)
+        # The JIT gets its own target machine: never share one the JIT may own.
+        self.lljit = llvm.create_lljit_compiler(self.new_target_machine())
+        self.host_id = "|".join((self.cpu, self.features, llvmlite.__version__, _CACHE_FORMAT))
+
+    def new_target_machine(self) -> llvm.TargetMachine:
+        return self.target.create_target_machine(
+            cpu=self.cpu, features=self.features, opt=3, reloc="pic", codemodel="default"
+        )
+
+    @classmethod
+    def get(cls) -> _Llvm:
+        if cls._instance is None:
+            with cls._lock:
+                if cls._instance is None:
+                    cls._instance = _Llvm()
+        return cls._instance
+
+
+def _runtime_symbols() -> dict[str, int]:
+    """Addresses of the C runtime's functions; empty when the runtime is not built (kernels
+    then run on the calling thread, see ``elementwise``)."""
+    try:
+        from tsjit import runtime
+    except ImportError:
+        return {}
+    try:
+        return runtime.symbol_addresses()
+    except runtime.RuntimeLibraryNotFound:
+        return {}
+
+
+class JitEngine:
+    """Compiles LLVM IR to native code once per distinct IR text, in memory and on disk."""
+
+    def __init__(self, cache_dir: Path | None = None, use_disk_cache: bool = True) -> None:
+        self._cache_dir = (cache_dir or _default_cache_dir()) if use_disk_cache else None
+        self._modules: dict[str, CompiledModule] = {}
+        self._lock = threading.RLock()
+        self._names = itertools.count()
+        self._runtime_symbols: dict[str, int] | None = None
+
+    @property
+    def runtime_symbols(self) -> dict[str, int]:
+        if self._runtime_symbols is None:
+            self._runtime_symbols = _runtime_symbols()
+        return self._runtime_symbols
+
+    def compile(self, module: str | ir.Module, symbols: Iterable[str]) -> CompiledModule:
+        """Optimize and link ``module`` (IR text or an llvmlite.ir Module) and return the
+        addresses of ``symbols``. Identical IR text compiles once per process; with the disk
+        cache, once per machine."""
+        text = module if isinstance(module, str) else str(module)
+        wanted = tuple(symbols)
+        key = hashlib.sha256(text.encode()).hexdigest()
+        with self._lock:
+            compiled = self._modules.get(key)
+            if compiled is None or not all(s in compiled.addresses for s in wanted):
+                compiled = self._build(text, wanted)
+                self._modules[key] = compiled
+        return compiled
+
+    def _build(self, text: str, wanted: tuple[str, ...]) -> CompiledModule:
+        state = _Llvm.get()
+        disk_key = hashlib.sha256((state.host_id + "\n" + text).encode()).hexdigest()
+        cached = self._read_disk_cache(disk_key)
+        if cached is not None:
+            obj, optimized_ir = cached
+        else:
+            obj, optimized_ir = self._optimize_and_emit(state, text)
+            self._write_disk_cache(disk_key, obj, optimized_ir)
+        builder = llvm.JITLibraryBuilder().add_object_img(obj)
+        for name in self._externals(optimized_ir):
+            builder.import_symbol(name, self.runtime_symbols[name])
+        for name in wanted:
+            builder.export_symbol(name)
+        # LLJIT resolves every undefined symbol here and raises if one is missing, so a
+        # kernel can never call through an unresolved address.
+        tracker = builder.link(state.lljit, f"tsjit_module_{next(self._names)}")
+        addresses = {name: tracker[name] for name in wanted}
+        return CompiledModule(addresses, optimized_ir, cached is not None, tracker)
+
+    def _externals(self, optimized_ir: str) -> list[str]:
+        """Runtime functions the module declares (libc/libm resolve from the process)."""
+        return [name for name in self.runtime_symbols if f"@{name}(" in optimized_ir]
+
+    @staticmethod
+    def _optimize_and_emit(state: _Llvm, text: str) -> tuple[bytes, str]:
+        mod = llvm.parse_assembly(text)
+        mod.triple = state.triple
+        mod.data_layout = state.data_layout
+        mod.verify()
+        state.pass_builder.getModulePassManager().run(mod, state.pass_builder)
+        return state.tm.emit_object(mod), str(mod)
+
+    def emit_assembly(self, optimized_ir: str) -> str:
+        state = _Llvm.get()
+        with self._lock:
+            mod = llvm.parse_assembly(optimized_ir)
+            return state.tm.emit_assembly(mod)
+
+    def _read_disk_cache(self, key: str) -> tuple[bytes, str] | None:
+        if self._cache_dir is None:
+            return None
+        try:
+            obj = (self._cache_dir / f"{key}.o").read_bytes()
+            optimized_ir = (self._cache_dir / f"{key}.ll").read_text()
+        except OSError:
+            return None
+        return obj, optimized_ir
+
+    def _write_disk_cache(self, key: str, obj: bytes, optimized_ir: str) -> None:
+        """Best effort: a read-only or full disk only costs the cache. The IR is written
+        first and the object last, each through a rename, so a reader that finds the
+        object also finds complete IR."""
+        if self._cache_dir is None:
+            return
+        try:
+            self._cache_dir.mkdir(parents=True, exist_ok=True)
+            for suffix, data in ((".ll", optimized_ir.encode()), (".o", obj)):
+                final = self._cache_dir / f"{key}{suffix}"
+                partial = final.with_suffix(f"{suffix}.{os.getpid()}.tmp")
+                partial.write_bytes(data)
+                os.replace(partial, final)
+        except OSError:
+            pass
+
+
+_engine: JitEngine | None = None
+
+
+def get_engine() -> JitEngine:
+    """The process-wide engine (created on first use)."""
+    global _engine
+    if _engine is None:
+        _engine = JitEngine()
+    return _engine

@@ -1,0 +1,202 @@
+"""The contract between the fuser and the elementwise kernel generator.
+
+The fuser describes a fusion group as a small SSA program over per-element values
+(``KernelSpec``); the code generator turns it into one native loop. The spec carries only
+what the compiled code depends on (dtypes, ranks, scalar-ness, the op DAG), never sizes or
+strides, so one kernel serves every shape and layout of the same rank.
+
+``supports`` is the single place that says what the generator can do bit-for-bit like
+NumPy; anything else stays with NumPy in the interpreter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "SUPPORTED_DTYPES",
+    "KernelInput",
+    "KernelOp",
+    "KernelSpec",
+    "OpSignature",
+    "OP_SIGNATURES",
+    "supports",
+]
+
+
+@dataclass(frozen=True)
+class KernelInput:
+    """One operand. ``is_scalar``: passed by value (Python/NumPy scalar or 0-d array) and
+    broadcast everywhere; its value is converted to ``dtype`` as NumPy's casting would."""
+
+    dtype: np.dtype
+    rank: int
+    is_scalar: bool
+
+
+@dataclass(frozen=True)
+class KernelOp:
+    """``result = op(values[args])``; ``dtype`` is the result's dtype."""
+
+    op: str
+    args: tuple[int, ...]
+    dtype: np.dtype
+    attrs: tuple = ()
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """Values are numbered inputs first (0..n_in-1), then ops in order. ``outputs`` lists
+    value numbers; ``inplace[k]`` names the input that output k is written into (``x += y``)
+    or None for a fresh array."""
+
+    inputs: tuple[KernelInput, ...]
+    ops: tuple[KernelOp, ...]
+    outputs: tuple[int, ...]
+    inplace: tuple[int | None, ...] = ()
+
+    def value_dtype(self, value: int) -> np.dtype:
+        n_in = len(self.inputs)
+        if value < n_in:
+            return np.dtype(self.inputs[value].dtype)
+        return np.dtype(self.ops[value - n_in].dtype)
+
+    @property
+    def out_rank(self) -> int:
+        """Rank of the broadcast iteration space (0-d when every operand is a scalar)."""
+        return max((i.rank for i in self.inputs if not i.is_scalar), default=0)
+
+    def inplace_target(self, output: int) -> int | None:
+        return self.inplace[output] if self.inplace else None
+
+
+SUPPORTED_DTYPES = frozenset(
+    np.dtype(t)
+    for t in (
+        "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+        "float16", "float32", "float64",
+    )
+)
+
+
+@dataclass(frozen=True)
+class OpSignature:
+    """What an op accepts. ``kinds``: NumPy dtype kinds allowed for the op's dtype
+    ('b' bool, 'i'/'u' integers, 'f' floats). ``operands``: how operand dtypes relate to
+    the op's dtype: 'same' (the fuser cast them), 'compare' (equal to each other, result
+    bool), 'any' (logical ops read truthiness), 'where', 'shift' (any integer amount),
+    'cast'."""
+
+    arity: int
+    kinds: str
+    operands: str = "same"
+
+
+_INT = "iu"
+_NUM = "iuf"
+_ALL = "biuf"
+
+OP_SIGNATURES: dict[str, OpSignature] = {
+    # arithmetic (bool add/mul are NumPy's logical or/and)
+    "add": OpSignature(2, _ALL), "sub": OpSignature(2, _NUM), "mul": OpSignature(2, _ALL),
+    "truediv": OpSignature(2, "f"), "floordiv": OpSignature(2, _NUM),
+    "mod": OpSignature(2, _NUM), "pow": OpSignature(2, "f"),
+    "neg": OpSignature(1, _NUM), "pos": OpSignature(1, _NUM), "abs": OpSignature(1, _ALL),
+    "sign": OpSignature(1, _NUM), "square": OpSignature(1, _NUM),
+    "reciprocal": OpSignature(1, "f"),
+    # comparisons
+    **{name: OpSignature(2, "b", "compare") for name in ("eq", "ne", "lt", "le", "gt", "ge")},
+    # logical
+    **{name: OpSignature(2, "b", "any") for name in ("logical_and", "logical_or", "logical_xor")},
+    "logical_not": OpSignature(1, "b", "any"),
+    # bitwise
+    **{name: OpSignature(2, "b" + _INT) for name in ("bitwise_and", "bitwise_or", "bitwise_xor")},
+    "invert": OpSignature(1, "b" + _INT),
+    "left_shift": OpSignature(2, _INT, "shift"), "right_shift": OpSignature(2, _INT, "shift"),
+    # selection
+    **{name: OpSignature(2, _ALL) for name in ("maximum", "minimum", "fmax", "fmin")},
+    "clip": OpSignature(3, _NUM),
+    "where": OpSignature(3, _ALL, "where"),
+    "cast": OpSignature(1, _ALL, "cast"),
+    # rounding and classification
+    **{name: OpSignature(1, _NUM) for name in ("floor", "ceil", "trunc", "rint")},
+    **{name: OpSignature(1, "b", "any") for name in ("isnan", "isinf", "isfinite", "signbit")},
+    "copysign": OpSignature(2, "f"),
+    # transcendental functions (float only; lowered through vmath)
+    **{
+        name: OpSignature(1, "f")
+        for name in (
+            "exp", "expm1", "log", "log1p", "log2", "log10", "tanh", "sigmoid", "sin", "cos",
+            "sqrt",
+        )
+    },
+}
+
+
+def _check_op(spec: KernelSpec, index: int, op: KernelOp) -> str | None:
+    """Why ``op`` (value number ``index``) cannot be compiled, or None."""
+    sig = OP_SIGNATURES.get(op.op)
+    if sig is None:
+        return f"unknown op {op.op!r}"
+    if len(op.args) != sig.arity:
+        return f"{op.op} takes {sig.arity} operands, got {len(op.args)}"
+    if any(not 0 <= a < index for a in op.args):
+        return f"{op.op} refers to a value not defined before it"
+    dtype = np.dtype(op.dtype)
+    if dtype not in SUPPORTED_DTYPES:
+        return f"{op.op}: unsupported dtype {dtype}"
+    if dtype.kind not in sig.kinds:
+        return f"{op.op} is not supported for {dtype}"
+    operand_dtypes = [spec.value_dtype(a) for a in op.args]
+    if sig.operands == "same" and any(d != dtype for d in operand_dtypes):
+        return f"{op.op}: operands {operand_dtypes} were not cast to {dtype}"
+    if sig.operands == "compare" and operand_dtypes[0] != operand_dtypes[1]:
+        return f"{op.op}: comparison of different dtypes {operand_dtypes}"
+    if sig.operands == "shift" and (
+        operand_dtypes[0] != dtype or operand_dtypes[1].kind not in "biu"
+    ):
+        return f"{op.op}: shift of {operand_dtypes} to {dtype}"
+    if sig.operands == "where" and (operand_dtypes[1] != dtype or operand_dtypes[2] != dtype):
+        return f"where: branches {operand_dtypes[1:]} were not cast to {dtype}"
+    if sig.operands == "cast" and (len(op.attrs) != 1 or np.dtype(op.attrs[0]) != dtype):
+        return f"cast: attrs {op.attrs} must be (target dtype,) equal to the op dtype"
+    return None
+
+
+def supports(spec: KernelSpec) -> tuple[bool, str]:
+    """Whether the elementwise generator can compile ``spec`` with NumPy's exact semantics,
+    and if not, why (for the fuser's log)."""
+    for inp in spec.inputs:
+        if np.dtype(inp.dtype) not in SUPPORTED_DTYPES:
+            return False, f"unsupported input dtype {inp.dtype}"
+        if inp.rank < 0 or (inp.is_scalar and inp.rank != 0):
+            return False, f"input rank {inp.rank} (scalars have rank 0)"
+    n_in = len(spec.inputs)
+    for i, op in enumerate(spec.ops):
+        reason = _check_op(spec, n_in + i, op)
+        if reason is not None:
+            return False, reason
+    n_values = n_in + len(spec.ops)
+    if not spec.outputs:
+        return False, "a kernel needs at least one output"
+    if any(not 0 <= v < n_values for v in spec.outputs):
+        return False, "an output refers to an unknown value"
+    if all(i.is_scalar for i in spec.inputs):
+        return False, "no array operand: the result would be a 0-d computation"
+    if spec.inplace and len(spec.inplace) != len(spec.outputs):
+        return False, "inplace must name a target (or None) for every output"
+    targets = [t for t in spec.inplace if t is not None]
+    if len(set(targets)) != len(targets):
+        return False, "two outputs written into the same input"
+    for out, target in zip(spec.outputs, spec.inplace):
+        if target is None:
+            continue
+        if not 0 <= target < n_in or spec.inputs[target].is_scalar:
+            return False, f"in-place target {target} is not an array input"
+        if spec.inputs[target].rank != spec.out_rank:
+            return False, "in-place target has a lower rank than the broadcast result"
+        if np.dtype(spec.inputs[target].dtype) != spec.value_dtype(out):
+            return False, "in-place target dtype differs from the output dtype"
+    return True, ""

@@ -1,0 +1,94 @@
+"""Fresh kernel outputs, with large buffers recycled once their previous result is dead.
+
+Why: a freshly mmap'd 64 MB output costs more than a memory-bound kernel itself (the
+kernel zeroes and maps every page on first touch: ~6 ms for a*x+y at 16M float32, against
+~4 ms for the arithmetic). glibc returns allocations above its 32 MB mmap ceiling to the OS
+on free, so NumPy pays that cost on every call. The pool keeps a few such buffers and
+hands one out again only when no array refers to it any more: every result is a view of
+a pooled base array, and a view (or a view of a view, a memoryview, ...) holds a
+reference to its base, so the base's reference count says exactly whether any result is
+still alive. Small outputs bypass the pool (np.empty is cheaper than the bookkeeping).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import threading
+
+import numpy as np
+
+__all__ = ["OutputPool"]
+
+# Below this, np.empty's own reuse (glibc's heap) makes pooling pointless.
+POOL_MIN_BYTES = 16 << 20
+POOL_MAX_BUFFERS = 4
+
+
+class OutputPool:
+    """A small LRU of large byte buffers; see the module docstring for the invariant."""
+
+    _shared: OutputPool | None = None
+
+    def __init__(self, max_buffers: int = POOL_MAX_BUFFERS, min_bytes: int = POOL_MIN_BYTES):
+        self._buffers: list[np.ndarray] = []  # most recently used last
+        self._max_buffers = max_buffers
+        self._min_bytes = min_bytes
+        self._lock = threading.Lock()
+        # References to a free buffer: the list's, getrefcount's argument and the loop's.
+        self._free_refcount = self._measure_free_refcount()
+
+    @classmethod
+    def shared(cls) -> OutputPool:
+        if cls._shared is None:
+            cls._shared = OutputPool()
+        return cls._shared
+
+    def _measure_free_refcount(self) -> int:
+        probe = [np.empty(1, np.uint8)]
+        return sys.getrefcount(probe[0])
+
+    def _is_free(self, position: int) -> bool:
+        # Same expression as in _measure_free_refcount: the list's reference + the argument.
+        return sys.getrefcount(self._buffers[position]) == self._free_refcount
+
+    def take(self, shape: tuple[int, ...], dtype: np.dtype, like: np.ndarray | None):
+        """An uninitialized array of ``shape``/``dtype``, laid out like ``like`` (NumPy's
+        K order) or C-ordered when there is no model."""
+        nbytes = math.prod(shape) * dtype.itemsize
+        if nbytes < self._min_bytes:
+            if like is None:
+                return np.empty(shape, dtype)
+            return np.empty_like(like, dtype, subok=False, shape=shape)
+        order = "C"
+        if like is not None and like.ndim > 1 and not like.flags.c_contiguous:
+            if not like.flags.f_contiguous:  # a permuted layout: keep NumPy's exact choice
+                return np.empty_like(like, dtype, subok=False, shape=shape)
+            order = "F"
+        return np.ndarray(shape, dtype, buffer=self._reuse(nbytes), order=order)
+
+    def _reuse(self, nbytes: int) -> np.ndarray:
+        with self._lock:
+            for position in range(len(self._buffers)):
+                if self._buffers[position].nbytes == nbytes and self._is_free(position):
+                    buffer = self._buffers.pop(position)
+                    self._buffers.append(buffer)
+                    return buffer
+            buffer = np.empty(nbytes, np.uint8)
+            self._buffers.append(buffer)
+            if len(self._buffers) > self._max_buffers:
+                self._drop_oldest()
+            return buffer
+
+    def _drop_oldest(self) -> None:
+        """Forget the least recently used free buffer, or the oldest one when all are in
+        use (its results keep it alive; it is just no longer recycled)."""
+        for position in range(len(self._buffers)):
+            if self._is_free(position):
+                del self._buffers[position]
+                return
+        del self._buffers[0]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._buffers.clear()
