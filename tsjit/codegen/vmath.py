@@ -1,0 +1,386 @@
+"""Transcendental functions as inline, straight-line LLVM IR that the loop vectorizer widens.
+
+Why not libm: LLVM scalarizes ``llvm.exp`` and friends into one ``expf`` call per lane, and a
+fused kernel then runs ~5x slower than NumPy (shared/design/LLVM_NOTES.md). Every function
+here is range reduction (exact integer and bit manipulation, Cody-Waite splits of ln 2 and
+pi/2), a polynomial (vmath_poly), reconstruction, and ``select``s for special values: no
+calls, no branches, no loops, so a float32 loop becomes ``<16 x float>`` code.
+
+Accuracy: within 4 ulp of the correctly rounded result over the whole domain (tests measure
+1-2 ulp), including signed zeros, infinities, NaN and denormal inputs and outputs.
+Exceptions, by design:
+- sin, cos, tan: exact argument reduction for |x| < 2**27 (about 1.3e8) in both precisions.
+  Beyond that the reduced argument carries an absolute error of about |x| * 2**-53, growing
+  until it is meaningless near |x| = 2**51; it is then clamped to [-pi/4, pi/4], so sin and
+  cos stay finite and within [-1, 1] (but are not accurate) for every finite input.
+- float32 sin/cos/tan/pow reduce (or compute entirely) in float64: fewer pieces, more range.
+
+``llvm.fmuladd`` (fused where the CPU has FMA) evaluates polynomials; ``llvm.fma`` is used
+only where an exact product is the algorithm (float64 pow's double-double logarithm).
+No fast-math flags are set: the results do not depend on how the kernel is compiled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+
+from llvmlite import ir
+
+from tsjit.codegen import vmath_poly as K
+
+__all__ = ["SUPPORTED", "emit_math"]
+
+
+@dataclass(frozen=True)
+class _Format:
+    """The IEEE binary format of one float type and its same-width integer type."""
+
+    name: str
+    ftype: ir.Type
+    itype: ir.IntType
+    mant_bits: int
+    bias: int
+    # Bits that the largest integer multiplier of a split constant needs (2^k scale factors
+    # reach 1077 in float64 and 151 in float32): the head of such a split keeps the rest.
+    scale_bits: int
+    # Low mantissa bits cleared to make a "short" value whose product with a constant head
+    # of the same number of bits is exact (fdlibm clears the low word of a double).
+    short_bits: int
+
+    @property
+    def precision(self) -> int:
+        return self.mant_bits + 1
+
+    @property
+    def min_normal(self) -> float:
+        return 2.0 ** (1 - self.bias)
+
+    def split(self, value: str | Fraction, head_bits: int | None = None) -> tuple[float, float]:
+        """(head, tail) of a constant, the head short enough that an integer multiple of it
+        up to 2**scale_bits (default) or with ``head_bits`` bits is exact."""
+        bits = self.precision - self.scale_bits if head_bits is None else head_bits
+        return K.split(value, (bits,), self.name)
+
+    def const(self, value: str | Fraction) -> float:
+        return K.rounded(value, self.name)
+
+
+_F32 = _Format("float32", ir.FloatType(), ir.IntType(32), 23, 127, 8, 12)
+_F64 = _Format("float64", ir.DoubleType(), ir.IntType(64), 52, 1023, 11, 32)
+
+
+class _Emit:
+    """Scalar arithmetic in one float format on an IRBuilder. Python numbers stand for
+    constants of that format, which keeps the algorithms below readable as formulas."""
+
+    def __init__(self, builder: ir.IRBuilder, fmt: _Format):
+        self.b = builder
+        self.fmt = fmt
+
+    def promoted(self) -> _Emit:
+        return _Emit(self.b, _F64)
+
+    def v(self, x: ir.Value | float) -> ir.Value:
+        return x if isinstance(x, ir.Value) else ir.Constant(self.fmt.ftype, float(x))
+
+    # -- float arithmetic
+    def add(self, x, y):
+        return self.b.fadd(self.v(x), self.v(y))
+
+    def sub(self, x, y):
+        return self.b.fsub(self.v(x), self.v(y))
+
+    def mul(self, x, y):
+        return self.b.fmul(self.v(x), self.v(y))
+
+    def div(self, x, y):
+        return self.b.fdiv(self.v(x), self.v(y))
+
+    def neg(self, x):
+        return self.b.fneg(self.v(x))
+
+    def mla(self, x, y, z):
+        """x*y + z, fused or not as the target prefers (both are accurate enough)."""
+        return self._intrinsic("llvm.fmuladd", x, y, z)
+
+    def fma(self, x, y, z):
+        """x*y + z with one rounding: for exact products (x*y - fl(x*y) == fma(x, y, -p))."""
+        return self._intrinsic("llvm.fma", x, y, z)
+
+    def poly(self, x, coeffs) -> ir.Value:
+        """Horner evaluation of sum(coeffs[i] * x**i)."""
+        acc = self.v(coeffs[-1])
+        for c in reversed(coeffs[:-1]):
+            acc = self.mla(acc, x, c)
+        return acc
+
+    def fabs(self, x):
+        return self._intrinsic("llvm.fabs", x)
+
+    def floor(self, x):
+        return self._intrinsic("llvm.floor", x)
+
+    def copysign(self, magnitude, sign):
+        return self._intrinsic("llvm.copysign", magnitude, sign)
+
+    def sqrt(self, x):
+        return self._intrinsic("llvm.sqrt", x)
+
+    def _intrinsic(self, name: str, *args):
+        ty = self.fmt.ftype
+        fn = self.b.module.declare_intrinsic(name, [ty], ir.FunctionType(ty, [ty] * len(args)))
+        return self.b.call(fn, [self.v(a) for a in args])
+
+    # -- comparisons (ordered: false when either side is NaN) and selection
+    def cmp(self, op: str, x, y):
+        return self.b.fcmp_ordered(op, self.v(x), self.v(y))
+
+    def isnan(self, x):
+        return self.b.fcmp_unordered("uno", x, x)
+
+    def sel(self, cond, x, y):
+        return self.b.select(cond, self.v(x), self.v(y))
+
+    def clamp(self, x, lo: float, hi: float):
+        """x limited to [lo, hi]; NaN stays NaN."""
+        return self.sel(self.cmp(">", x, hi), hi, self.sel(self.cmp("<", x, lo), lo, x))
+
+    # -- conversions and bit manipulation
+    def int(self, value: int) -> ir.Constant:
+        return ir.Constant(self.fmt.itype, value)
+
+    def bits(self, x):
+        return self.b.bitcast(self.v(x), self.fmt.itype)
+
+    def from_bits(self, i):
+        return self.b.bitcast(i, self.fmt.ftype)
+
+    def to(self, x, fmt: _Format):
+        """x converted to ``fmt`` (exact when widening, rounded when narrowing)."""
+        if fmt.precision > self.fmt.precision:
+            return self.b.fpext(x, fmt.ftype)
+        return self.b.fptrunc(x, fmt.ftype) if fmt.precision < self.fmt.precision else x
+
+    def round_int(self, t) -> tuple[ir.Value, ir.Value]:
+        """rint(t) as a float and as an integer, for |t| < 2**(mant_bits - 1).
+
+        Adding 1.5 * 2**mant_bits pushes the fraction out of the mantissa, so the integer
+        lands in the low bits: no float-to-int conversion (poison on NaN) is needed, and a
+        NaN or infinite t just gives some integer, whose lanes the callers discard."""
+        shifter = 1.5 * 2.0**self.fmt.mant_bits
+        shifted = self.add(t, shifter)
+        n = self.b.sub(self.bits(shifted), self.bits(shifter))
+        return self.sub(shifted, shifter), n
+
+    def pow2(self, n):
+        """2**n for an integer n in the normal exponent range."""
+        biased = self.b.add(n, self.int(self.fmt.bias))
+        return self.from_bits(self.b.shl(biased, self.int(self.fmt.mant_bits)))
+
+    def ldexp(self, p, n):
+        """p * 2**n for p near 1, n from far below the denormals to past overflow: two
+        factors that each stay normal, so an underflowing result is rounded only once."""
+        half = self.b.ashr(n, self.int(1))
+        return self.mul(self.mul(p, self.pow2(half)), self.pow2(self.b.sub(n, half)))
+
+    def two_sum(self, x, y) -> tuple[ir.Value, ir.Value]:
+        """(s, e) with s = fl(x + y) and s + e == x + y exactly (Knuth)."""
+        s = self.add(x, y)
+        y_part = self.sub(s, x)
+        return s, self.add(self.sub(x, self.sub(s, y_part)), self.sub(y, y_part))
+
+    def clear_low_bits(self, x, count: int):
+        """x with its lowest ``count`` mantissa bits zeroed (truncated toward zero)."""
+        return self.from_bits(self.b.and_(self.bits(x), self.int(-(1 << count))))
+
+
+_INF = float("inf")
+_NAN = float("nan")
+
+
+# ---------------------------------------------------------------- exp family
+
+
+def _exp_reduce(em: _Emit, x) -> tuple[ir.Value, ir.Value]:
+    """(expm1(r), n) with x = n*ln2 + r, |r| <= ln2/2 (x already clamped to a range
+    where n fits the formats' exponent arithmetic)."""
+    ln2_hi, ln2_lo = em.fmt.split(K.LN2)
+    n_f, n = em.round_int(em.mul(x, em.fmt.const(K.LOG2_E)))
+    r = em.sub(em.sub(x, em.mul(n_f, ln2_hi)), em.mul(n_f, ln2_lo))
+    return _expm1_poly(em, r), n
+
+
+def _expm1_poly(em: _Emit, r):
+    """expm1(r) for |r| <= ln2/2: r + (r^2/2 + r^3 P(r)), the exact r added last."""
+    r2 = em.mul(r, r)
+    return em.add(r, em.mla(em.mul(r2, r), em.poly(r, K.EXPM1[em.fmt.name]), em.mul(r2, 0.5)))
+
+
+# Below the low bound exp underflows to 0 (expm1 rounds to -1); above the high bound both
+# overflow. Clamping there keeps n small enough for the exponent arithmetic.
+_EXP_RANGE = {"float32": (-104.0, 89.0), "float64": (-746.0, 710.0)}
+_EXPM1_LOW = {"float32": -20.0, "float64": -40.0}
+
+
+def _exp(em: _Emit, x):
+    e, n = _exp_reduce(em, em.clamp(x, *_EXP_RANGE[em.fmt.name]))
+    return em.ldexp(em.add(e, 1.0), n)
+
+
+def _expm1(em: _Emit, x):
+    """2^n * (1 + e) - 1 = (2^n - 1) + 2^n * e, both products and 2^n - 1 exact for
+    moderate n; for large n the -1 is below half an ulp and the exp form is used."""
+    fmt = em.fmt
+    e, n = _exp_reduce(em, em.clamp(x, _EXPM1_LOW[fmt.name], _EXP_RANGE[fmt.name][1]))
+    scale = em.pow2(n)
+    moderate = em.add(em.sub(scale, 1.0), em.mul(scale, e))
+    large = em.ldexp(em.add(e, 1.0), n)
+    result = em.sel(em.b.icmp_signed(">", n, em.int(fmt.precision + 2)), large, moderate)
+    return em.sel(em.cmp("==", x, 0.0), x, result)  # expm1(-0) = -0
+
+
+# tanh(x) rounds to +-1 beyond these; clamping keeps expm1(2|x|) finite.
+_TANH_SATURATION = {"float32": 10.0, "float64": 22.0}
+
+
+def _tanh(em: _Emit, x):
+    """tanh|x| = expm1(2|x|) / (expm1(2|x|) + 2): no cancellation anywhere, and exact
+    behaviour at 0 and for denormals (expm1(2x) = 2x there)."""
+    ax = em.sel(em.cmp(">", em.fabs(x), _TANH_SATURATION[em.fmt.name]),
+                _TANH_SATURATION[em.fmt.name], em.fabs(x))
+    e = _expm1(em, em.mul(ax, 2.0))
+    return em.copysign(em.div(e, em.add(e, 2.0)), x)
+
+
+def _sigmoid(em: _Emit, x):
+    """1 / (1 + exp(-x)) through e = exp(-|x|): 1/(1+e) for x >= 0 and e/(1+e) below, so
+    large negative x gives the tiny (even denormal) true value, not 0 from overflow."""
+    e = _exp(em, em.neg(em.fabs(x)))
+    numerator = em.sel(em.cmp("<", x, 0.0), e, 1.0)
+    return em.div(numerator, em.add(e, 1.0))
+
+
+# ---------------------------------------------------------------- log family
+
+# The bit pattern of sqrt(1/2): subtracting it before extracting the exponent puts the
+# mantissa in [sqrt(1/2), sqrt(2)), where log(1+f) has the smallest |f|.
+_SQRT_HALF_BITS = {"float32": 0x3F3504F3, "float64": 0x3FE6A09E667F3BCD}
+
+
+def _log_reduce(em: _Emit, x) -> tuple[ir.Value, ir.Value]:
+    """(k, f) with x = 2^k (1 + f), 1 + f in [sqrt(1/2), sqrt(2)), for finite x > 0."""
+    fmt = em.fmt
+    tiny = em.cmp("<", x, fmt.min_normal)
+    x = em.sel(tiny, em.mul(x, 2.0**fmt.precision), x)  # denormals made normal
+    offset = em.b.sub(em.bits(x), em.int(_SQRT_HALF_BITS[fmt.name]))
+    k = em.b.ashr(offset, em.int(fmt.mant_bits))
+    z = em.from_bits(em.b.sub(em.bits(x), em.b.shl(k, em.int(fmt.mant_bits))))
+    k_f = em.add(em.b.sitofp(k, fmt.ftype), em.sel(tiny, -fmt.precision, 0.0))
+    return k_f, em.sub(z, 1.0)  # exact: z within a factor of 2 of 1
+
+
+@dataclass(frozen=True)
+class _LogBase:
+    """log_b(x) = k * log_b(2) + log(1 + f) * log_b(e); None stands for an exact 1."""
+
+    log_of_2: str | None
+    log_of_e: str | None
+
+
+_LN = _LogBase(K.LN2, None)
+_LOG2 = _LogBase(None, K.LOG2_E)
+_LOG10 = _LogBase(K.LOG10_2, K.LOG10_E)
+
+
+def _log_base(em: _Emit, x, base: _LogBase, correction=None):
+    """log_b(x) for finite x > 0, plus ``correction`` * log_b(e) (log1p's rounding term).
+
+    log(1+f) = f - (hfsq - s*(hfsq + R)) with s = f/(2+f) (fdlibm), split into hi + lo with
+    hi short, so hi * (short head of log_b(e)) is exact and the rounding error of the large
+    terms is carried in lo; k * log_b(2) is added by Fast2Sum."""
+    fmt = em.fmt
+    k, f = _log_reduce(em, x)
+    s = em.div(f, em.add(f, 2.0))
+    z = em.mul(s, s)
+    big_r = em.mul(z, em.poly(z, K.LOG[fmt.name]))
+    hfsq = em.mul(em.mul(f, f), 0.5)
+    hi = em.clear_low_bits(em.sub(f, hfsq), fmt.short_bits)
+    lo = em.mla(s, em.add(hfsq, big_r), em.sub(em.sub(f, hi), hfsq))
+    if correction is not None:
+        lo = em.add(lo, correction)
+    if base.log_of_e is None:
+        val_hi, val_lo = hi, lo
+    else:
+        c_hi, c_lo = fmt.split(base.log_of_e, head_bits=fmt.short_bits)
+        val_hi = em.mul(hi, c_hi)
+        val_lo = em.mla(lo, c_hi, em.mul(em.add(lo, hi), c_lo))
+    if base.log_of_2 is None:
+        y_hi, y_lo = k, 0.0
+    else:
+        b_hi, b_lo = fmt.split(base.log_of_2)
+        y_hi, y_lo = em.mul(k, b_hi), em.mul(k, b_lo)
+    w = em.add(y_hi, val_hi)
+    val_lo = em.add(val_lo, em.add(em.add(em.sub(y_hi, w), val_hi), y_lo))
+    return em.add(w, val_lo)
+
+
+def _log_special(em: _Emit, x, value):
+    """``value`` where x is finite and positive, else log's value at 0, +inf, < 0, NaN."""
+    positive = em.b.and_(em.cmp(">", x, 0.0), em.cmp("<", x, _INF))
+    special = em.sel(em.cmp("==", x, 0.0), -_INF, em.sel(em.cmp("==", x, _INF), _INF, _NAN))
+    return em.sel(positive, value, special)
+
+
+def _logarithm(base: _LogBase) -> Callable[[_Emit, ir.Value], ir.Value]:
+    def emit(em: _Emit, x):
+        return _log_special(em, x, _log_base(em, x, base))
+
+    return emit
+
+
+def _log1p(em: _Emit, x):
+    """log(u) + c/u where u + c == 1 + x exactly (u = fl(1 + x)): small x keep their
+    relative accuracy through the correction c."""
+    u, c = em.two_sum(em.v(1.0), x)
+    value = _log_special(em, u, _log_base(em, u, _LN, correction=em.div(c, u)))
+    return em.sel(em.cmp("==", x, 0.0), x, value)  # log1p(-0) = -0
+
+
+# ---------------------------------------------------------------- dispatch
+
+
+def _sqrt(em: _Emit, x):
+    return em.sqrt(x)
+
+
+_FUNCTIONS: dict[str, tuple[int, Callable[..., ir.Value]]] = {
+    "exp": (1, _exp),
+    "expm1": (1, _expm1),
+    "log": (1, _logarithm(_LN)),
+    "log2": (1, _logarithm(_LOG2)),
+    "log10": (1, _logarithm(_LOG10)),
+    "log1p": (1, _log1p),
+    "tanh": (1, _tanh),
+    "sigmoid": (1, _sigmoid),
+    "sqrt": (1, _sqrt),
+}
+
+SUPPORTED: frozenset[str] = frozenset(_FUNCTIONS)
+
+
+def emit_math(builder: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Value:
+    """Emit `name` applied to scalar float/double values (all args same type: ir.FloatType() or
+    ir.DoubleType()); returns a value of the same type. Straight-line or select-based code only
+    (no calls to libm, no loops, no branches), so the loop vectorizer can widen it."""
+    if name not in _FUNCTIONS:
+        raise ValueError(f"vmath has no function {name!r}; supported: {sorted(SUPPORTED)}")
+    arity, emit = _FUNCTIONS[name]
+    if len(args) != arity:
+        raise ValueError(f"{name} takes {arity} argument(s), got {len(args)}")
+    ty = args[0].type
+    if any(a.type != ty for a in args) or not isinstance(ty, (ir.FloatType, ir.DoubleType)):
+        raise TypeError(f"{name}: arguments must all be float or all double, got "
+                        f"{[str(a.type) for a in args]}")
+    return emit(_Emit(builder, _F64 if isinstance(ty, ir.DoubleType) else _F32), *args)

@@ -1,0 +1,107 @@
+"""Constants of the inline math library: polynomial coefficients and split constants.
+
+The polynomials are near-minimax fits (Lawson's iteratively reweighted least squares over
+Chebyshev nodes, in mpmath at 40 digits) of the *tail* of each function after its exactly
+representable leading terms, weighted so that the error is relative to the final result.
+Coefficients were rounded to the working precision one at a time, refitting the remaining
+ones after each rounding. The comment on each table gives the variable, the interval and the
+weighted error of the rounded polynomial; tests/test_vmath.py checks the end-to-end error.
+
+Split constants such as ln 2 = LN2[0] + LN2[1] have a head with few significant bits, so
+that its product with a small integer is exact (Cody-Waite range reduction).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+# Decimal expansions, 50 digits (enough for every split below).
+LN2 = "0.69314718055994530941723212145817656807550013436026"
+PI = "3.1415926535897932384626433832795028841971693993751"
+LOG10_2 = "0.30102999566398119521373889472449302676818988146211"
+LOG2_E = "1.4426950408889634073599246810018921374266459541530"
+LOG10_E = "0.43429448190325182765112891891660508548262467350563"
+TWO_THIRDS = "0.66666666666666666666666666666666666666666666666667"
+
+
+def _round_bits(q: Fraction, bits: int) -> Fraction:
+    """``q`` rounded to ``bits`` significant bits (round half away from zero is fine here:
+    only the sum of the pieces matters, and the tail piece absorbs the difference)."""
+    if q == 0:
+        return q
+    magnitude = abs(q)
+    exponent = magnitude.numerator.bit_length() - magnitude.denominator.bit_length()
+    if Fraction(2) ** exponent > magnitude:
+        exponent -= 1
+    scale = Fraction(2) ** (bits - 1 - exponent)
+    return Fraction(round(q * scale)) / scale
+
+
+def split(value: str | Fraction, head_bits: tuple[int, ...], dtype: str) -> tuple[float, ...]:
+    """Pieces of a constant: one per entry of ``head_bits`` with that many significant bits,
+    then a last piece rounded to ``dtype``. Their sum carries far more precision than one
+    float of ``dtype``."""
+    rest = Fraction(value)
+    pieces = []
+    for bits in head_bits:
+        head = _round_bits(rest, bits)
+        pieces.append(float(head))
+        rest -= head
+    pieces.append(float(np.dtype(dtype).type(float(rest))))
+    return tuple(pieces)
+
+
+def rounded(value: str | Fraction, dtype: str) -> float:
+    """A constant rounded to ``dtype`` (as a Python float)."""
+    return float(np.dtype(dtype).type(float(Fraction(value))))
+
+
+# expm1(r) = r + r^2/2 + r^3 * P(r), r in [-ln2/2, ln2/2]; relative error of expm1.
+EXPM1 = {
+    "float32": (  # 2^-26.1
+        0.1666654795408249, 0.04166683554649353, 0.008366109803318977, 0.001389994751662016,
+    ),
+    "float64": (  # 2^-61.6
+        0.16666666666666677, 0.04166666666666669, 0.008333333333321825, 0.001388888888888992,
+        0.00019841269885224593, 2.4801587286180138e-05, 2.755724530139658e-06,
+        2.7557323723259087e-07, 2.5108626659271855e-08, 2.0895602581691105e-09,
+    ),
+}
+
+# log(1+f) = 2s + s*R with s = f/(2+f), z = s^2 in [0, 0.0295], R = z * P(z);
+# error of z*P(z)/2 relative to log(1+f).
+LOG = {
+    "float32": (0.6666677594184875, 0.39977553486824036, 0.2987213730812073),  # 2^-30.2
+    "float64": (  # 2^-59.5
+        0.6666666666666735, 0.39999999999408653, 0.28571428743949384, 0.2222219839339127,
+        0.18183574579111667, 0.15313766885837543, 0.14798987183077209,
+    ),
+}
+
+# Double-double logarithm for pow: log(1+f) = 2s + 2s^3/3 + s^5 * P(w), w = s^2 in
+# [0, 0.0295]; error of w^2 P(w)/2 relative to log(1+f): 2^-66.3.
+LOG_TAIL = (
+    0.4000000000000229, 0.28571428570082774, 0.22222222523063748, 0.18181784080907928,
+    0.1538677099925071, 0.13256489042769162, 0.1319946964311594,
+)
+
+# sin(r) = r + r^3 * P(z), z = r^2 in [0, (pi/4 + 1e-3)^2]; relative error of sin.
+SIN = {
+    "float32": (-0.16666655242443085, 0.008332190103828907, -0.00019518393673934042),  # 2^-28
+    "float64": (  # 2^-63.2
+        -0.16666666666666666, 0.008333333333333038, -0.00019841269840956114,
+        2.7557319069881474e-06, -2.505206971609757e-08, 1.605414603322451e-10,
+        -7.380867035185341e-13,
+    ),
+}
+
+# cos(r) = 1 - z/2 + z^2 * P(z), z = r^2 in [0, (pi/4 + 1e-3)^2]; relative error of cos.
+COS = {
+    "float32": (0.04166664555668831, -0.0013887309469282627, 2.4432330974377692e-05),  # 2^-33
+    "float64": (  # 2^-63.9
+        0.041666666666666595, -0.0013888888888873299, 2.480158728895593e-05,
+        -2.7557314199529853e-07, 2.08757025623554e-09, -1.1358583016008584e-11,
+    ),
+}
