@@ -1,0 +1,464 @@
+"""Reads the text form that `printer.py` writes back into a Graph.
+
+Tests start from IR text (parse -> pass -> FileCheck), and saved code must load
+without its original source, so the parser accepts exactly the printer's output:
+`print_graph(parse_ir(text)) == text` for every printed graph.  Output types are
+taken from the text, never re-inferred: the text is the truth, and checking it
+against the type rules is the verifier's job.  Values are resolved by name in
+one flat table (the printer's names are unique per graph); scoping across blocks
+is likewise left to the verifier, so that broken graphs can be written as text.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import sys
+from collections.abc import Callable
+
+import numpy as np
+
+from .graph import Block, Graph, Node, Value
+from .types import (
+    AnyType,
+    BoolType,
+    ClassType,
+    DictType,
+    DTypeType,
+    EnumType,
+    FloatType,
+    IntType,
+    ListType,
+    NoneType,
+    NoReturnType,
+    OptionalType,
+    StrType,
+    TensorType,
+    TupleType,
+    Type,
+    UninitializedType,
+    UnionType,
+    VarTupleType,
+)
+
+Resolver = Callable[[str], object]
+
+SINGLETON_TYPES = {t.name: t for t in (IntType, FloatType, BoolType, StrType, NoneType, AnyType,
+                                       DTypeType, NoReturnType, UninitializedType)}
+CLASS_PREFIX = "__tsjit__."
+
+_TOKEN = re.compile(r"""
+    (?P<skip>\s+|\#[^\n]*)
+  | (?P<string>"(?:[^"\\\n]|\\.)*")
+  | (?P<value>%[\w.]+)
+  | (?P<kind>[A-Za-z_]\w*::\w+(?:\.\w+)*)
+  | (?P<number>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)
+  | (?P<name>[A-Za-z_]\w*(?:\.(?:[A-Za-z_]\w*|<\w+>))*)
+  | (?P<punct>->|\.\.\.|[()\[\],:=?*<>-])
+""", re.VERBOSE)
+
+
+class IRParseError(ValueError):
+    """Malformed IR text; `line` and `column` (1-based) point at the offending token."""
+
+    def __init__(self, message: str, text: str, pos: int):
+        self.line = text.count("\n", 0, pos) + 1
+        line_start = text.rfind("\n", 0, pos) + 1
+        self.column = pos - line_start + 1
+        line_end = text.find("\n", pos)
+        source_line = text[line_start:len(text) if line_end < 0 else line_end]
+        super().__init__(f"{message} (line {self.line}, column {self.column})\n"
+                         f"  {source_line}\n  {' ' * (self.column - 1)}^")
+
+
+class _Token:
+    __slots__ = ("kind", "text", "pos")
+
+    def __init__(self, kind: str, text: str, pos: int):
+        self.kind, self.text, self.pos = kind, text, pos
+
+    def describe(self) -> str:
+        return "end of input" if self.kind == "eof" else repr(self.text)
+
+
+def _tokenize(text: str) -> list[_Token]:
+    tokens = []
+    pos = 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            raise IRParseError(f"unexpected character {text[pos]!r}", text, pos)
+        if m.lastgroup != "skip":
+            tokens.append(_Token(m.lastgroup, m.group(), pos))
+        pos = m.end()
+    tokens.append(_Token("eof", "", len(text)))
+    return tokens
+
+
+def import_object(qualified_name: str) -> object:
+    """The object named `module.qualname`: the longest importable prefix is the module."""
+    parts = qualified_name.split(".")
+    for split in range(len(parts) - 1, 0, -1):
+        module_name = ".".join(parts[:split])
+        module = sys.modules.get(module_name)
+        if module is None:
+            try:
+                module = importlib.import_module(module_name)
+            except ModuleNotFoundError:
+                continue
+        obj = module
+        for attr in parts[split:]:
+            if not hasattr(obj, attr):
+                raise LookupError(f"module {module_name!r} has no attribute path "
+                                  f"{'.'.join(parts[split:])!r}")
+            obj = getattr(obj, attr)
+        return obj
+    raise LookupError(f"no importable module in {qualified_name!r}")
+
+
+def _source_name(printed: str) -> str | None:
+    """The debug name a printed name came from: `x` for `x.1`, None for `5`."""
+    base, dot, suffix = printed.rpartition(".")
+    if dot and suffix.isdigit():
+        printed = base
+    return None if printed.replace(".", "").isdigit() else printed
+
+
+class _Parser:
+    def __init__(self, text: str, resolve: Resolver | None):
+        self.text = text
+        self.tokens = _tokenize(text)
+        self.i = 0
+        self.resolve_fn = resolve
+        self.values: dict[str, Value] = {}
+
+    # ---- token helpers
+    def peek(self, offset: int = 0) -> _Token:
+        return self.tokens[min(self.i + offset, len(self.tokens) - 1)]
+
+    def next(self) -> _Token:
+        tok = self.peek()
+        self.i += 1
+        return tok
+
+    def error(self, message: str, tok: _Token | None = None) -> IRParseError:
+        return IRParseError(message, self.text, (tok or self.peek()).pos)
+
+    def accept(self, text: str) -> bool:
+        if self.peek().kind in ("punct", "name") and self.peek().text == text:
+            self.i += 1
+            return True
+        return False
+
+    def expect(self, text: str) -> _Token:
+        tok = self.peek()
+        if not self.accept(text):
+            raise self.error(f"expected {text!r}, found {tok.describe()}")
+        return tok
+
+    def expect_kind(self, kind: str, what: str) -> _Token:
+        tok = self.peek()
+        if tok.kind != kind:
+            raise self.error(f"expected {what}, found {tok.describe()}")
+        return self.next()
+
+    def comma_list(self, close: str, item: Callable[[], object]) -> list:
+        """Items separated by commas up to `close` (consumed); a trailing comma is allowed."""
+        items = []
+        while not self.accept(close):
+            items.append(item())
+            if not self.accept(","):
+                self.expect(close)
+                break
+        return items
+
+    def end(self) -> None:
+        if self.peek().kind != "eof":
+            raise self.error(f"unexpected {self.peek().describe()} after the end")
+
+    # ---- Python objects
+    def resolve(self, qualified_name: str, tok: _Token) -> object:
+        try:
+            if self.resolve_fn is not None:
+                return self.resolve_fn(qualified_name)
+            return import_object(qualified_name)
+        except Exception as e:
+            raise self.error(f"cannot resolve {qualified_name!r}: {e}", tok) from e
+
+    def qualified_name(self) -> tuple[str, _Token]:
+        tok = self.expect_kind("name", "a qualified name")
+        return tok.text, tok
+
+    # ---- types
+    def type(self) -> Type:
+        t = self.atom_type()
+        while self.accept("?"):
+            t = OptionalType(t)
+        return t
+
+    def atom_type(self) -> Type:
+        tok = self.expect_kind("name", "a type")
+        name = tok.text
+        if name in SINGLETON_TYPES:
+            return SINGLETON_TYPES[name]
+        if name == "Tensor":
+            return self.tensor_refinements() if self.accept("(") else TensorType()
+        if name.startswith(CLASS_PREFIX):
+            return self.class_type(name[len(CLASS_PREFIX):], tok)
+        if name == "Enum":
+            self.expect("<")
+            qualname, qtok = self.qualified_name()
+            if not qualname.startswith(CLASS_PREFIX):
+                raise self.error(f"expected {CLASS_PREFIX}<qualified name>", qtok)
+            self.expect(">")
+            return EnumType(self.resolve(qualname[len(CLASS_PREFIX):], qtok))
+        generic = {"List": self.list_type, "Dict": self.dict_type, "Tuple": self.tuple_type,
+                   "Union": self.union_type, "NamedTuple": self.named_tuple_type}.get(name)
+        if generic is None:
+            raise self.error(f"unknown type {name!r}", tok)
+        self.expect("[")
+        return generic()
+
+    def list_type(self) -> Type:
+        elem = self.type()
+        self.expect("]")
+        return ListType(elem)
+
+    def dict_type(self) -> Type:
+        key = self.type()
+        self.expect(",")
+        value = self.type()
+        self.expect("]")
+        return DictType(key, value)
+
+    def tuple_type(self) -> Type:
+        if self.accept("("):        # the annotation spelling of the empty tuple, Tuple[()]
+            self.expect(")")
+        if self.accept("]"):
+            return TupleType(())
+        elems = [self.type()]
+        while self.accept(","):
+            ellipsis = self.peek()
+            if self.accept("..."):
+                if len(elems) != 1:
+                    raise self.error("'...' follows exactly one element type", ellipsis)
+                self.expect("]")
+                return VarTupleType(elems[0])
+            elems.append(self.type())
+        self.expect("]")
+        return TupleType(tuple(elems))
+
+    def union_type(self) -> Type:
+        return UnionType(tuple(self.comma_list("]", self.type)))
+
+    def named_tuple_type(self) -> Type:
+        qualname, tok = self.qualified_name()
+        self.expect(",")
+
+        def field() -> tuple[str, Type]:
+            name = self.expect_kind("name", "a field name").text
+            self.expect(":")
+            return name, self.type()
+
+        fields = self.comma_list("]", field)
+        py_class = self.resolve(qualname, tok)
+        return TupleType(tuple(t for _, t in fields), tuple(n for n, _ in fields), py_class)
+
+    def class_type(self, qualname: str, tok: _Token) -> Type:
+        for class_type in ClassType._by_class.values():
+            if class_type.name == qualname:
+                return class_type
+        py_class = self.resolve(qualname, tok)
+        if not isinstance(py_class, type):
+            raise self.error(f"{qualname!r} is not a class", tok)
+        return ClassType.for_class(py_class)
+
+    def tensor_refinements(self) -> Type:
+        fields: dict[str, object] = {}
+
+        def refinement() -> None:
+            key = self.expect_kind("name", "a tensor refinement")
+            self.expect("=")
+            if key.text == "sizes":
+                self.expect("[")
+                fields["sizes"] = tuple(self.comma_list("]", self.size))
+            elif key.text in ("dtype", "layout"):
+                fields[key.text] = self.expect_kind("name", f"a {key.text}").text
+            elif key.text == "ndarray":
+                flag = self.expect_kind("number", "0 or 1")
+                if flag.text not in ("0", "1"):
+                    raise self.error("ndarray is 0 or 1", flag)
+                fields["ndarray"] = flag.text == "1"
+            else:
+                raise self.error(f"unknown tensor refinement {key.text!r}", key)
+
+        self.comma_list(")", refinement)
+        return TensorType(**fields)
+
+    def size(self) -> int | None:
+        if self.accept("*"):
+            return None
+        return int(self.expect_kind("number", "a size or '*'").text)
+
+    # ---- attribute values (the forms of printer.format_attr)
+    def attr_value(self) -> object:
+        tok = self.next()
+        if tok.kind == "string":
+            return json.loads(tok.text)
+        if tok.kind == "number":
+            return self.number(tok.text)
+        if tok.text == "-":
+            number = self.next()
+            if number.kind == "number" or number.text == "inf":
+                return -self.number(number.text)
+            raise self.error("expected a number after '-'", number)
+        if tok.text == "(":
+            items = []
+            while not self.accept(")"):
+                items.append(self.attr_value())
+                if not self.accept(","):
+                    if len(items) == 1:
+                        raise self.error("a 1-tuple is written (x,)")
+                    self.expect(")")
+                    break
+            return tuple(items)
+        if tok.text == "[":
+            return self.comma_list("]", self.attr_value)
+        if tok.kind == "name":
+            constant = {"True": True, "False": False, "None": None,
+                        "inf": float("inf"), "nan": float("nan")}
+            if tok.text in constant:
+                return constant[tok.text]
+            if self.accept("("):
+                return self.wrapped_value(tok)
+        raise self.error(f"expected an attribute value, found {tok.describe()}", tok)
+
+    @staticmethod
+    def number(text: str) -> int | float:
+        return float(text) if text == "inf" or any(c in text for c in ".eE") else int(text)
+
+    def wrapped_value(self, head: _Token) -> object:
+        """`Type(...)`, `dtype(...)`, `Enum(...)`, `Py(...)`, `Array(...)`, `float32(2.5)`."""
+        form = head.text
+        if form == "Type":
+            value = self.type()
+        elif form == "dtype":
+            value = self.numpy_dtype()
+        elif form in ("Enum", "Py"):
+            qualname, tok = self.qualified_name()
+            if self.peek().text == "(":
+                raise self.error(f"an instance of {qualname} cannot be rebuilt from text", tok)
+            value = self.resolve(qualname, tok)
+        elif form == "Array":
+            dtype = self.numpy_dtype()
+            self.expect(",")
+            value = np.array(self.attr_value(), dtype=dtype)
+        else:
+            value = self.numpy_dtype(head).type(self.attr_value())
+        self.expect(")")
+        return value
+
+    def numpy_dtype(self, tok: _Token | None = None) -> np.dtype:
+        tok = tok or self.expect_kind("name", "a NumPy dtype")
+        try:
+            return np.dtype(tok.text)
+        except TypeError:
+            raise self.error(f"unknown NumPy dtype or attribute form {tok.text!r}", tok) from None
+
+    # ---- graphs
+    def graph(self) -> Graph:
+        graph = Graph()
+        self.expect("graph")
+        self.expect("(")
+        self.comma_list(")", lambda: self.define(graph.block.param_node, self.declaration()))
+        self.expect(":")
+        self.body(graph.block)
+        self.expect("return")
+        self.block_outputs(graph.block)
+        self.end()
+        return graph
+
+    def declaration(self) -> tuple[_Token, Type]:
+        name = self.expect_kind("value", "a value (%name)")
+        self.expect(":")
+        return name, self.type()
+
+    def define(self, node: Node, declaration: tuple[_Token, Type]) -> Value:
+        tok, type_ = declaration
+        printed = tok.text[1:]
+        if printed in self.values:
+            raise self.error(f"value %{printed} is defined twice", tok)
+        value = self.values[printed] = node.add_output(type_, _source_name(printed))
+        return value
+
+    def use(self) -> Value:
+        tok = self.expect_kind("value", "a value (%name)")
+        value = self.values.get(tok.text[1:])
+        if value is None:
+            raise self.error(f"undefined value {tok.text}", tok)
+        return value
+
+    def body(self, block: Block) -> None:
+        while self.peek().kind in ("value", "kind"):
+            self.node(block)
+
+    def node(self, block: Block) -> None:
+        declarations = []
+        if self.peek().kind == "value":
+            declarations = [self.declaration()]
+            while self.accept(","):
+                declarations.append(self.declaration())
+            self.expect("=")
+        kind = self.expect_kind("kind", "an op kind (ns::name)").text
+        attrs = {}
+        if self.accept("["):
+            for key, value in self.comma_list("]", self.attribute):
+                attrs[key] = value
+        node = Node(kind, attrs)
+        self.expect("(")
+        for value in self.comma_list(")", self.use):
+            node.add_input(value)
+        for declaration in declarations:   # after the inputs: a node cannot use its outputs
+            self.define(node, declaration)
+        block.append(node)
+        while re.fullmatch(r"block\d+", self.peek().text):
+            self.block(node)
+
+    def attribute(self) -> tuple[str, object]:
+        key = self.expect_kind("name", "an attribute name").text
+        self.expect("=")
+        return key, self.attr_value()
+
+    def block(self, node: Node) -> None:
+        tok = self.next()
+        if tok.text != f"block{len(node.blocks)}":
+            raise self.error(f"expected block{len(node.blocks)}, found {tok.text}", tok)
+        block = node.add_block()
+        self.expect("(")
+        self.comma_list(")", lambda: self.define(block.param_node, self.declaration()))
+        self.expect(":")
+        self.body(block)
+        self.expect("->")
+        self.block_outputs(block)
+
+    def block_outputs(self, block: Block) -> None:
+        self.expect("(")
+        for value in self.comma_list(")", self.use):
+            block.add_output(value)
+
+
+def parse_ir(text: str, resolve: Resolver | None = None) -> Graph:
+    """The graph that `text` (as written by `print_graph`) describes.
+
+    `resolve(qualified_name)` finds the Python objects the text names (functions,
+    classes, enums); by default the module is imported and the qualname walked.
+    """
+    return _Parser(text, resolve).graph()
+
+
+def parse_type(text: str, resolve: Resolver | None = None) -> Type:
+    """The type whose `str()` is `text`."""
+    parser = _Parser(text, resolve)
+    t = parser.type()
+    parser.end()
+    return t

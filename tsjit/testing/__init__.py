@@ -1,0 +1,1 @@
+"""Helpers for tsjit's own tests (FileCheck for IR text)."""
