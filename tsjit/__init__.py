@@ -1,1 +1,22 @@
-"""tsjit: TorchScript for NumPy, compiled with LLVM."""
+"""tsjit: TorchScript's design for NumPy — a typed SSA IR, a reference interpreter,
+and native code from LLVM for the hot paths.
+
+    @tsjit.script
+    def gelu(x: tsjit.Tensor) -> tsjit.Tensor:
+        return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+"""
+import numpy as _np
+
+from .api.module import Module, ModuleDict, ModuleList
+from .api.script import script
+from .api.script_function import ScriptFunction, ScriptModule
+from .decorators import Final, annotate, export, ignore, is_scripting, isinstance, unused
+from .frontend.errors import CompilationError
+
+Tensor = _np.ndarray
+
+__all__ = [
+    "CompilationError", "Final", "Module", "ModuleDict", "ModuleList", "ScriptFunction",
+    "ScriptModule", "Tensor", "annotate", "export", "ignore", "is_scripting", "isinstance",
+    "script", "unused",
+]

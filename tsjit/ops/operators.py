@@ -198,7 +198,7 @@ def getitem_rule(types, attrs):
         const = attrs.get("index")
         if is_slice:
             return VarTupleType(_common(seq.elems)) if const is None else TupleType(
-                seq.elems[const])
+                seq.elems[slice(*const)])
         if const is None:
             common = _common(seq.elems)
             if common is None:

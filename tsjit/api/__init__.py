@@ -1,0 +1,1 @@
+"""The public API: script, the script objects, modules and configuration."""

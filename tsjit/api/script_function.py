@@ -1,0 +1,111 @@
+"""The objects `tsjit.script` returns: ScriptFunction, and ScriptModule for modules."""
+from __future__ import annotations
+
+from ..executor import GraphExecutor
+from ..frontend.compiler import CompiledCallable
+from ..interpreter import python_source
+from ..ir.graph import Graph
+from .argument_check import make_argument_checker
+
+
+class ScriptFunction:
+    """A compiled function: call it like the Python function; inspect every stage."""
+
+    def __init__(self, compiled: CompiledCallable, python_function):
+        self.compiled = compiled
+        self.python_function = python_function
+        self.name = compiled.name
+        self.__name__ = getattr(python_function, "__name__", compiled.name)
+        self.__doc__ = getattr(python_function, "__doc__", None)
+        filename = python_function.__code__.co_filename if hasattr(
+            python_function, "__code__") else "<script>"
+        self.executor = GraphExecutor(compiled.graph, compiled.name, filename)
+        compiled.executor = self.executor
+        self._check = make_argument_checker(compiled.name, compiled.param_types)
+        self._arity = len(compiled.param_types)
+
+    def __call__(self, *args, **kwargs):
+        if kwargs or len(args) != self._arity:
+            args = self._bind(args, kwargs)
+        self._check(*args)
+        return self.executor(*args)
+
+    def _bind(self, args: tuple, kwargs: dict) -> tuple:
+        import inspect
+        sig = inspect.Signature([inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                                   default=p.default if p.default is not
+                                                   _NO_DEFAULT else inspect.Parameter.empty)
+                                 for p in self.compiled.params])
+        bound = sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return tuple(bound.arguments.values())
+
+    @property
+    def graph(self) -> Graph:
+        return self.compiled.graph
+
+    @property
+    def schema(self) -> str:
+        return self.compiled.schema
+
+    @property
+    def code(self) -> str:
+        return python_source(self.compiled.graph, self.name)
+
+    def graph_for(self, *args) -> Graph:
+        return self.executor.graph_for(*args)
+
+    def stats(self) -> dict[str, int]:
+        return self.executor.stats()
+
+    def __repr__(self) -> str:
+        return f"<tsjit.ScriptFunction {self.schema}>"
+
+
+_NO_DEFAULT = object()
+
+
+class ScriptMethod(ScriptFunction):
+    """A compiled method bound to one module instance (`self` is passed for you)."""
+
+    def __init__(self, compiled: CompiledCallable, python_function, instance):
+        super().__init__(compiled, python_function)
+        self.instance = instance
+        self._arity -= 1
+        self._check_all = self._check
+        self._check = None
+
+    def __call__(self, *args, **kwargs):
+        if kwargs or len(args) != self._arity:
+            args = self._bind((self.instance, *args), kwargs)[1:]
+        self._check_all(self.instance, *args)
+        return self.executor(self.instance, *args)
+
+
+class ScriptModule:
+    """A scripted module instance: `forward` and exported methods run compiled code;
+    other attributes are the instance's own."""
+
+    def __init__(self, instance, methods: dict[str, ScriptMethod]):
+        object.__setattr__(self, "_instance", instance)
+        object.__setattr__(self, "_methods", methods)
+
+    def __call__(self, *args, **kwargs):
+        return self._methods["forward"](*args, **kwargs)
+
+    def __getattr__(self, name: str):
+        methods = object.__getattribute__(self, "_methods")
+        if name in methods:
+            return methods[name]
+        return getattr(object.__getattribute__(self, "_instance"), name)
+
+    def __setattr__(self, name: str, value) -> None:
+        setattr(self._instance, name, value)
+
+    @property
+    def graph(self) -> Graph:
+        return self._methods["forward"].graph
+
+    @property
+    def code(self) -> str:
+        return self._methods["forward"].code

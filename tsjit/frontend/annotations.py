@@ -1,0 +1,122 @@
+"""Python type annotations (typing, builtin generics, `# type:` comments) as IR types."""
+from __future__ import annotations
+
+import ast
+import enum
+import types
+import typing
+
+import numpy as np
+
+from ..ir.types import (
+    TENSOR,
+    AnyType,
+    BoolType,
+    ClassType,
+    DictType,
+    EnumType,
+    FloatType,
+    IntType,
+    ListType,
+    NoneType,
+    StrType,
+    TupleType,
+    Type,
+    VarTupleType,
+    make_union,
+)
+
+_SCALARS = {int: IntType, float: FloatType, bool: BoolType, str: StrType,
+            type(None): NoneType, None: NoneType}
+_DICT_KEYS = (StrType, IntType, FloatType, BoolType, AnyType)
+
+
+class AnnotationError(Exception):
+    """An annotation the language does not support; the caller adds the source."""
+
+
+def is_final(annotation: object) -> bool:
+    return typing.get_origin(annotation) is typing.Final or annotation is typing.Final
+
+
+def is_namedtuple_class(obj: object) -> bool:
+    return isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields")
+
+
+def namedtuple_type(cls: type) -> TupleType:
+    hints = typing.get_type_hints(cls) if getattr(cls, "__annotations__", None) else {}
+    elems = tuple(to_type(hints[f]) if f in hints else TENSOR for f in cls._fields)
+    return TupleType(elems, tuple(cls._fields), cls)
+
+
+def to_type(ann: object, class_type_of=None) -> Type:
+    """The IR type of an evaluated annotation.
+
+    `class_type_of(cls)` returns the ClassType of a script class (compiling it if
+    needed); without it, plain classes are not valid annotations.
+    """
+    if ann in _SCALARS:
+        return _SCALARS[ann]
+    if ann is typing.Any:
+        return AnyType
+    if ann is np.ndarray or (isinstance(ann, type) and issubclass(ann, np.generic)):
+        return TENSOR
+    if is_final(ann):
+        args = typing.get_args(ann)
+        return to_type(args[0], class_type_of) if args else AnyType
+    origin, args = typing.get_origin(ann), typing.get_args(ann)
+    if origin in (list, typing.List):
+        return ListType(to_type(args[0], class_type_of) if args else TENSOR)
+    if origin in (dict, typing.Dict):
+        key, value = (to_type(a, class_type_of) for a in args) if args else (StrType, TENSOR)
+        if key not in _DICT_KEYS and key != TENSOR:
+            raise AnnotationError(f"dict keys must be str, int, float, bool, Tensor or Any; "
+                                  f"{key.annotation} is not supported as a dict key type")
+        return DictType(key, value)
+    if origin in (tuple, typing.Tuple):
+        if len(args) == 2 and args[1] is Ellipsis:
+            return VarTupleType(to_type(args[0], class_type_of))
+        if args == ((),):
+            return TupleType(())
+        return TupleType(tuple(to_type(a, class_type_of) for a in args))
+    if origin is typing.Union or origin is types.UnionType:
+        return make_union([to_type(a, class_type_of) for a in args])
+    if ann is list or ann is dict or ann is tuple:
+        raise AnnotationError(f"'{ann.__name__}' needs element types, e.g. "
+                              f"{ann.__name__}[int]")
+    if is_namedtuple_class(ann):
+        return namedtuple_type(ann)
+    if isinstance(ann, type) and issubclass(ann, enum.Enum):
+        return EnumType(ann)
+    if isinstance(ann, type) and class_type_of is not None:
+        found = class_type_of(ann)
+        if found is not None:
+            return found
+    if isinstance(ann, ClassType):
+        return ann
+    raise AnnotationError(f"unknown type annotation: {_describe(ann)}")
+
+
+def _describe(ann: object) -> str:
+    return getattr(ann, "__qualname__", None) or repr(ann)
+
+
+def evaluate(node: ast.expr, globals_: dict, locals_: dict | None = None) -> object:
+    """Evaluate an annotation expression (or a string forward reference) in the
+    function's namespace."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        node = ast.parse(node.value, mode="eval").body
+    code = compile(ast.Expression(node), "<annotation>", "eval")
+    try:
+        return eval(code, globals_, locals_ or {})
+    except Exception as e:
+        raise AnnotationError(f"cannot evaluate annotation {ast.unparse(node)!r}: {e}") from None
+
+
+def parse_type_comment(comment: str) -> tuple[list[ast.expr], ast.expr | None]:
+    """`# type: (int, Tensor) -> Tensor` as annotation expressions."""
+    try:
+        tree = ast.parse(comment, mode="func_type")
+    except SyntaxError as e:
+        raise AnnotationError(f"malformed type comment {comment!r}: {e.msg}") from None
+    return list(tree.argtypes), tree.returns

@@ -1,0 +1,458 @@
+"""Calls, attributes, isinstance, builtin special forms, for loops and comprehensions."""
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+
+import numpy as np
+
+from ..ir.graph import SourceRange, Value
+from ..ir.types import (
+    TENSOR,
+    AnyType,
+    BoolType,
+    ClassType,
+    DictType,
+    EnumType,
+    FloatType,
+    IntType,
+    ListType,
+    NoneType,
+    OptionalType,
+    StrType,
+    TensorType,
+    TupleType,
+    Type,
+    UninitializedType,
+    UnionType,
+    VarTupleType,
+    is_subtype,
+    make_union,
+    union_options,
+)
+from ..ops.registry import NO_DEFAULT, OpDef, OpTypeError, infer_types, lookup_attribute, \
+    lookup_method, lookup_python
+from .annotations import AnnotationError, to_type
+from .control_flow import _contains_list
+from .errors import CompilationError
+from .sugared import BoundMethod, IterableForm, PythonObject, SpecialForm, Sugared
+
+_PY_TYPES = {int: IntType, float: FloatType, bool: BoolType, str: StrType,
+             type(None): NoneType, np.ndarray: TENSOR}
+_PY_CONTAINERS = {list: ListType, dict: DictType, tuple: TupleType}
+
+
+class CallMixin:
+    # ---- calls
+    def expr_Call(self, node: ast.Call):
+        src = self.src(node)
+        func = self.sugared_expr(node.func)
+        if isinstance(func, SpecialForm):
+            return self.special_form(func.name, node.args, node.keywords, src)
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(
+                k.arg is None for k in node.keywords):
+            raise CompilationError("*args and **kwargs in calls are not supported", src)
+        args = [self.sugared_expr(a) for a in node.args]
+        kwargs = {k.arg: self.sugared_expr(k.value) for k in node.keywords}
+        if isinstance(func, Value):
+            if isinstance(func.type, ClassType):
+                method = "forward" if func.type.is_module else "__call__"
+                return self.call_method(func, method, args, kwargs, src)
+            raise CompilationError(f"'{func.type.annotation}' object is not callable", src)
+        return func.call(self, args, kwargs, src)
+
+    def call_op(self, op: OpDef, args: list, kwargs: dict, src: SourceRange, name: str):
+        inputs = self.bind_arguments(op.params, args, kwargs, src, name)
+        try:
+            types = infer_types(op, [v.type for v in inputs], {}) if op.infer else [AnyType]
+        except OpTypeError as e:
+            raise CompilationError(f"{name}(): {e}", src) from None
+        node = self.insert(op.name, inputs, types, None, src)
+        return node.outputs[0] if node.outputs else self.const(None, src)
+
+    def call_builtin(self, obj: object, args: list[Value], src: SourceRange) -> Value:
+        op = lookup_python(obj)
+        if op is None:
+            raise CompilationError(f"{obj!r} is not available in script code", src)
+        return self.call_op(op, args, {}, src, getattr(obj, "__name__", str(obj)))
+
+    def bind_arguments(self, params, args: list, kwargs: dict, src: SourceRange,
+                       name: str) -> list[Value]:
+        """Match positional and keyword arguments to parameters, filling defaults."""
+        kwargs = dict(kwargs)
+        positional = list(args)
+        bound = []
+        n_positional = sum(1 for p in params if not p.kwonly and not p.variadic)
+        for p in params:
+            if p.variadic:
+                bound.extend(self.as_value(a, src) for a in positional)
+                positional = []
+                continue
+            if not p.kwonly and positional:
+                if p.name in kwargs:
+                    raise CompilationError(f"{name}() got multiple values for argument "
+                                           f"'{p.name}'", src)
+                value = positional.pop(0)
+            elif p.name in kwargs:
+                value = kwargs.pop(p.name)
+            elif p.default is not NO_DEFAULT:
+                value = self.const(p.default, src)
+            else:
+                raise CompilationError(f"{name}() missing required argument '{p.name}'", src)
+            bound.append(self.as_value(value, src))
+        if positional:
+            raise CompilationError(f"{name}() takes {n_positional} positional arguments but "
+                                   f"{len(args)} were given (too many arguments)", src)
+        if kwargs:
+            raise CompilationError(f"{name}() got an unexpected keyword argument "
+                                   f"'{next(iter(kwargs))}'", src)
+        return bound
+
+    def call_compiled(self, callee, kind: str, args: list, kwargs: dict, src: SourceRange):
+        """A call of a compiled script function or method (prim::CallFunction/CallMethod)."""
+        inputs = self.bind_arguments(callee.params, args, kwargs, src, callee.name)
+        checked = []
+        for value, (pname, expected) in zip(inputs, callee.param_types):
+            if not is_subtype(value.type, expected):
+                raise CompilationError(
+                    f"{callee.name}() expected a value of type {expected.annotation} for "
+                    f"argument '{pname}' but found {value.type.annotation}", src)
+            checked.append(value)
+        node = self.insert(kind, checked, [callee.return_type], {"fn": callee}, src)
+        return node.output
+
+    # ---- attributes
+    def get_attr(self, base, name: str, src: SourceRange):
+        if isinstance(base, Sugared):
+            return base.attr(self, name, src)
+        t = base.type
+        if isinstance(t, ClassType):
+            return self.compiler.class_attribute(self, base, name, src)
+        if isinstance(t, TupleType) and t.names and name in t.names:
+            return self.insert("prim::GetAttr", [base], [t.elems[t.names.index(name)]],
+                               {"name": name}, src).output
+        if isinstance(t, EnumType) and name in ("name", "value"):
+            from .emitter import constant_type
+            value_type = StrType if name == "name" else constant_type(
+                next(iter(t.py_class)).value)
+            return self.insert("prim::GetAttr", [base], [value_type], {"name": name},
+                               src).output
+        found = lookup_attribute(t, name)
+        if found is not None:
+            return self.call_op(found, [base], {}, src, name)
+        found = lookup_method(t, name)
+        if found is not None:
+            return BoundMethod(base, found, name)
+        if isinstance(t, (OptionalType, UnionType)):
+            raise CompilationError(f"'{name}' of a value of type {t.annotation}: narrow the "
+                                   "type first (`if x is not None:` or isinstance)", src)
+        raise CompilationError(f"'{t.annotation}' object has no attribute '{name}'", src)
+
+    def set_attr(self, base: Value, name: str, value: Value, src: SourceRange) -> None:
+        if not isinstance(base.type, ClassType):
+            raise CompilationError(f"cannot set attribute '{name}' of a "
+                                   f"{base.type.annotation}", src)
+        self.compiler.set_class_attribute(self, base, name, value, src)
+
+    def call_method(self, obj: Value, name: str, args: list, kwargs: dict, src: SourceRange):
+        method = self.compiler.method(obj.type, name, src)
+        return self.call_compiled(method, "prim::CallMethod", [obj, *args], kwargs, src)
+
+    def class_has_method(self, t: ClassType, name: str) -> bool:
+        return callable(getattr(t.py_class, name, None)) and name in vars(t.py_class)
+
+    # ---- builtins the front end handles itself
+    def special_form(self, name: str, arg_nodes: list[ast.expr], keywords: list[ast.keyword],
+                     src: SourceRange):
+        kwargs = {k.arg: k.value for k in keywords}
+        if name == "range":
+            parts = [self.expr(a) for a in arg_nodes]
+            if not 1 <= len(parts) <= 3 or kwargs:
+                raise CompilationError("range() takes 1 to 3 positional arguments", src)
+            for p in parts:
+                if p.type not in (IntType, BoolType):
+                    raise CompilationError(f"range() arguments must be int, found "
+                                           f"{p.type.annotation}", src)
+            if len(parts) == 1:
+                parts.insert(0, self.const(0, src))
+            if len(parts) == 2:
+                parts.append(self.const(1, src))
+            return IterableForm("range", parts)
+        if name == "enumerate":
+            start = self.expr(kwargs["start"]) if "start" in kwargs else (
+                self.expr(arg_nodes[1]) if len(arg_nodes) > 1 else self.const(0, src))
+            return IterableForm("enumerate", [self.sugared_expr(arg_nodes[0]), start])
+        if name == "zip":
+            return IterableForm("zip", [self.sugared_expr(a) for a in arg_nodes])
+        if name == "isinstance":
+            return self.isinstance_call(arg_nodes, src)[0]
+        if name == "print":
+            args = [self.expr(a) for a in arg_nodes]
+            self.insert("prim::Print", args, [], None, src)
+            return self.const(None, src)
+        if name == "is_scripting":
+            return self.const(True, src)
+        if name == "annotate":
+            declared = self.annotation_type(arg_nodes[0])
+            return self.typed_expr(arg_nodes[1], declared)
+        if name in ("getattr", "hasattr"):
+            obj = self.sugared_expr(arg_nodes[0])
+            attr = arg_nodes[1]
+            if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)):
+                raise CompilationError(f"{name}() needs a constant attribute name", src)
+            if name == "getattr":
+                return self.get_attr(obj, attr.value, src)
+            try:
+                self.get_attr(obj, attr.value, src)
+            except CompilationError:
+                return self.const(False, src)
+            return self.const(True, src)
+        raise CompilationError(f"{name}() is not supported in script code", src)
+
+    def is_isinstance_call(self, node: ast.Call) -> bool:
+        if not isinstance(node.func, (ast.Name, ast.Attribute)):
+            return False
+        try:
+            func = self.sugared_expr(node.func)
+        except CompilationError:
+            return False
+        return isinstance(func, SpecialForm) and func.name == "isinstance"
+
+    def isinstance_call(self, arg_nodes, src: SourceRange):
+        """isinstance(x, T): decided statically when the static type allows, else checked
+        at run time; either way the variable is narrowed on both branches."""
+        if isinstance(arg_nodes, ast.Call):
+            src, arg_nodes = self.src(arg_nodes), arg_nodes.args
+        value = self.expr(arg_nodes[0])
+        targets = self.isinstance_targets(arg_nodes[1], src)
+        options = union_options(value.type)
+        matching = [o for o in options if any(_instance_of(o, t) for t in targets)]
+        rest = [o for o in options if o not in matching]
+        if not rest or (value.type != AnyType and not matching):
+            result = self.const(bool(matching), src)
+        else:
+            result = self.insert("prim::isinstance", [value], [BoolType],
+                                 {"types": tuple(targets)}, src).output
+        refine = ({}, {})
+        node = arg_nodes[0]
+        if isinstance(node, ast.Name) and matching and rest:
+            refine = tuple(
+                {node.id: self.insert("prim::unchecked_cast", [value], [make_union(group)],
+                                      src=src).output}
+                for group in (matching, rest))
+        elif isinstance(node, ast.Name) and value.type == AnyType and len(targets) == 1:
+            refine = ({node.id: self.insert("prim::unchecked_cast", [value], [targets[0]],
+                                            src=src).output}, {})
+        return result, refine
+
+    def isinstance_targets(self, node: ast.expr, src) -> list[Type]:
+        target = self.sugared_expr(node)
+        objs = target.obj if isinstance(target, PythonObject) and isinstance(
+            target.obj, tuple) else (getattr(target, "obj", target),)
+        types = []
+        for obj in objs:
+            if obj in _PY_TYPES:
+                types.append(_PY_TYPES[obj])
+            elif obj in _PY_CONTAINERS:
+                types.append(_PY_CONTAINERS[obj])     # a class of types: any list
+            elif isinstance(obj, ClassType):
+                types.append(obj)
+            else:
+                try:
+                    types.append(to_type(obj, self.compiler.class_type_of))
+                except AnnotationError as e:
+                    raise CompilationError(f"isinstance(): {e}", src) from None
+        return types
+
+    # ---- for loops
+    def emit_for(self, target: ast.expr, iter_node: ast.expr, body: list[ast.stmt],
+                 src: SourceRange) -> None:
+        iterable = self.sugared_expr(iter_node)
+        items = iterable.unroll(self, src) if isinstance(iterable, Sugared) else None
+        if items is None and isinstance(iterable, Value) and isinstance(
+                iterable.type, TupleType):
+            items = self.insert("prim::TupleUnpack", [iterable], list(iterable.type.elems),
+                                src=src).outputs
+        if items is not None:
+            return self.unrolled_for(target, list(items), body, src)
+        trip, bind = self.iteration(iterable, src)
+        self.emit_loop(trip, self.const(True, src), body,
+                       lambda i: self.assign_target(target, bind(i), src), None, src)
+
+    def iteration(self, iterable, src: SourceRange):
+        """(trip count, i -> loop variable) for a runtime iterable."""
+        if isinstance(iterable, IterableForm):
+            if iterable.kind == "range":
+                start, stop, step = iterable.parts
+                trip = self.emit_op("aten::__range_length", [start, stop, step], src=src)
+                return trip, lambda i: self.emit_op("aten::__derive_index", [i, start, step],
+                                                    src=src)
+            if iterable.kind == "enumerate":
+                inner, start = iterable.parts
+                trip, element = self.iteration(inner, src)
+                return trip, lambda i: self.emit_op("prim::TupleConstruct", [
+                    self.emit_op("aten::add", [start, i], src=src), element(i)], src=src)
+            if iterable.kind == "zip":
+                loops = [self.iteration(p, src) for p in iterable.parts]
+                trip = loops[0][0]
+                for other, _ in loops[1:]:
+                    trip = self.call_builtin(builtins.min, [trip, other], src)
+                return trip, lambda i: self.emit_op("prim::TupleConstruct",
+                                                    [el(i) for _, el in loops], src=src)
+        value = self.as_value(iterable, src)
+        t = value.type
+        if isinstance(t, DictType):
+            value = self.call_builtin(list, [value], src)
+        elif not (isinstance(t, (ListType, VarTupleType, TensorType)) or t == StrType):
+            raise CompilationError(f"cannot iterate over a value of type {t.annotation}", src)
+        trip = self.call_builtin(len, [value], src)
+        return trip, lambda i: self.emit_op("aten::__getitem__", [value, i], src=src)
+
+    def unrolled_for(self, target, items: list, body: list[ast.stmt], src) -> None:
+        """Loops over tuples and ModuleLists: one copy of the body per element."""
+        if _contains_list(body, (ast.Break, ast.Continue), into_loops=False):
+            raise CompilationError("break/continue in a loop over a tuple or ModuleList "
+                                   "(unrolled) is not supported", src)
+        if not items:
+            return
+        self.assign_target(target, items[0], src)
+        self.emit_statements(body)
+        rest = items[1:]
+        if rest and not self.frame.exited:
+            if _contains_list(body, (ast.Return,), into_loops=True):
+                self.emit_if(self.any_flag(["$ret"], src), lambda: None,
+                             lambda: self.unrolled_for(target, rest, body, src), src,
+                             then_exited="flag")
+            else:
+                self.unrolled_for(target, rest, body, src)
+
+    def materialize_iterable(self, form: IterableForm, src: SourceRange) -> Value:
+        """range/enumerate/zip used as a value: built as a list, as list(...) would."""
+        out: list = []
+        element_types: list[Type] = []
+        result = self.insert("prim::ListConstruct", [], [ListType(UninitializedType)],
+                             src=src).output
+        trip, element = self.iteration(form, src)
+
+        def bind(i):
+            item = element(i)
+            if not element_types:
+                element_types.append(item.type)
+                result.type = ListType(item.type)
+            out.append(self.call_op(lookup_method(result.type, "append"), [result, item], {},
+                                    src, "append"))
+        self.emit_loop(trip, self.const(True, src), [], bind, None, src)
+        return result
+
+    # ---- comprehensions
+    def expr_ListComp(self, node: ast.ListComp) -> Value:
+        return self.comprehension(node, [node.elt], "list")
+
+    def expr_DictComp(self, node: ast.DictComp) -> Value:
+        return self.comprehension(node, [node.key, node.value], "dict")
+
+    def comprehension(self, node, parts: list[ast.expr], kind: str) -> Value:
+        """[elt for x in xs if c]: a loop appending to a fresh list (or dict).
+
+        The loop variables are renamed so that they do not leak into (or clobber)
+        the enclosing function's variables, as in Python 3."""
+        src = self.src(node)
+        renamed = _rename_targets(node.generators, parts, self.next_comprehension_id())
+        generators, parts = renamed
+        result_type = ListType(UninitializedType) if kind == "list" else DictType(
+            UninitializedType, UninitializedType)
+        ctor = "prim::ListConstruct" if kind == "list" else "prim::DictConstruct"
+        result = self.insert(ctor, [], [result_type], src=src).output
+
+        def innermost():
+            values = [self.expr(p) for p in parts]
+            if kind == "list":
+                if result.type.elem == UninitializedType:
+                    result.type = ListType(values[0].type)
+                self.call_op(lookup_method(result.type, "append"), [result, values[0]], {}, src,
+                             "append")
+            else:
+                if result.type.key == UninitializedType:
+                    self.check_dict_key(values[0].type, src)
+                    result.type = DictType(values[0].type, values[1].type)
+                self.emit_op("aten::__setitem__", [result, *values], src=src)
+
+        self.emit_generators(generators, innermost, src)
+        if UninitializedType in result.type.contained():
+            result.type = ListType(TENSOR) if kind == "list" else DictType(StrType, TENSOR)
+        return result
+
+    def emit_generators(self, generators: list[ast.comprehension], innermost, src) -> None:
+        first, rest = generators[0], generators[1:]
+
+        def body():
+            conds = list(first.ifs)
+
+            def guarded(conds):
+                if not conds:
+                    if rest:
+                        self.emit_generators(rest, innermost, src)
+                    else:
+                        innermost()
+                    return
+                cond, refine = self.condition(conds[0])
+                self.emit_if(cond, lambda: guarded(conds[1:]), lambda: None, src, refine)
+            guarded(conds)
+
+        marker = ast.Pass()
+        iterable = self.sugared_expr(first.iter)
+        items = iterable.unroll(self, src) if isinstance(iterable, Sugared) else None
+        if items is not None:
+            for item in items:
+                self.assign_target(first.target, item, src)
+                body()
+            return
+        trip, bind = self.iteration(iterable, src)
+        self._comprehension_body = body
+        self.emit_loop(trip, self.const(True, src), [marker],
+                       lambda i: (self.assign_target(first.target, bind(i), src), body()),
+                       None, src)
+
+    def next_comprehension_id(self) -> int:
+        self.comprehension_count = getattr(self, "comprehension_count", 0) + 1
+        return self.comprehension_count
+
+
+def _instance_of(option: Type, target: Type) -> bool:
+    if target in (ListType, DictType, TupleType):
+        return isinstance(option, target)
+    if target == IntType and option == BoolType:
+        return True
+    if isinstance(target, TensorType):
+        return isinstance(option, TensorType)
+    return is_subtype(option, target)
+
+
+class _Renamer(ast.NodeTransformer):
+    def __init__(self, names: dict[str, str]):
+        self.names = names
+
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        if node.id in self.names:
+            return ast.copy_location(ast.Name(self.names[node.id], node.ctx), node)
+        return node
+
+
+def _rename_targets(generators, parts, unique: int):
+    names = {}
+    for g in generators:
+        for n in ast.walk(g.target):
+            if isinstance(n, ast.Name):
+                names[n.id] = f"{n.id}'{unique}"
+    renamer = _Renamer(names)
+    new_generators = []
+    for g in generators:
+        g2 = copy.deepcopy(g)
+        g2.target = renamer.visit(g2.target)
+        g2.ifs = [renamer.visit(c) for c in g2.ifs]
+        new_generators.append(g2)
+    # the first iterable is evaluated in the enclosing scope; later ones see earlier targets
+    for g2, g in zip(new_generators[1:], generators[1:]):
+        g2.iter = renamer.visit(copy.deepcopy(g.iter))
+    return new_generators, [renamer.visit(copy.deepcopy(p)) for p in parts]

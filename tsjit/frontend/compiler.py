@@ -1,0 +1,382 @@
+"""Compiling Python functions, script classes and module instances to graphs.
+
+The compiler owns what spans several functions: the cache of compiled
+functions, the stack that detects recursion, class types and their methods,
+and the compile-time view of module instances (submodules, ModuleLists,
+constants).
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import typing
+
+import numpy as np
+
+from ..ir.graph import SourceRange, Value
+from ..ir.types import (
+    TENSOR,
+    AnyType,
+    ClassType,
+    DictType,
+    ListType,
+    NoneType,
+    OptionalType,
+    Type,
+    is_subtype,
+    unify,
+)
+from ..ops.registry import Param
+from .annotations import AnnotationError, evaluate, is_final, parse_type_comment, to_type
+from .errors import CompilationError
+from .source import ParsedSource
+from .sugared import ModuleListValue, PythonObject, Sugared
+
+
+class CompiledCallable:
+    """A compiled function or method: what prim::CallFunction/CallMethod refer to."""
+
+    def __init__(self, name: str, params: tuple[Param, ...], param_types, return_type, graph):
+        self.name = name
+        self.params = params
+        self.param_types = param_types
+        self.return_type = return_type
+        self.graph = graph
+        self.executor = None        # set by the API layer; runs the graph
+
+    def __call__(self, *args):
+        return self.executor(*args)
+
+    @property
+    def schema(self) -> str:
+        parts = []
+        for p, (name, t) in zip(self.params, self.param_types):
+            text = f"{t.annotation} {name}"
+            if p.default is not inspect.Parameter.empty and p.default is not _NO_DEFAULT:
+                text += f"={p.default!r}"
+            parts.append(text)
+        return f"{self.name}({', '.join(parts)}) -> {self.return_type.annotation}"
+
+
+_NO_DEFAULT = Param("").default
+
+
+class ScriptFunctionRef(Sugared):
+    def __init__(self, compiled: CompiledCallable):
+        self.compiled = compiled
+
+    def describe(self) -> str:
+        return f"function '{self.compiled.name}'"
+
+    def call(self, em, args, kwargs, src):
+        return em.call_compiled(self.compiled, "prim::CallFunction", args, kwargs, src)
+
+
+class PythonCallback(Sugared):
+    """A @tsjit.ignore function: called back in Python with declared result type."""
+
+    def __init__(self, fn, params, return_type: Type):
+        self.fn, self.params, self.return_type = fn, params, return_type
+
+    def call(self, em, args, kwargs, src):
+        inputs = em.bind_arguments(self.params, args, kwargs, src, self.fn.__name__)
+        return em.insert("prim::PythonOp", inputs, [self.return_type], {"fn": self.fn},
+                         src).output
+
+
+class UnusedFunction(Sugared):
+    """A @tsjit.unused function: calling it raises at run time."""
+
+    def __init__(self, fn, return_type: Type):
+        self.fn, self.return_type = fn, return_type
+
+    def call(self, em, args, kwargs, src):
+        message = em.const(f"function '{self.fn.__name__}' is marked @tsjit.unused and was "
+                           "not compiled", src)
+        em.insert("prim::RaiseException", [message], [], {"cls": RuntimeError}, src)
+        return em.insert("prim::Uninitialized", [], [self.return_type], src=src).output
+
+
+class ClassConstructor(Sugared):
+    def __init__(self, class_type: ClassType):
+        self.class_type = class_type
+
+    def describe(self) -> str:
+        return f"class '{self.class_type.py_class.__qualname__}'"
+
+    def call(self, em, args, kwargs, src):
+        t = self.class_type
+        obj = em.insert("prim::CreateObject", [], [t], {"cls": t.py_class}, src).output
+        if "__init__" in vars(t.py_class):
+            em.call_method(obj, "__init__", args, kwargs, src)
+        return obj
+
+
+class Compiler:
+    def __init__(self) -> None:
+        self.functions: dict[object, CompiledCallable] = {}
+        self.methods: dict[tuple[ClassType, str], CompiledCallable] = {}
+        self.stack: list[object] = []
+        self.module_instances: dict[ClassType, object] = {}
+        self.compiling_init: list[ClassType] = []
+
+    # ---- functions
+    def function_value(self, fn, src: SourceRange, name: str) -> Sugared:
+        fn = getattr(fn, "__func__", fn)
+        if getattr(fn, "_tsjit_ignore", False):
+            params, types, ret = self.signature(fn, None)
+            return PythonCallback(fn, params, ret or NoneType)
+        if getattr(fn, "_tsjit_unused", False):
+            return UnusedFunction(fn, self.signature(fn, None)[2] or NoneType)
+        if fn in self.stack:
+            raise CompilationError(f"'{name}' is called recursively. Recursive calls are not "
+                                   "supported", src)
+        return ScriptFunctionRef(self.compile_function(fn))
+
+    def compile_function(self, fn, self_type: ClassType | None = None,
+                         name: str | None = None) -> CompiledCallable:
+        key = (fn, self_type)
+        found = self.functions.get(key)
+        if found is not None:
+            return found
+        from .emitter import FunctionEmitter
+        from ..passes import run_canonical_passes
+        source = ParsedSource(fn)
+        if not isinstance(source.definition, ast.FunctionDef):
+            raise CompilationError(f"{fn!r} is not a function definition")
+        self.stack.append(fn)
+        try:
+            emitter = FunctionEmitter(self, fn, source, self_type)
+            params, types, ret = self.signature(fn, emitter, self_type)
+            graph = emitter.emit_function(types, ret)
+            run_canonical_passes(graph)
+        finally:
+            self.stack.pop()
+        compiled = CompiledCallable(name or fn.__name__, params, types, emitter.return_type,
+                                    graph)
+        self.functions[key] = compiled
+        return compiled
+
+    def signature(self, fn, emitter, self_type: ClassType | None = None):
+        """(params, [(name, type)], return type or None) from annotations or a type comment."""
+        source = emitter.source if emitter else ParsedSource(fn)
+        definition = source.definition
+        args = definition.args
+        if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+            raise CompilationError("*args, **kwargs, keyword-only and positional-only "
+                                   "parameters are not supported", source.range(definition))
+        sig = inspect.signature(fn)
+        params = tuple(Param(p.name, p.default if p.default is not inspect.Parameter.empty
+                             else _NO_DEFAULT) for p in sig.parameters.values())
+        names = [a.arg for a in args.args]
+        annotations: list[ast.expr | None] = [a.annotation for a in args.args]
+        returns = definition.returns
+        comment = definition.type_comment
+        if comment:
+            try:
+                arg_anns, returns = parse_type_comment(comment)
+            except AnnotationError as e:
+                raise CompilationError(str(e), source.range(definition)) from None
+            if self_type is not None and len(arg_anns) == len(names) - 1:
+                arg_anns = [None, *arg_anns]
+            annotations = arg_anns
+        globals_ = getattr(fn, "__globals__", {})
+        types = []
+        for i, (pname, ann) in enumerate(zip(names, annotations)):
+            if i == 0 and self_type is not None:
+                types.append((pname, self_type))
+            elif ann is None:
+                types.append((pname, TENSOR))
+            else:
+                types.append((pname, self._annotation(ann, globals_, source)))
+        ret = None if returns is None else self._annotation(returns, globals_, source)
+        return params, types, ret
+
+    def _annotation(self, node: ast.expr, globals_: dict, source: ParsedSource) -> Type:
+        try:
+            return to_type(evaluate(node, globals_), self.class_type_of)
+        except AnnotationError as e:
+            raise CompilationError(str(e), source.range(node)) from None
+
+    # ---- script classes
+    def class_type_of(self, cls: type) -> ClassType | None:
+        from ..api.module import Module
+        if isinstance(cls, type) and issubclass(cls, Module):
+            return None
+        if not isinstance(cls, type) or cls.__module__ == "builtins":
+            return None
+        return self.script_class(cls)
+
+    def class_value(self, cls: type, src: SourceRange) -> Sugared:
+        t = self.class_type_of(cls)
+        if t is None:
+            raise CompilationError(f"class {cls.__qualname__} cannot be used in script code",
+                                   src)
+        return ClassConstructor(t)
+
+    def script_class(self, cls: type) -> ClassType:
+        t = ClassType.for_class(cls)
+        if t.methods.get("$compiled") or t in self.compiling_init:
+            return t
+        self.compiling_init.append(t)
+        try:
+            hints = typing.get_type_hints(cls) if getattr(cls, "__annotations__", None) else {}
+            for name, ann in hints.items():
+                t.attributes[name] = to_type(ann, self.class_type_of)
+            if "__init__" in vars(cls):
+                self.method(t, "__init__", None)
+        except AnnotationError as e:
+            raise CompilationError(f"in class {cls.__qualname__}: {e}") from None
+        finally:
+            self.compiling_init.remove(t)
+        t.methods["$compiled"] = True
+        return t
+
+    def method(self, t: ClassType, name: str, src: SourceRange | None) -> CompiledCallable:
+        key = (t, name)
+        found = self.methods.get(key)
+        if found is not None:
+            return found
+        fn = inspect.getattr_static(t.py_class, name, None)
+        if fn is None or not callable(fn):
+            raise CompilationError(f"'{t.annotation}' object has no method '{name}'", src)
+        if fn in self.stack:
+            raise CompilationError(f"method '{name}' is called recursively. Recursive calls "
+                                   "are not supported", src)
+        if name == "__init__":
+            self.compiling_init.append(t)
+        try:
+            compiled = self.compile_function(fn, t, f"{t.py_class.__qualname__}.{name}")
+        finally:
+            if name == "__init__":
+                self.compiling_init.remove(t)
+        self.methods[key] = compiled
+        return compiled
+
+    def class_attribute(self, em, base: Value, name: str, src: SourceRange):
+        t: ClassType = base.type
+        if name in t.constants:
+            return em.const_python(t.constants[name], src)
+        instance = self.module_instances.get(t)
+        if instance is not None:
+            found = self.module_member(em, base, instance, name, src)
+            if found is not None:
+                return found
+        if name in t.attributes:
+            return em.insert("prim::GetAttr", [base], [t.attributes[name]], {"name": name},
+                             src).output
+        if callable(getattr(t.py_class, name, None)):
+            return BoundScriptMethod(base, name)
+        raise CompilationError(f"'{t.annotation}' object has no attribute '{name}'", src)
+
+    def set_class_attribute(self, em, base: Value, name: str, value: Value,
+                            src: SourceRange) -> None:
+        t: ClassType = base.type
+        declared = t.attributes.get(name)
+        if declared is None:
+            if t not in self.compiling_init or t.is_module:
+                raise CompilationError(
+                    f"tried to set nonexistent attribute '{name}' of {t.annotation}: "
+                    "attributes must be declared in __init__ (or as class annotations)", src)
+            t.attributes[name] = declared = value.type
+        if name in t.constants:
+            raise CompilationError(f"cannot assign to constant (Final) attribute '{name}'", src)
+        if not is_subtype(value.type, declared):
+            joined = unify(declared, value.type) if t in self.compiling_init else None
+            if joined is None:
+                raise CompilationError(f"attribute '{name}' has type {declared.annotation}; "
+                                       f"cannot assign a {value.type.annotation}", src)
+            t.attributes[name] = joined
+        em.insert("prim::SetAttr", [base, value], [], {"name": name}, src)
+
+    # ---- modules
+    def module_type(self, module) -> ClassType:
+        """A fresh type per module instance: attribute types and constants come from
+        the instance's values and the class's annotations."""
+        from ..api.module import Module, ModuleDict, ModuleList
+        cls = type(module)
+        t = ClassType(cls, is_module=True)
+        self.module_instances[t] = module
+        hints = typing.get_type_hints(cls) if getattr(cls, "__annotations__", None) else {}
+        constants = set(getattr(cls, "__constants__", ()))
+        for name, ann in hints.items():
+            if is_final(ann):
+                constants.add(name)
+        for name, value in vars(module).items():
+            if name.startswith("_") or isinstance(value, (ModuleList, ModuleDict)):
+                continue
+            if name in constants:
+                t.constants[name] = tuple(value) if isinstance(value, list) else value
+            elif isinstance(value, Module):
+                t.attributes[name] = self.module_type(value)
+            elif name in hints:
+                t.attributes[name] = to_type(hints[name], self.class_type_of)
+            else:
+                inferred = self.value_type(value)
+                if inferred is not None:
+                    t.attributes[name] = inferred
+        return t
+
+    def value_type(self, value) -> Type | None:
+        """The static type of an attribute's Python value (None: not visible to script)."""
+        from .emitter import constant_type
+        if isinstance(value, (np.ndarray, np.generic)):
+            return TENSOR
+        if isinstance(value, list):
+            elems = [self.value_type(v) for v in value]
+            if not elems or None in elems or any(e != elems[0] for e in elems):
+                return ListType(TENSOR) if not elems else None
+            return ListType(elems[0])
+        if isinstance(value, dict):
+            keys = {self.value_type(k) for k in value}
+            vals = {self.value_type(v) for v in value.values()}
+            if len(keys) == 1 and len(vals) == 1:
+                return DictType(keys.pop(), vals.pop())
+            return DictType(AnyType, AnyType) if not value else None
+        if value is None:
+            return OptionalType(TENSOR)
+        t = constant_type(value)
+        if t != AnyType:
+            return t
+        if type(value).__module__ != "builtins" and not callable(value):
+            return self.class_type_of(type(value))
+        return None
+
+    def module_member(self, em, base: Value, instance, name: str, src: SourceRange):
+        from ..api.module import ModuleDict, ModuleList
+        value = vars(instance).get(name)
+        if isinstance(value, (ModuleList, ModuleDict)):
+            container = em.insert("prim::GetAttr", [base], [AnyType], {"name": name},
+                                  src).output
+            items = []
+            pairs = value.items() if isinstance(value, ModuleDict) else enumerate(value)
+            for key, sub in pairs:
+                sub_type = self.module_type_of(sub)
+                item = em.insert("aten::__getitem__", [container, em.const(key, src)],
+                                 [sub_type], src=src).output
+                items.append((key, item))
+            return ModuleListValue(items, isinstance(value, ModuleDict))
+        if name in base.type.attributes and isinstance(base.type.attributes[name], ClassType):
+            sub_type = base.type.attributes[name]
+            return em.insert("prim::GetAttr", [base], [sub_type], {"name": name}, src).output
+        return None
+
+    def module_type_of(self, module) -> ClassType:
+        for t, instance in self.module_instances.items():
+            if instance is module:
+                return t
+        return self.module_type(module)
+
+
+class BoundScriptMethod(Sugared):
+    def __init__(self, obj: Value, name: str):
+        self.obj, self.name = obj, name
+
+    def describe(self) -> str:
+        return f"method '{self.name}'"
+
+    def call(self, em, args, kwargs, src):
+        return em.call_method(self.obj, self.name, args, kwargs, src)
+
+
+__all__ = ["Compiler", "PythonObject"]

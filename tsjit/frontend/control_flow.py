@@ -1,0 +1,316 @@
+"""Structured control flow: emitting prim::If / prim::Loop and joining environments.
+
+Early exits never appear in the IR.  `return`, `break` and `continue` set flag
+variables; the statements after one that may exit run under `if not flag`
+(`guard_rest`), and loops fold the flags into their continue condition.  The
+join of two frames turns every variable bound differently on the live paths
+into an output of the `prim::If`.
+"""
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+
+from ..ir.graph import Node, SourceRange, Value
+from ..ir.types import IntType, Type, UninitializedType, unify
+from .environment import FLAGGED, RAISED, Binding, Frame, is_synthetic, undefined
+from .errors import CompilationError
+
+INT64_MAX = 2**63 - 1
+
+
+class ControlFlowMixin:
+    frame: Frame
+
+    # ---- if/else
+    def emit_if(self, cond: Value, then_fn: Callable[[], None], else_fn: Callable[[], None],
+                src: SourceRange, refinements: tuple[dict, dict] = ({}, {}),
+                then_exited: str | None = None) -> None:
+        """Emit `if cond: then_fn() else: else_fn()` and join the two frames.
+
+        `then_exited` marks the then-branch as already exited (the guard that skips
+        the rest of a block after an early exit)."""
+        node = self.insert("prim::If", [cond], [], src=src)
+        frames = []
+        for block, body, narrowed in zip((node.add_block(), node.add_block()),
+                                         (then_fn, else_fn), refinements):
+            frame = Frame(block, self.frame)
+            for name, value in narrowed.items():
+                frame.assign(name, value, src, refinement=True)
+            frames.append(self.run_in_frame(frame, body))
+        if then_exited:
+            frames[0].exited = then_exited
+        self.join(node, frames, src)
+
+    def run_in_frame(self, frame: Frame, body: Callable[[], None]) -> Frame:
+        outer, self.frame = self.frame, frame
+        try:
+            body()
+        finally:
+            self.frame = outer
+        return frame
+
+    def join(self, node: Node, frames: list[Frame], src: SourceRange) -> None:
+        parent = self.frame
+        names: list[str] = []
+        for f in frames:
+            for name, binding in f.vars.items():
+                if name not in names and (not binding.refinement or self._keeps_refinement(
+                        f, frames)):
+                    names.append(name)
+        live = [f for f in frames if not f.exited]
+        for name in names:
+            self._join_variable(node, name, frames, live, src)
+        if not live:
+            parent.exited = FLAGGED if any(f.exited == FLAGGED for f in frames) else RAISED
+
+    @staticmethod
+    def _keeps_refinement(frame: Frame, frames: list[Frame]) -> bool:
+        """A refinement survives the join when every other branch exited."""
+        return not frame.exited and all(f.exited for f in frames if f is not frame)
+
+    def _join_variable(self, node: Node, name: str, frames: list[Frame], live: list[Frame],
+                       src: SourceRange) -> None:
+        parent = self.frame
+        outer = parent.lookup(name)
+        synthetic = is_synthetic(name)
+        contributing = [f for f in frames if f.exited != RAISED] if synthetic else live
+        if not contributing:
+            return
+        bindings = []
+        for f in contributing:
+            b = f.vars.get(name)
+            if b is not None and b.refinement and not self._keeps_refinement(f, frames):
+                b = None
+            bindings.append(b if b is not None else outer)
+        if all(b is outer for b in bindings):
+            return
+        missing = [f for f, b in zip(contributing, bindings) if b is None or b.value is None]
+        if missing and not synthetic:
+            present = next(b for b in bindings if b is not None and b.value is not None)
+            which = "true" if missing[0] is frames[0] else "false"
+            parent.vars[name] = undefined(
+                f"'{name}' is not defined in the {which} branch", None,
+                (f"'{name}' is defined in the other branch here:", present.source),
+                ("but the if statement below does not define it on every path:", src))
+            return
+        values = [b.value for b in bindings if b is not None and b.value is not None]
+        if any(not isinstance(v, Value) for v in values):
+            if all(v is values[0] for v in values):
+                parent.vars[name] = Binding(values[0], bindings[0].source)
+                return
+            raise CompilationError(f"'{name}' refers to different compile-time objects on "
+                                   "the two branches", src)
+        joined = values[0].type
+        for v in values[1:]:
+            joined = unify(joined, v.type)
+            if joined is None:
+                break
+        if joined is None:
+            typed = [(b.value.type, b.source) for b in bindings]
+            parent.vars[name] = undefined(
+                f"Type mismatch: '{name}' is set to type {typed[0][0].annotation} in the true "
+                f"branch and type {typed[-1][0].annotation} in the false branch", None,
+                (f"'{name}' is {typed[0][0].annotation} here:", typed[0][1]),
+                (f"and {typed[-1][0].annotation} here:", typed[-1][1]),
+                ("and the branches join at this if statement:", src))
+            return
+        for block_index, f in enumerate(frames):
+            block = node.blocks[block_index]
+            binding = bindings[contributing.index(f)] if f in contributing else None
+            if binding is None or binding.value is None:
+                value = self.uninitialized(block, joined)
+            else:
+                value = binding.value
+            block.add_output(value)
+        out = node.add_output(joined, None if synthetic else name)
+        parent.vars[name] = Binding(out, max((b.source for b in bindings if b and b.source),
+                                             key=lambda r: r.start, default=src))
+
+    def uninitialized(self, block, type_: Type) -> Value:
+        n = self.graph.create("prim::Uninitialized", [], [type_])
+        block.append(n)
+        return n.output
+
+    # ---- statement lists with early exits
+    def emit_statements(self, stmts: list[ast.stmt]) -> None:
+        for i, stmt in enumerate(stmts):
+            if self.frame.exited:
+                return              # unreachable code after return/raise
+            self.emit_statement(stmt)
+            flags = self.exit_flags(stmt)
+            rest = stmts[i + 1:]
+            if flags and rest and not self.frame.exited:
+                src = self.src(rest[0])
+                cond = self.any_flag(flags, src)
+                self.emit_if(cond, lambda: None, lambda: self.emit_statements(rest), src,
+                             then_exited=FLAGGED)
+                return
+
+    def exit_flags(self, stmt: ast.stmt) -> list[str]:
+        """The flags a statement may set without always exiting."""
+        flags = []
+        if _contains(stmt, (ast.Return,), into_loops=True):
+            flags.append("$ret")
+        if self.loop_depth and _contains(stmt, (ast.Break,), into_loops=False):
+            flags.append(f"$brk{self.loop_depth}")
+        if self.loop_depth and _contains(stmt, (ast.Continue,), into_loops=False):
+            flags.append(f"$cont{self.loop_depth}")
+        return flags
+
+    def any_flag(self, flags: list[str], src: SourceRange) -> Value:
+        values = [self.frame.value_of(f, src) for f in flags]
+        result = values[0]
+        for v in values[1:]:
+            result = self.emit_op("aten::or", [result, v], src=src)
+        return result
+
+    def set_flag(self, name: str, src: SourceRange) -> None:
+        self.frame.assign(name, self.const(True, src), src)
+        self.frame.exited = FLAGGED
+
+    # ---- loops
+    def emit_loop(self, trip_count: Value, first_cond: Value, body_stmts: list[ast.stmt],
+                  bind_iteration: Callable[[Value], None], next_cond: Callable[[], Value] | None,
+                  src: SourceRange) -> None:
+        """Emit a prim::Loop whose body runs `bind_iteration(i)` then the statements.
+
+        `next_cond` computes the continue condition of a while loop at the end of the
+        body; for loops continue unless a break/return flag is set."""
+        self.loop_depth += 1
+        depth = self.loop_depth
+        brk, cont = f"$brk{depth}", f"$cont{depth}"
+        may_break = _contains_list(body_stmts, (ast.Break,), into_loops=False)
+        may_return = _contains_list(body_stmts, (ast.Return,), into_loops=True)
+        if may_break:
+            self.frame.assign(brk, self.const(False, src), src)
+        if may_return and self.frame.lookup("$retval") is None:
+            placeholder = self.insert("prim::Uninitialized", [], [UninitializedType], src=src)
+            self.frame.assign("$retval", placeholder.output, src)
+        names = [n for n in _assigned_names(body_stmts) if self._is_carried(n)]
+        if may_return:
+            names += [n for n in ("$ret", "$retval") if n not in names]
+        if may_break and brk not in names:
+            names.append(brk)
+        initial = [self.frame.value_of(n, src) for n in names]
+        node = self.insert("prim::Loop", [trip_count, first_cond, *initial], [], src=src)
+        body = node.add_block()
+        iteration = body.add_param(IntType)
+        frame = Frame(body, self.frame)
+        for name, v in zip(names, initial):
+            frame.assign(name, body.add_param(v.type, None if name[0] == "$" else name), src)
+
+        def run_body():
+            bind_iteration(iteration)
+            if _contains_list(body_stmts, (ast.Continue,), into_loops=False):
+                self.frame.assign(cont, self.const(False, src), src)
+            self.emit_statements(body_stmts)
+            exits = [f for f, used in ((brk, may_break), ("$ret", may_return)) if used]
+            if self.frame.exited == RAISED:
+                cond = self.const(False, src)
+            elif next_cond is None:
+                cond = (self.emit_op("aten::__not__", [self.any_flag(exits, src)], src=src)
+                        if exits else self.const(True, src))
+            elif exits:
+                stop = self.any_flag(exits, src)
+                cond = self.emit_conditional(stop, lambda: self.const(False, src), next_cond, src)
+            else:
+                cond = next_cond()
+            self.frame.vars["$loopcond"] = Binding(cond, src)
+
+        self.run_in_frame(frame, run_body)
+        body.add_output(frame.vars.pop("$loopcond").value)
+        for name, param in zip(names, body.params[1:]):
+            final = frame.value_of(name, src) if not frame.exited == RAISED else param
+            if not isinstance(final, Value):
+                final = param
+            if final.type != param.type:
+                joined = unify(param.type, final.type)
+                if param.type == UninitializedType:
+                    self._retype_placeholder(node, param, final.type)
+                elif joined != param.type:
+                    where = frame.lookup(name).source
+                    raise CompilationError(
+                        f"variable '{name}' changes type in the loop: it is "
+                        f"{param.type.annotation} before the loop and "
+                        f"{final.type.annotation} at the end of the body "
+                        "(a loop-carried variable must keep its type)", where or src)
+            body.add_output(final)
+        for name, param in zip(names, body.params[1:]):
+            out = node.add_output(param.type, None if name[0] == "$" else name)
+            self.frame.assign(name, out, src)
+        for name, binding in frame.vars.items():
+            if name not in names and not name.startswith("$") and not binding.refinement \
+                    and self.frame.lookup(name) is None:
+                self.frame.vars[name] = undefined(
+                    f"'{name}' is defined inside the loop body only: it is not defined "
+                    "when the loop runs zero times", None,
+                    (f"'{name}' is defined here:", binding.source))
+        self.loop_depth -= 1
+
+    def _is_carried(self, name: str) -> bool:
+        found = self.frame.lookup(name)
+        return found is not None and isinstance(found.value, Value)
+
+    @staticmethod
+    def _retype_placeholder(node: Node, param: Value, type_: Type) -> None:
+        """A `$retval` first set inside the loop takes the type of its first return."""
+        initial = node.inputs[param.index + 1]
+        initial.type = param.type = type_
+
+    def emit_conditional(self, cond: Value, then_fn: Callable[[], Value],
+                         else_fn: Callable[[], Value], src: SourceRange) -> Value:
+        """A value-producing if (ternaries, short-circuit and/or)."""
+        node = self.insert("prim::If", [cond], [], src=src)
+        results = []
+        for block, fn in zip((node.add_block(), node.add_block()), (then_fn, else_fn)):
+            produced: list[Value] = []
+            self.run_in_frame(Frame(block, self.frame), lambda fn=fn: produced.append(fn()))
+            results.append((block, produced[0]))
+        joined = unify(results[0][1].type, results[1][1].type)
+        if joined is None:
+            raise CompilationError(
+                f"the two alternatives have different types: {results[0][1].type.annotation} "
+                f"and {results[1][1].type.annotation}", src)
+        for block, value in results:
+            block.add_output(value)
+        return node.add_output(joined)
+
+    def trip_count_forever(self, src: SourceRange) -> Value:
+        return self.const(INT64_MAX, src)
+
+
+def _contains(node: ast.AST, kinds: tuple, into_loops: bool) -> bool:
+    if isinstance(node, kinds):
+        return True
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if not into_loops and isinstance(child, (ast.For, ast.While)):
+            continue
+        if _contains(child, kinds, into_loops):
+            return True
+    return False
+
+
+def _contains_list(stmts: list[ast.stmt], kinds: tuple, into_loops: bool) -> bool:
+    return any(_contains(s, kinds, into_loops) for s in stmts)
+
+
+def _assigned_names(stmts: list[ast.stmt]) -> list[str]:
+    """Names a loop body may rebind (in source order), for its carried values."""
+    names: list[str] = []
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            target_names = []
+            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                target_names.append(node.id)
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                target_names.append(node.target.id)
+            elif isinstance(node, ast.NamedExpr):
+                target_names.append(node.target.id)
+            for n in target_names:
+                if n not in names:
+                    names.append(n)
+    return names
+

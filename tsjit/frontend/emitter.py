@@ -1,0 +1,424 @@
+"""The IR emitter: one Python function (or method) → one Graph.
+
+Statements are emitted here; expressions, calls and control flow come from the
+mixins.  Every node records the source range it came from, so errors at compile
+time and at run time can point at the user's code.
+"""
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..ir.graph import Graph, Node, SourceRange, Value
+from ..ir.types import (
+    TENSOR,
+    AnyType,
+    BoolType,
+    ClassType,
+    DTypeType,
+    EnumType,
+    FloatType,
+    IntType,
+    ListType,
+    NoneType,
+    StrType,
+    TensorType,
+    TupleType,
+    Type,
+    VarTupleType,
+    is_subtype,
+)
+from ..ops.registry import OpTypeError, infer_types, op
+from .annotations import AnnotationError, evaluate, to_type
+from .calls import CallMixin
+from .control_flow import ControlFlowMixin
+from .environment import FLAGGED, RAISED, Frame
+from .errors import CompilationError
+from .expressions import BINARY, ExpressionMixin
+from .resolution import Resolver
+from .source import ParsedSource
+from .sugared import CompileTimeTuple, Sugared
+
+if TYPE_CHECKING:
+    from .compiler import Compiler
+
+MUTABLE_IN_PLACE = (TensorType, ListType)     # `x += y` mutates these in place
+
+
+def constant_type(value: object) -> Type:
+    if isinstance(value, bool):
+        return BoolType
+    if isinstance(value, int):
+        return IntType
+    if isinstance(value, float):
+        return FloatType
+    if isinstance(value, str):
+        return StrType
+    if value is None:
+        return NoneType
+    if isinstance(value, tuple):
+        return TupleType(tuple(constant_type(v) for v in value))
+    if isinstance(value, (np.generic, np.ndarray)):
+        return TENSOR
+    if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
+        return DTypeType
+    import enum
+    if isinstance(value, enum.Enum):
+        return EnumType(type(value))
+    return AnyType
+
+
+class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
+    def __init__(self, compiler: Compiler, fn: object, source: ParsedSource,
+                 self_type: ClassType | None = None, self_value: object = None):
+        self.compiler = compiler
+        self.fn = fn
+        self.source = source
+        self.definition: ast.FunctionDef = source.definition
+        self.graph = Graph()
+        self.frame = Frame(self.graph.block)
+        self.resolver = Resolver(self, fn)
+        self.self_type = self_type
+        self.self_value = self_value      # the module instance, for module methods
+        self.loop_depth = 0
+        self.return_type: Type | None = None
+        self.param_types: list[tuple[str, Type]] = []
+        self.defaults: dict[str, object] = {}
+
+    # ---- helpers used by all mixins
+    def src(self, node: ast.AST) -> SourceRange:
+        return self.source.range(node)
+
+    def insert(self, kind: str, inputs: list[Value], types: list[Type] | None = None,
+               attrs: dict | None = None, src: SourceRange | None = None) -> Node:
+        node = self.graph.create(kind, inputs, types or [], attrs, src)
+        return self.frame.block.append(node)
+
+    def emit_op(self, kind: str, inputs: list[Value], attrs: dict | None = None,
+                src: SourceRange | None = None) -> Value | None:
+        """Insert an op whose output types come from its type rule."""
+        try:
+            types = infer_types(op(kind), [v.type for v in inputs], attrs or {})
+        except OpTypeError as e:
+            raise CompilationError(str(e), src) from None
+        node = self.insert(kind, inputs, types, attrs, src)
+        return node.outputs[0] if node.outputs else None
+
+    def const(self, value: object, src: SourceRange | None, type_: Type | None = None) -> Value:
+        return self.insert("prim::Constant", [], [type_ or constant_type(value)],
+                           {"value": value}, src).output
+
+    def const_python(self, obj: object, src: SourceRange | None) -> Value:
+        return self.const(obj, src)
+
+    def annotation_type(self, node: ast.expr) -> Type:
+        try:
+            return to_type(evaluate(node, self.resolver.globals, self.resolver.closure),
+                           self.compiler.class_type_of)
+        except AnnotationError as e:
+            raise CompilationError(str(e), self.src(node)) from None
+
+    # ---- the function
+    def emit_function(self, param_types: list[tuple[str, Type]],
+                      return_type: Type | None) -> Graph:
+        self.param_types, self.return_type = param_types, return_type
+        src = self.src(self.definition)
+        for name, t in param_types:
+            value = self.graph.add_input(t, name)
+            self.frame.assign(name, value, src)
+        self.frame.assign("$ret", self.const(False, src), src)
+        self.emit_statements(self.definition.body)
+        if not self.frame.exited:
+            self.emit_return(None, self.src(self.definition.body[-1]))
+        result = self.frame.value_of("$retval", src)
+        if self.return_type is None:
+            self.return_type = result.type
+        self.graph.block.add_output(result)
+        return self.graph
+
+    # ---- statements
+    def emit_statement(self, stmt: ast.stmt) -> None:
+        method = getattr(self, f"stmt_{type(stmt).__name__}", None)
+        if method is None:
+            raise CompilationError(_unsupported_statement(stmt), self.src(stmt))
+        method(stmt)
+
+    def stmt_Expr(self, stmt: ast.Expr) -> None:
+        if isinstance(stmt.value, ast.Constant):
+            return                      # docstrings and bare constants
+        self.sugared_expr(stmt.value)
+
+    def stmt_Pass(self, stmt: ast.Pass) -> None:
+        pass
+
+    def stmt_Assign(self, stmt: ast.Assign) -> None:
+        value = self.sugared_expr(stmt.value)
+        for target in stmt.targets:
+            self.assign_target(target, value, self.src(stmt))
+
+    def stmt_AnnAssign(self, stmt: ast.AnnAssign) -> None:
+        src = self.src(stmt)
+        declared = self.annotation_type(stmt.annotation)
+        if stmt.value is None:
+            return
+        value = self.typed_expr(stmt.value, declared)
+        self.assign_target(stmt.target, value, src)
+
+    def typed_expr(self, node: ast.expr, declared: Type) -> Value:
+        """An expression checked against (and typed as) an annotation."""
+        src = self.src(node)
+        if isinstance(node, ast.List):
+            return self.expr_List(node, declared)
+        if isinstance(node, ast.Dict):
+            return self.expr_Dict(node, declared)
+        value = self.expr(node)
+        return self.coerce(value, declared, src, "value")
+
+    def coerce(self, value: Value, declared: Type, src: SourceRange, what: str) -> Value:
+        if value.type == declared:
+            return value
+        if not is_subtype(value.type, declared):
+            raise CompilationError(f"{what} has type {value.type.annotation}, but "
+                                   f"{declared.annotation} was expected", src)
+        return self.insert("aten::annotate", [value], [declared], src=src).output
+
+    def assign_target(self, target: ast.expr, value, src: SourceRange) -> None:
+        if isinstance(target, ast.Name):
+            self.frame.assign(target.id, value, self.src(target))
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            self.unpack(target.elts, value, src)
+        elif isinstance(target, ast.Subscript):
+            base = self.expr(target.value)
+            if isinstance(base.type, ClassType):
+                self.call_method(base, "__setitem__", [self.expr(target.slice), value], {}, src)
+                return
+            index = self.index_value(target.slice)
+            attrs = {"slice": True} if isinstance(target.slice, ast.Slice) else None
+            self.emit_op("aten::__setitem__", [base, index, self.as_value(value, src)],
+                         attrs=attrs, src=src)
+        elif isinstance(target, ast.Attribute):
+            base = self.expr(target.value)
+            self.set_attr(base, target.attr, self.as_value(value, src), self.src(target))
+        elif isinstance(target, ast.Starred):
+            raise CompilationError("a starred target must be inside a tuple", src)
+        else:
+            raise CompilationError(f"cannot assign to {type(target).__name__}", src)
+
+    def as_value(self, value, src: SourceRange) -> Value:
+        return value.as_value(self, src) if isinstance(value, Sugared) else value
+
+    def unpack(self, targets: list[ast.expr], value, src: SourceRange) -> None:
+        """a, b = t / a, *rest = lst: tuples split statically, lists at run time."""
+        starred = [i for i, t in enumerate(targets) if isinstance(t, ast.Starred)]
+        if len(starred) > 1:
+            raise CompilationError("multiple starred expressions in assignment", src)
+        items = self.unpacked_items(value, len(targets), starred[0] if starred else None, src)
+        for target, item in zip(targets, items):
+            self.assign_target(target.value if isinstance(target, ast.Starred) else target,
+                               item, src)
+
+    def unpacked_items(self, value, count: int, star: int | None, src) -> list:
+        if isinstance(value, CompileTimeTuple):
+            items = value.items
+        else:
+            value = self.as_value(value, src)
+            t = value.type
+            if isinstance(t, TupleType):
+                items = self.insert("prim::TupleUnpack", [value], list(t.elems), src=src).outputs
+            elif isinstance(t, (ListType, VarTupleType)) and star is None:
+                return self.insert("prim::ListUnpack", [value], [t.elem] * count,
+                                   src=src).outputs
+            elif isinstance(t, (ListType, VarTupleType, TensorType)) or t == StrType:
+                return self.star_unpack_runtime(value, count, star, src)
+            else:
+                raise CompilationError(f"cannot unpack a value of type {t.annotation}", src)
+        if star is None:
+            if len(items) != count:
+                raise CompilationError(f"cannot unpack {len(items)} values into {count} "
+                                       "targets", src)
+            return list(items)
+        after = count - star - 1
+        if len(items) < count - 1:
+            raise CompilationError(f"not enough values to unpack (expected at least "
+                                   f"{count - 1}, got {len(items)})", src)
+        middle = list(items[star:len(items) - after])
+        rest = self.list_literal(middle, None, src) if middle and all(
+            isinstance(m, Value) for m in middle) and len({m.type for m in middle}) == 1 else (
+            self.emit_op("prim::TupleConstruct", middle, src=src))
+        return [*items[:star], rest, *items[len(items) - after:]]
+
+    def star_unpack_runtime(self, value: Value, count: int, star: int | None, src) -> list:
+        if star is None:
+            raise CompilationError(f"cannot unpack a value of type {value.type.annotation}", src)
+        items = []
+        after = count - star - 1
+        for i in range(star):
+            items.append(self.emit_op("aten::__getitem__", [value, self.const(i, src)], src=src))
+        stop = self.const(-after if after else None, src)
+        sl = self.emit_op("prim::Slice", [self.const(star, src), stop, self.const(None, src)],
+                          src=src)
+        rest = self.emit_op("aten::__getitem__", [value, sl], attrs={"slice": True}, src=src)
+        if isinstance(rest.type, VarTupleType):
+            rest = self.call_builtin(list, [rest], src)
+        items.append(rest)
+        for i in range(after, 0, -1):
+            items.append(self.emit_op("aten::__getitem__", [value, self.const(-i, src)], src=src))
+        return items
+
+    def stmt_AugAssign(self, stmt: ast.AugAssign) -> None:
+        src = self.src(stmt)
+        name = BINARY[type(stmt.op)]
+        rhs = self.expr(stmt.value)
+        target = stmt.target
+        if isinstance(target, ast.Name):
+            current = self.expr(target)
+            self.frame.assign(target.id, self.augmented(name, current, rhs, src), src)
+        elif isinstance(target, ast.Attribute):
+            base = self.expr(target.value)
+            current = self.get_attr(base, target.attr, src)
+            self.set_attr(base, target.attr, self.augmented(name, current, rhs, src), src)
+        elif isinstance(target, ast.Subscript):
+            base = self.expr(target.value)
+            index = self.index_value(target.slice)
+            attrs = {"slice": True} if isinstance(target.slice, ast.Slice) else None
+            current = self.emit_op("aten::__getitem__", [base, index], attrs=attrs, src=src)
+            result = self.augmented(name, current, rhs, src)
+            self.emit_op("aten::__setitem__", [base, index, result], attrs=attrs, src=src)
+        else:
+            raise CompilationError("unsupported augmented assignment target", src)
+
+    def augmented(self, name: str, current: Value, rhs: Value, src: SourceRange) -> Value:
+        if isinstance(current.type, MUTABLE_IN_PLACE):
+            result = self.emit_op(f"aten::i{name}", [current, rhs], src=src)
+            if isinstance(current.type, ListType) and result.type != current.type:
+                raise CompilationError(f"cannot {name} a {rhs.type.annotation} to a "
+                                       f"{current.type.annotation}", src)
+            return result
+        result = self.binary(name, current, rhs, src)
+        if current.type != result.type and not isinstance(current.type, ClassType):
+            if (current.type, result.type) not in ((BoolType, IntType),):
+                raise CompilationError(
+                    f"augmented assignment changes the type of the target from "
+                    f"{current.type.annotation} to {result.type.annotation}", src)
+        return result
+
+    def stmt_If(self, stmt: ast.If) -> None:
+        cond, refine = self.condition(stmt.test)
+        self.emit_if(cond, lambda: self.emit_statements(stmt.body),
+                     lambda: self.emit_statements(stmt.orelse), self.src(stmt), refine)
+
+    def stmt_While(self, stmt: ast.While) -> None:
+        src = self.src(stmt)
+        if stmt.orelse:
+            raise CompilationError("while ... else is not supported", src)
+        first, _ = self.condition(stmt.test)
+        self.emit_loop(self.trip_count_forever(src), first, stmt.body, lambda i: None,
+                       lambda: self.condition(stmt.test)[0], src)
+
+    def stmt_For(self, stmt: ast.For) -> None:
+        src = self.src(stmt)
+        if stmt.orelse:
+            raise CompilationError("for ... else is not supported (the else clause of a "
+                                   "loop)", src)
+        self.emit_for(stmt.target, stmt.iter, stmt.body, src)
+
+    def stmt_Break(self, stmt: ast.Break) -> None:
+        self.set_flag(f"$brk{self.loop_depth}", self.src(stmt))
+
+    def stmt_Continue(self, stmt: ast.Continue) -> None:
+        self.set_flag(f"$cont{self.loop_depth}", self.src(stmt))
+
+    def stmt_Return(self, stmt: ast.Return) -> None:
+        self.emit_return(stmt.value, self.src(stmt))
+
+    def emit_return(self, value_node: ast.expr | None, src: SourceRange) -> None:
+        if value_node is None:
+            value = self.const(None, src)
+        elif self.return_type is not None:
+            value = self.typed_expr(value_node, self.return_type) if not isinstance(
+                value_node, ast.Tuple) else self.expr(value_node)
+        else:
+            value = self.expr(value_node)
+        if self.return_type is not None and value.type != self.return_type:
+            if not is_subtype(value.type, self.return_type):
+                raise CompilationError(
+                    f"return value has type {value.type.annotation}, but the function is "
+                    f"annotated to return {self.return_type.annotation}", src)
+            value = self.insert("aten::annotate", [value], [self.return_type], src=src).output
+        self.frame.assign("$retval", value, src)
+        self.set_flag("$ret", src)
+
+    def stmt_Raise(self, stmt: ast.Raise) -> None:
+        src = self.src(stmt)
+        if stmt.exc is None:
+            raise CompilationError("a bare 'raise' (re-raise) is not supported", src)
+        exc = stmt.exc
+        args: list[Value] = []
+        if isinstance(exc, ast.Call):
+            cls = self.sugared_expr(exc.func)
+            args = [self.expr(a) for a in exc.args]
+        else:
+            cls = self.sugared_expr(exc)
+        obj = getattr(cls, "obj", None)
+        if not (isinstance(obj, type) and issubclass(obj, BaseException)):
+            raise CompilationError("raise needs an exception class such as ValueError", src)
+        self.insert("prim::RaiseException", args, [], {"cls": obj}, src)
+        self.frame.exited = RAISED
+
+    def stmt_Assert(self, stmt: ast.Assert) -> None:
+        src = self.src(stmt)
+        cond, refine = self.condition(stmt.test)
+
+        def fail():
+            args = [self.expr(stmt.msg)] if stmt.msg is not None else []
+            self.insert("prim::RaiseException", args, [], {"cls": AssertionError}, src)
+            self.frame.exited = RAISED
+        self.emit_if(cond, lambda: None, fail, src, refine)
+
+    def stmt_Delete(self, stmt: ast.Delete) -> None:
+        src = self.src(stmt)
+        for target in stmt.targets:
+            if isinstance(target, ast.Subscript):
+                base = self.expr(target.value)
+                self.emit_op("aten::__delitem__", [base, self.index_value(target.slice)],
+                             src=src)
+            elif isinstance(target, ast.Name):
+                self.frame.value_of(target.id, src)
+                from .environment import undefined
+                self.frame.vars[target.id] = undefined(f"'{target.id}' was deleted", None,
+                                                       ("deleted here:", src))
+            else:
+                raise CompilationError("del supports names and subscripts", src)
+
+    def stmt_With(self, stmt: ast.With) -> None:
+        src = self.src(stmt)
+        managers = []
+        for item in stmt.items:
+            manager = self.expr(item.context_expr)
+            if not isinstance(manager.type, ClassType):
+                raise CompilationError("with needs a script class instance with __enter__ "
+                                       "and __exit__", src)
+            entered = self.call_method(manager, "__enter__", [], {}, src)
+            if item.optional_vars is not None:
+                self.assign_target(item.optional_vars, entered, src)
+            managers.append(manager)
+        self.emit_statements(stmt.body)
+        exited, self.frame.exited = self.frame.exited, None if self.frame.exited == FLAGGED \
+            else self.frame.exited
+        if not self.frame.exited:
+            none = self.const(None, src)
+            for manager in reversed(managers):
+                self.call_method(manager, "__exit__", [none, none, none], {}, src)
+        self.frame.exited = exited
+
+
+def _unsupported_statement(stmt: ast.stmt) -> str:
+    names = {"Try": "try/except", "TryStar": "try/except*", "Global": "the global statement",
+             "Nonlocal": "the nonlocal statement", "FunctionDef": "nested function definitions",
+             "AsyncFunctionDef": "async functions", "ClassDef": "class definitions inside "
+             "functions", "Import": "import statements", "ImportFrom": "import statements",
+             "AsyncFor": "async for", "AsyncWith": "async with", "Match": "match statements"}
+    what = names.get(type(stmt).__name__, type(stmt).__name__)
+    return f"{what} is not supported in script code"

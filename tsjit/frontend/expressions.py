@@ -1,0 +1,444 @@
+"""Emitting expressions: operators, comparisons, calls, subscripts, literals."""
+from __future__ import annotations
+
+import ast
+
+from ..ir.graph import SourceRange, Value
+from ..ir.types import (
+    TENSOR,
+    AnyType,
+    BoolType,
+    ClassType,
+    DictType,
+    IntType,
+    ListType,
+    NoneType,
+    OptionalType,
+    StrType,
+    TensorType,
+    TupleType,
+    Type,
+    UnionType,
+    unify,
+    union_options,
+)
+from .errors import CompilationError
+from .sugared import CompileTimeTuple, ModuleListValue, PythonObject, Sugared
+
+BINARY = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv",
+          ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.LShift: "lshift",
+          ast.RShift: "rshift", ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor",
+          ast.MatMult: "matmul"}
+MAGIC = {"add": "__add__", "sub": "__sub__", "mul": "__mul__", "truediv": "__truediv__",
+         "floordiv": "__floordiv__", "mod": "__mod__", "pow": "__pow__", "matmul": "__matmul__",
+         "eq": "__eq__", "ne": "__ne__", "lt": "__lt__", "le": "__le__", "gt": "__gt__",
+         "ge": "__ge__", "and": "__and__", "or": "__or__", "xor": "__xor__",
+         "lshift": "__lshift__", "rshift": "__rshift__", "neg": "__neg__"}
+COMPARE = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt",
+           ast.GtE: "ge"}
+UNARY = {ast.USub: "neg", ast.UAdd: "pos", ast.Invert: "invert"}
+NO_REFINEMENT: tuple[dict, dict] = ({}, {})
+
+
+class ExpressionMixin:
+    # ---- entry points
+    def expr(self, node: ast.expr) -> Value:
+        """Emit an expression that must be a runtime value."""
+        result = self.sugared_expr(node)
+        if isinstance(result, Sugared):
+            return result.as_value(self, self.src(node))
+        return result
+
+    def sugared_expr(self, node: ast.expr):
+        method = getattr(self, f"expr_{type(node).__name__}", None)
+        if method is None:
+            raise CompilationError(f"{_describe_syntax(node)} is not supported in script code",
+                                   self.src(node))
+        return method(node)
+
+    # ---- names and literals
+    def expr_Name(self, node: ast.Name):
+        src = self.src(node)
+        found = self.frame.value_of(node.id, src)
+        if found is not None:
+            return found
+        return self.resolver.python_name(node.id, src)
+
+    def expr_Constant(self, node: ast.Constant) -> Value:
+        if node.value is Ellipsis:
+            return self.const_python(Ellipsis, self.src(node))
+        return self.const(node.value, self.src(node))
+
+    def expr_Attribute(self, node: ast.Attribute):
+        base = self.sugared_expr(node.value)
+        return self.get_attr(base, node.attr, self.src(node))
+
+    def expr_NamedExpr(self, node: ast.NamedExpr) -> Value:
+        value = self.expr(node.value)
+        self.frame.assign(node.target.id, value, self.src(node))
+        return value
+
+    # ---- operators
+    def expr_BinOp(self, node: ast.BinOp) -> Value:
+        name = BINARY[type(node.op)]
+        return self.binary(name, self.expr(node.left), self.expr(node.right), self.src(node))
+
+    def binary(self, name: str, a: Value, b: Value, src: SourceRange) -> Value:
+        for receiver, other in ((a, b), (b, a)):
+            if isinstance(receiver.type, ClassType) and name in MAGIC:
+                method = MAGIC[name] if receiver is a else "__r" + MAGIC[name][2:]
+                if receiver is a or self.class_has_method(receiver.type, method):
+                    return self.call_method(receiver, method, [other], {}, src)
+        return self.emit_op(f"aten::{name}", [a, b], src=src)
+
+    def expr_UnaryOp(self, node: ast.UnaryOp) -> Value:
+        src = self.src(node)
+        if isinstance(node.op, ast.Not):
+            cond, _ = self.condition(node.operand)
+            return self.emit_op("aten::__not__", [cond], src=src)
+        value = self.expr(node.operand)
+        name = UNARY[type(node.op)]
+        if isinstance(value.type, ClassType) and name in MAGIC:
+            return self.call_method(value, MAGIC[name], [], {}, src)
+        return self.emit_op(f"aten::{name}", [value], src=src)
+
+    def expr_BoolOp(self, node: ast.BoolOp) -> Value:
+        value, _ = self.bool_op(node)
+        return value
+
+    def bool_op(self, node: ast.BoolOp, want_bool: bool = False):
+        """`a and b` / `a or b` with short-circuiting and Optional refinement.
+
+        Python returns an operand, not a bool; when both operands are bools (or a
+        condition is wanted) the result is a bool."""
+        src = self.src(node)
+        is_and = isinstance(node.op, ast.And)
+        first, *rest = node.values
+        left, refine = self.condition(first) if want_bool else self.operand(first)
+        if not rest:
+            return left, refine
+        right_node = ast.BoolOp(op=node.op, values=rest) if len(rest) > 1 else rest[0]
+        ast.copy_location(right_node, rest[0])
+        right_node.end_lineno, right_node.end_col_offset = node.end_lineno, node.end_col_offset
+        cond = self.truth(left, src)
+        narrowed = refine[0] if is_and else refine[1]
+        refined_after: list = []
+
+        def evaluate_right() -> Value:
+            for name, value in narrowed.items():
+                self.frame.assign(name, value, src, refinement=True)
+            value, r = self.bool_op(right_node, want_bool) if isinstance(
+                right_node, ast.BoolOp) else (
+                self.condition(right_node) if want_bool else self.operand(right_node))
+            refined_after.append(r)
+            return value
+
+        def keep_left() -> Value:
+            return self.const(not is_and, src) if want_bool or left.type == BoolType else left
+
+        if is_and:
+            result = self.emit_conditional(cond, evaluate_right, keep_left, src)
+        else:
+            result = self.emit_conditional(cond, keep_left, evaluate_right, src)
+        if is_and and want_bool:
+            inner = refined_after[0][0] if refined_after else {}
+            return result, ({**refine[0], **inner}, {})
+        if not is_and and want_bool:
+            inner = refined_after[0][1] if refined_after else {}
+            return result, ({}, {**refine[1], **inner})
+        return result, NO_REFINEMENT
+
+    def operand(self, node: ast.expr):
+        return self.expr(node), NO_REFINEMENT
+
+    def truth(self, value: Value, src: SourceRange) -> Value:
+        """bool(value) for conditions (`if x:` on ints, lists, Optional, arrays)."""
+        if value.type == BoolType:
+            return value
+        if isinstance(value.type, ClassType):
+            for method in ("__bool__", "__len__"):
+                if self.class_has_method(value.type, method):
+                    result = self.call_method(value, method, [], {}, src)
+                    return result if method == "__bool__" else self.emit_op(
+                        "aten::ne", [result, self.const(0, src)], src=src)
+            return self.const(True, src)
+        if value.type == NoneType:
+            return self.const(False, src)
+        return self.call_builtin(bool, [value], src)
+
+    def expr_Compare(self, node: ast.Compare) -> Value:
+        return self.compare(node)[0]
+
+    def compare(self, node: ast.Compare):
+        """Comparison chains `a < b < c` evaluate pairwise, each operand once."""
+        src = self.src(node)
+        left = self.expr(node.left)
+        results: list[Value] = []
+        refinements = NO_REFINEMENT
+        pairs = list(zip(node.ops, node.comparators))
+
+        def chain(left_value: Value, index: int) -> Value:
+            nonlocal refinements
+            op, right_node = pairs[index]
+            right = self.expr(right_node)
+            value, refine = self.compare_pair(op, left_value, right, node.left, right_node, src)
+            if len(pairs) == 1:
+                refinements = refine
+            if index + 1 == len(pairs):
+                return value
+            cond = self.truth(value, src)
+            return self.emit_conditional(cond, lambda: self.truth(chain(right, index + 1), src),
+                                         lambda: self.const(False, src), src)
+
+        results.append(chain(left, 0))
+        return results[0], refinements
+
+    def compare_pair(self, op: ast.cmpop, a: Value, b: Value, a_node: ast.expr,
+                     b_node: ast.expr, src: SourceRange):
+        if isinstance(op, (ast.Is, ast.IsNot)):
+            return self.identity(op, a, b, a_node, b_node, src)
+        if isinstance(op, (ast.In, ast.NotIn)):
+            if isinstance(b.type, ClassType):
+                result = self.call_method(b, "__contains__", [a], {}, src)
+            else:
+                result = self.emit_op("aten::__contains__", [b, a], src=src)
+            if isinstance(op, ast.NotIn):
+                result = self.emit_op("aten::__not__", [result], src=src)
+            return result, NO_REFINEMENT
+        name = COMPARE[type(op)]
+        if isinstance(a.type, ClassType) or isinstance(b.type, ClassType):
+            return self.binary(name, a, b, src), NO_REFINEMENT
+        return self.emit_op(f"aten::{name}", [a, b], src=src), NO_REFINEMENT
+
+    def identity(self, op, a: Value, b: Value, a_node, b_node, src):
+        """`x is None` / `x is not None`, refining an Optional variable on each branch."""
+        kind = "aten::__is__" if isinstance(op, ast.Is) else "aten::__isnot__"
+        result = self.emit_op(kind, [a, b], src=src)
+        refine_true: dict = {}
+        refine_false: dict = {}
+        for value, node, other in ((a, a_node, b), (b, b_node, a)):
+            if other.type == NoneType and isinstance(node, ast.Name) and \
+                    NoneType in union_options(value.type):
+                rest = [t for t in union_options(value.type) if t != NoneType]
+                narrowed = rest[0] if len(rest) == 1 else UnionType(tuple(rest))
+                cast = self.insert("prim::unchecked_cast", [value], [narrowed], src=src).output
+                none = self.const(None, src)
+                is_none, not_none = ({node.id: none}, {node.id: cast})
+                refine_true, refine_false = (is_none, not_none) if kind == "aten::__is__" else (
+                    not_none, is_none)
+        return result, (refine_true, refine_false)
+
+    def condition(self, node: ast.expr):
+        """A bool for if/while/assert, plus the variables it narrows on each branch."""
+        if isinstance(node, ast.Compare):
+            value, refine = self.compare(node)
+        elif isinstance(node, ast.BoolOp):
+            value, refine = self.bool_op(node, want_bool=True)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            inner, refine = self.condition(node.operand)
+            return self.emit_op("aten::__not__", [inner], src=self.src(node)), refine[::-1]
+        elif isinstance(node, ast.Call) and self.is_isinstance_call(node):
+            value, refine = self.isinstance_call(node)
+        elif isinstance(node, ast.Name):
+            value = self.expr(node)
+            refine = NO_REFINEMENT
+            if isinstance(value.type, OptionalType):     # `if x:` narrows like `x is not None`
+                cast = self.insert("prim::unchecked_cast", [value], [value.type.elem],
+                                   src=self.src(node)).output
+                refine = ({node.id: cast}, {})
+        else:
+            value, refine = self.expr(node), NO_REFINEMENT
+        return self.truth(value, self.src(node)), refine
+
+    def expr_IfExp(self, node: ast.IfExp) -> Value:
+        src = self.src(node)
+        cond, refine = self.condition(node.test)
+
+        def branch(expr_node, narrowed):
+            def run():
+                for name, value in narrowed.items():
+                    self.frame.assign(name, value, src, refinement=True)
+                return self.expr(expr_node)
+            return run
+        return self.emit_conditional(cond, branch(node.body, refine[0]),
+                                     branch(node.orelse, refine[1]), src)
+
+    # ---- containers
+    def expr_Tuple(self, node: ast.Tuple):
+        items = [self.sugared_expr(e) for e in node.elts]
+        if any(isinstance(i, Sugared) for i in items) and not all(
+                isinstance(i, PythonObject) for i in items):
+            return CompileTimeTuple(items)
+        if any(isinstance(i, Sugared) for i in items):
+            return PythonObject(tuple(i.obj for i in items), "tuple")
+        return self.emit_op("prim::TupleConstruct", items, src=self.src(node))
+
+    def expr_List(self, node: ast.List, annotated: Type | None = None) -> Value:
+        src = self.src(node)
+        items = [self.expr(e) for e in node.elts]
+        return self.list_literal(items, annotated, src)
+
+    def list_literal(self, items: list[Value], annotated: Type | None, src) -> Value:
+        if annotated is not None:
+            if not isinstance(annotated, ListType):
+                raise CompilationError(f"a list literal cannot be {annotated.annotation}", src)
+            elem = annotated.elem
+            for v in items:
+                self.check_assignable(v.type, elem, src, "list element")
+        elif not items:
+            elem = TENSOR
+        else:
+            elem = items[0].type
+            for v in items[1:]:
+                joined = unify(elem, v.type)
+                if joined is None:
+                    raise CompilationError(
+                        "list literal elements must have a single type: found "
+                        f"{elem.annotation} and {v.type.annotation} (annotate the list as "
+                        "List[Union[...]] or List[Any] to mix types)", src)
+                elem = joined
+        return self.insert("prim::ListConstruct", items, [ListType(elem)], src=src).output
+
+    def expr_Dict(self, node: ast.Dict, annotated: Type | None = None) -> Value:
+        src = self.src(node)
+        if any(k is None for k in node.keys):
+            raise CompilationError("dict unpacking (**) is not supported", src)
+        keys = [self.expr(k) for k in node.keys]
+        values = [self.expr(v) for v in node.values]
+        if annotated is not None:
+            if not isinstance(annotated, DictType):
+                raise CompilationError(f"a dict literal cannot be {annotated.annotation}", src)
+            dict_type = annotated
+        elif not keys:
+            dict_type = DictType(StrType, TENSOR)
+        else:
+            dict_type = DictType(self.common_type(keys, "dict key", src),
+                                 self.common_type(values, "dict value", src))
+        self.check_dict_key(dict_type.key, src)
+        for k, v in zip(keys, values):
+            self.check_assignable(k.type, dict_type.key, src, "dict key")
+            self.check_assignable(v.type, dict_type.value, src, "dict value")
+        flat = [x for kv in zip(keys, values) for x in kv]
+        return self.insert("prim::DictConstruct", flat, [dict_type], src=src).output
+
+    def common_type(self, values: list[Value], what: str, src) -> Type:
+        result = values[0].type
+        for v in values[1:]:
+            joined = unify(result, v.type)
+            if joined is None:
+                raise CompilationError(f"{what}s must have a single type: found "
+                                       f"{result.annotation} and {v.type.annotation}", src)
+            result = joined
+        return result
+
+    @staticmethod
+    def check_dict_key(key: Type, src) -> None:
+        if key not in (StrType, IntType, BoolType, AnyType) and not isinstance(
+                key, TensorType) and key.annotation != "float":
+            raise CompilationError(f"dict keys must be str, int, float, bool or Tensor; "
+                                   f"{key.annotation} is not supported as a dict key type", src)
+
+    def check_assignable(self, found: Type, expected: Type, src, what: str) -> None:
+        from ..ir.types import is_subtype
+        if not is_subtype(found, expected):
+            raise CompilationError(f"{what} has type {found.annotation}, expected "
+                                   f"{expected.annotation}", src)
+
+    # ---- subscripts
+    def expr_Subscript(self, node: ast.Subscript):
+        src = self.src(node)
+        base = self.sugared_expr(node.value)
+        if isinstance(base, ModuleListValue):
+            key = ast.literal_eval(node.slice) if _is_literal(node.slice) else None
+            if key is None:
+                raise CompilationError(f"a {base.describe()} can only be indexed by a "
+                                       "constant", src)
+            return base.lookup(key, src)
+        if isinstance(base, PythonObject):
+            raise CompilationError(f"{base.describe()} cannot be subscripted here", src)
+        if isinstance(base, Sugared):
+            base = base.as_value(self, src)
+        return self.getitem(base, node.slice, src)
+
+    def getitem(self, base: Value, index_node: ast.expr, src) -> Value:
+        if isinstance(base.type, ClassType):
+            return self.call_method(base, "__getitem__", [self.expr(index_node)], {}, src)
+        is_slice = isinstance(index_node, ast.Slice)
+        attrs = {}
+        if isinstance(base.type, TupleType) and not isinstance(base.type, TensorType):
+            const = _constant_index(index_node)
+            if const is not None:
+                attrs["index"] = const
+        index = self.index_value(index_node)
+        if is_slice:
+            attrs["slice"] = True
+        return self.emit_op("aten::__getitem__", [base, index], attrs=attrs, src=src)
+
+    def index_value(self, node: ast.expr) -> Value:
+        if isinstance(node, ast.Slice):
+            parts = [self.expr(p) if p is not None else self.const(None, self.src(node))
+                     for p in (node.lower, node.upper, node.step)]
+            return self.emit_op("prim::Slice", parts, src=self.src(node))
+        if isinstance(node, ast.Tuple):
+            items = [self.index_value(e) for e in node.elts]
+            return self.emit_op("prim::TupleConstruct", items, src=self.src(node))
+        return self.expr(node)
+
+    def expr_Slice(self, node: ast.Slice) -> Value:
+        return self.index_value(node)
+
+    # ---- strings
+    def expr_JoinedStr(self, node: ast.JoinedStr) -> Value:
+        src = self.src(node)
+        parts = []
+        for piece in node.values:
+            if isinstance(piece, ast.Constant):
+                parts.append(self.const(piece.value, src))
+            else:
+                parts.append(self.expr(piece))
+        result = parts[0] if parts else self.const("", src)
+        for p in parts[1:]:
+            result = self.emit_op("aten::add", [result, p], src=src)
+        return result
+
+    def expr_FormattedValue(self, node: ast.FormattedValue) -> Value:
+        src = self.src(node)
+        value = self.expr(node.value)
+        spec = self.expr(node.format_spec) if node.format_spec else self.const("", src)
+        conversion = {-1: "", 115: "s", 114: "r", 97: "a"}[node.conversion]
+        return self.emit_op("prim::FormatValue", [value, spec], attrs={"conversion": conversion},
+                            src=src)
+
+
+def _is_literal(node: ast.expr) -> bool:
+    try:
+        ast.literal_eval(node)
+    except ValueError:
+        return False
+    return True
+
+
+def _constant_index(node: ast.expr) -> int | tuple | None:
+    """A tuple index known at compile time: an int, or (start, stop, step) of a slice."""
+    if isinstance(node, ast.Slice):
+        parts = [p for p in (node.lower, node.upper, node.step) if p is not None]
+        if all(_is_literal(p) for p in parts):
+            return tuple(ast.literal_eval(p) if p is not None else None
+                         for p in (node.lower, node.upper, node.step))
+        return None
+    if _is_literal(node):
+        value = ast.literal_eval(node)
+        return value if isinstance(value, int) else None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and _is_literal(
+            node.operand):
+        return -ast.literal_eval(node.operand)
+    return None
+
+
+def _describe_syntax(node: ast.AST) -> str:
+    names = {"Lambda": "lambda expressions", "Yield": "yield (generators)",
+             "YieldFrom": "yield from (generators)", "Await": "await", "SetComp":
+             "set comprehensions", "Set": "sets", "GeneratorExp": "generator expressions",
+             "Starred": "starred expressions here"}
+    return names.get(type(node).__name__, f"'{type(node).__name__}' expressions")
+

@@ -1,0 +1,52 @@
+"""Retrieving a function's source and mapping AST positions to SourceRanges."""
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+
+from ..ir.graph import SourceRange
+from .errors import CompilationError
+
+
+class ParsedSource:
+    """The dedented source of one function or class, its AST and file position."""
+
+    def __init__(self, obj: object):
+        try:
+            lines, first_line = inspect.getsourcelines(obj)
+            filename = inspect.getsourcefile(obj) or "<unknown>"
+        except (OSError, TypeError) as e:
+            raise CompilationError(
+                f"cannot get the source of {getattr(obj, '__qualname__', obj)!r}: {e}. "
+                "tsjit.script needs functions defined in a file") from None
+        self.text = textwrap.dedent("".join(lines))
+        self.filename = filename
+        self.first_line = first_line
+        self.tree = ast.parse(self.text, type_comments=True)
+        self._lines = self.text.split("\n")
+        self._line_starts = [0]
+        for line in self._lines:
+            self._line_starts.append(self._line_starts[-1] + len(line) + 1)
+
+    @property
+    def definition(self) -> ast.AST:
+        return self.tree.body[0]
+
+    def range(self, node: ast.AST) -> SourceRange:
+        start = self._offset(node.lineno, node.col_offset)
+        end_line = getattr(node, "end_lineno", None) or node.lineno
+        end_col = getattr(node, "end_col_offset", None)
+        if end_col is None:
+            end = start + 1
+        else:
+            end = self._offset(end_line, end_col)
+        if isinstance(node, (ast.If, ast.While, ast.For, ast.With, ast.FunctionDef, ast.Try)):
+            end = min(end, self._offset(node.lineno + 1, 0) - 1)   # the header line only
+        return SourceRange(self.text, self.filename, start, end, self.first_line)
+
+    def _offset(self, line: int, col: int) -> int:
+        # ast columns are UTF-8 byte offsets; convert within the line
+        text_line = self._lines[line - 1] if line - 1 < len(self._lines) else ""
+        col = len(text_line.encode("utf-8")[:col].decode("utf-8", errors="ignore"))
+        return self._line_starts[line - 1] + col

@@ -1,0 +1,175 @@
+"""Compile-time values: what a name or expression means before it becomes IR.
+
+As in TorchScript's `SugaredValue`, an expression may denote something that is
+not a runtime value — the NumPy module, a function to compile, a ModuleList to
+unroll, `range(...)` in a for loop.  Each kind answers attribute access, calls
+and iteration; `Value` results are ordinary SSA values.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..ir.graph import SourceRange, Value
+from ..ops.registry import OpDef
+from .errors import CompilationError
+
+if TYPE_CHECKING:
+    from .emitter import FunctionEmitter
+
+Result = "Value | Sugared"
+
+
+class Sugared:
+    def describe(self) -> str:
+        return type(self).__name__
+
+    def attr(self, em: FunctionEmitter, name: str, src: SourceRange) -> Result:
+        raise CompilationError(f"{self.describe()} has no attribute '{name}'", src)
+
+    def call(self, em: FunctionEmitter, args: list, kwargs: dict, src: SourceRange) -> Result:
+        raise CompilationError(f"{self.describe()} is not callable", src)
+
+    def as_value(self, em: FunctionEmitter, src: SourceRange) -> Value:
+        raise CompilationError(f"{self.describe()} cannot be used as a value", src)
+
+    def unroll(self, em: FunctionEmitter, src: SourceRange) -> list | None:
+        """The elements of a compile-time sequence (for loops unroll over them)."""
+        return None
+
+
+class PythonModule(Sugared):
+    """`np`, `math`, `tsjit`, ...: attributes resolve to the module's Python values."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def describe(self) -> str:
+        return f"module '{self.module.__name__}'"
+
+    def attr(self, em, name, src):
+        if not hasattr(self.module, name):
+            raise CompilationError(f"module '{self.module.__name__}' has no attribute '{name}'",
+                                   src)
+        return em.resolver.python_value(getattr(self.module, name), src,
+                                        f"{self.module.__name__}.{name}")
+
+
+class OpFunction(Sugared):
+    """A Python callable bound to a registered op (`np.exp`, `len`, `math.sqrt`).
+
+    Some are also values: `np.float32` is a constructor and a dtype argument.
+    """
+
+    def __init__(self, op: OpDef, obj: object, name: str):
+        self.op, self.obj, self.name = op, obj, name
+
+    def describe(self) -> str:
+        return f"'{self.name}'"
+
+    def call(self, em, args, kwargs, src):
+        return em.call_op(self.op, args, kwargs, src, self.name)
+
+    def as_value(self, em, src):
+        if isinstance(self.obj, type):
+            return em.const_python(self.obj, src)
+        return super().as_value(em, src)
+
+
+class BoundMethod(Sugared):
+    """`x.sum` before the call: an op whose first parameter is the receiver."""
+
+    def __init__(self, receiver: Value, op: OpDef, name: str):
+        self.receiver, self.op, self.name = receiver, op, name
+
+    def describe(self) -> str:
+        return f"method '{self.name}' of {self.receiver.type.annotation}"
+
+    def call(self, em, args, kwargs, src):
+        return em.call_op(self.op, [self.receiver, *args], kwargs, src, self.name)
+
+
+class PythonObject(Sugared):
+    """A Python value usable only at compile time (a class, a typing form, a dtype)."""
+
+    def __init__(self, obj: object, name: str):
+        self.obj, self.name = obj, name
+
+    def describe(self) -> str:
+        return f"'{self.name}'"
+
+
+class SpecialForm(Sugared):
+    """Builtins the front end handles itself (range, isinstance, print, tsjit.annotate)."""
+
+    def __init__(self, name: str, obj: object = None):
+        self.name, self.obj = name, obj
+
+    def describe(self) -> str:
+        return f"'{self.name}'"
+
+    def call(self, em, args, kwargs, src):
+        return em.special_form(self.name, args, kwargs, src)
+
+
+class IterableForm(Sugared):
+    """range(...), enumerate(...), zip(...) as loop iterables (not first-class values)."""
+
+    def __init__(self, kind: str, parts: list):
+        self.kind, self.parts = kind, parts
+
+    def describe(self) -> str:
+        return f"{self.kind}(...)"
+
+    def as_value(self, em, src):
+        return em.materialize_iterable(self, src)
+
+
+class ModuleListValue(Sugared):
+    """A ModuleList / Sequential / ModuleDict attribute: unrolled at compile time."""
+
+    def __init__(self, items: list[tuple[str, Result]], is_dict: bool):
+        self.items, self.is_dict = items, is_dict
+
+    def describe(self) -> str:
+        return "ModuleDict" if self.is_dict else "ModuleList"
+
+    def unroll(self, em, src):
+        if self.is_dict:
+            return [em.const(k, src) for k, _ in self.items]
+        return [v for _, v in self.items]
+
+    def attr(self, em, name, src):
+        if self.is_dict and name in ("items", "keys", "values"):
+            return _DictView(self, name)
+        return super().attr(em, name, src)
+
+    def lookup(self, key: object, src: SourceRange) -> Result:
+        try:
+            return dict(self.items)[key] if self.is_dict else self.items[key][1]
+        except (KeyError, IndexError, TypeError):
+            raise CompilationError(f"{self.describe()} has no entry {key!r}", src) from None
+
+
+class _DictView(Sugared):
+    def __init__(self, owner: ModuleListValue, kind: str):
+        self.owner, self.kind = owner, kind
+
+    def call(self, em, args, kwargs, src):
+        return self
+
+    def unroll(self, em, src):
+        if self.kind == "keys":
+            return [em.const(k, src) for k, _ in self.owner.items]
+        if self.kind == "values":
+            return [v for _, v in self.owner.items]
+        return [CompileTimeTuple([em.const(k, src), v]) for k, v in self.owner.items]
+
+
+class CompileTimeTuple(Sugared):
+    """A tuple some of whose items are compile-time values (unrolled loop targets)."""
+
+    def __init__(self, items: list):
+        self.items = items
+
+    def unroll(self, em, src):
+        return self.items
