@@ -1,1 +1,384 @@
-"""(being written)"""
+"""Python's builtin functions (`len`, `min`, `int()`, `sorted`, `format`, ...) as ops, and the
+calling conventions that the tables of Python functions and methods share.
+
+Every op is implemented by a call of the very Python builtin, so the interpreter inherits
+Python's semantics (round half to even, `int()` toward zero, `ValueError` from `min([])`).
+Type rules give the type of the value Python returns.  Where no single static type says
+what Python returns — `min(1, 2.5)` and `max(x_np_scalar, 0.0)` return one of their
+arguments unchanged, `sum([])` of a `List[float]` is the int 0 — the rule picks the wider
+type (float; Tensor when a NumPy value takes part) and the interpreter still returns
+Python's object, so results stay exactly eager's.
+
+Names follow TorchScript (`aten::len`, `aten::Int`, `aten::str`, `aten::format`), with
+`prim::` for builtins whose `aten::` name is a NumPy function (`prim::min`, `prim::sum`,
+`prim::round`, `prim::any`) or a Python operator (`prim::pow`).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..ir.types import (
+    TENSOR,
+    AnyType,
+    BoolType,
+    ClassType,
+    DictType,
+    FloatType,
+    IntType,
+    ListType,
+    NoneType,
+    StrType,
+    TensorType,
+    TupleType,
+    Type,
+    VarTupleType,
+    is_number,
+    is_subtype,
+)
+from .operators import binary_rule, numeric_result
+from .registry import OpTypeError, TypeRule, parse_params, register
+
+# ---- calling conventions shared by builtin_ops, math_ops, str_ops and container_ops
+
+
+@dataclass(frozen=True)
+class Accepts:
+    """The types a parameter of a Python function takes, described as Python's errors say."""
+
+    description: str
+    types: tuple[Type, ...]
+
+    def __call__(self, t: Type) -> bool:
+        return t == AnyType or any(is_subtype(t, s) for s in self.types)
+
+
+OBJECT = Accepts("object", (AnyType,))
+# NumPy values (TENSOR) pass wherever Python takes them through __index__ / __float__.
+INDEX = Accepts("int", (IntType, BoolType, TENSOR))
+OPTIONAL_INDEX = Accepts("int or None", (IntType, BoolType, NoneType, TENSOR))
+REAL = Accepts("real number", (IntType, BoolType, FloatType, TENSOR))
+STR = Accepts("str", (StrType,))
+OPTIONAL_STR = Accepts("str or None", (StrType, NoneType))
+
+
+def check_args(callee: str, types: Sequence[Type], accepts: Sequence[Accepts],
+               rest: Accepts | None = None) -> None:
+    """Reject an argument whose type the Python function would reject with a TypeError.
+
+    `accepts` covers the leading parameters; `rest` every argument after them (`*args`).
+    """
+    for i, t in enumerate(types):
+        want = accepts[i] if i < len(accepts) else rest
+        if want is not None and not want(t):
+            raise OpTypeError(f"{callee}() argument {i + 1} must be {want.description}, "
+                              f"not {t.annotation}")
+
+
+def signature_rule(callee: str, accepts: Sequence[Accepts], result: Type, *,
+                   rest: Accepts | None = None, receiver: bool = False) -> TypeRule:
+    """A rule for functions whose result type does not depend on the argument types.
+
+    receiver: the first input is a method's receiver, which its binding already typed.
+    """
+    def infer(types, attrs):
+        check_args(callee, types[1:] if receiver else types, accepts, rest)
+        return result
+    return infer
+
+
+def call_template(callee: str, signature: str, *, method: bool = False
+                  ) -> Callable[[list[str], dict], str]:
+    """The Python call for an op: `callee(a, b, key=c)`, or `a.callee(b, key=c)` for a method.
+
+    Inputs arrive in signature order; keyword-only parameters are passed by keyword, the rest
+    positionally (also the elements of a `*args` parameter).
+    """
+    keywords = [p.name for p in parse_params(signature) if p.kwonly]
+
+    def emit(args: list[str], attrs: dict) -> str:
+        split = len(args) - len(keywords)
+        parts = [*args[:split], *(f"{k}={v}" for k, v in zip(keywords, args[split:]))]
+        if method:
+            return f"{parts[0]}.{callee}({', '.join(parts[1:])})"
+        return f"{callee}({', '.join(parts)})"
+    return emit
+
+
+def register_function(name: str, obj: Callable, signature: str, infer: TypeRule | None,
+                      **traits) -> None:
+    """An op that is a call of the Python function `obj` (a builtin or a `math` function)."""
+    module = getattr(obj, "__module__", "builtins")
+    callee = obj.__name__ if module == "builtins" else f"{module}.{obj.__name__}"
+    register(name, signature, infer, call_template(callee, signature), python=(obj,), **traits)
+
+
+def register_method(name: str, receivers: Sequence[object], method: str, signature: str,
+                    infer: TypeRule | None, **traits) -> None:
+    """An op that is a call of method `method` on values of the `receivers` types."""
+    register(name, signature, infer, call_template(method, signature, method=True),
+             methods=[(r, method) for r in receivers], **traits)
+
+
+def number_join(types: Sequence[Type]) -> Type:
+    """The type of a value that is one of several Python numbers: the widest of them."""
+    return FloatType if FloatType in types else IntType if IntType in types else BoolType
+
+
+def iterated_type(t: Type) -> Type:
+    """The type of the elements that iterating over a value of type `t` yields."""
+    if isinstance(t, (ListType, VarTupleType)):
+        return t.elem
+    if t == StrType:
+        return StrType
+    if isinstance(t, DictType):
+        return t.key
+    if isinstance(t, TensorType):
+        return TENSOR    # rows of an array, or raises for a NumPy scalar
+    if t == AnyType:
+        return AnyType
+    if isinstance(t, TupleType):
+        if not t.elems:
+            return AnyType
+        if all(e == t.elems[0] for e in t.elems):
+            return t.elems[0]
+        if all(map(is_number, t.elems)):
+            return number_join(t.elems)
+        raise OpTypeError(f"the elements of a {t.annotation} have different types; "
+                          "only a loop over it (unrolled) may mix them")
+    raise OpTypeError(f"'{t.annotation}' object is not iterable")
+
+
+def is_orderable(t: Type) -> bool:
+    """Whether Python's `<` orders two values of type `t` (sort, min, max)."""
+    if is_number(t) or t in (StrType, AnyType) or isinstance(t, TensorType):
+        return True
+    if isinstance(t, (ListType, VarTupleType)):
+        return is_orderable(t.elem)
+    if isinstance(t, TupleType):
+        return all(map(is_orderable, t.elems))
+    if isinstance(t, ClassType):
+        return getattr(t.py_class, "__lt__", object.__lt__) is not object.__lt__
+    return False
+
+
+def require_orderable(t: Type) -> Type:
+    if not is_orderable(t):
+        raise OpTypeError(f"'<' not supported between instances of '{t.annotation}' "
+                          f"and '{t.annotation}'")
+    return t
+
+
+# ---- the builtins
+
+
+def _len_rule(types, attrs):
+    (t,) = types
+    if isinstance(t, (ListType, DictType, TupleType, VarTupleType, TensorType)) or t in (
+            StrType, AnyType) or (isinstance(t, ClassType) and hasattr(t.py_class, "__len__")):
+        return IntType
+    raise OpTypeError(f"object of type '{t.annotation}' has no len()")
+
+
+def _abs_rule(types, attrs):
+    (t,) = types
+    if t in (IntType, BoolType):
+        return IntType
+    if isinstance(t, TensorType):
+        return TENSOR
+    if t in (FloatType, AnyType):
+        return t
+    raise OpTypeError(f"bad operand type for abs(): '{t.annotation}'")
+
+
+def ordered_join(types: Sequence[Type]) -> Type:
+    """The type of `min(a, b, ...)`: the result is one of the arguments (see the module doc)."""
+    if AnyType in types:
+        return AnyType
+    if all(is_number(t) or isinstance(t, TensorType) for t in types):
+        return TENSOR if any(isinstance(t, TensorType) for t in types) else number_join(types)
+    for t in types[1:]:
+        if t != types[0]:
+            raise OpTypeError(f"'<' not supported between instances of '{t.annotation}' "
+                              f"and '{types[0].annotation}'")
+    return require_orderable(types[0])
+
+
+def _extremum_rule(callee: str) -> TypeRule:
+    def infer(types, attrs):
+        if not types:
+            raise OpTypeError(f"{callee} expected at least 1 argument, got 0")
+        if len(types) == 1:
+            return require_orderable(iterated_type(types[0]))
+        return ordered_join(types)
+    return infer
+
+
+_add_rule = binary_rule("add")
+
+
+def _sum_rule(types, attrs):
+    iterable, start = types
+    if start == StrType:
+        raise OpTypeError("sum() can't sum strings [use ''.join(seq) instead]")
+    elem = iterated_type(iterable)
+    total = _add_rule([start, elem], attrs)
+    return _add_rule([total, elem], attrs)
+
+
+def _round_rule(types, attrs):
+    number, ndigits = types
+    if ndigits != NoneType and not INDEX(ndigits):
+        raise OpTypeError(f"'{ndigits.annotation}' object cannot be interpreted as an integer")
+    if number in (IntType, BoolType):
+        return IntType
+    if number == FloatType or isinstance(number, TensorType):
+        # round(np.float32(x)) is a Python int; with ndigits it keeps the NumPy type
+        if ndigits == NoneType:
+            return IntType
+        return TENSOR if isinstance(number, TensorType) else FloatType
+    if number == AnyType:
+        return AnyType
+    raise OpTypeError(f"type {number.annotation} doesn't define __round__ method")
+
+
+def _divmod_rule(types, attrs):
+    a, b = types
+    if any(isinstance(t, TensorType) for t in types) and all(REAL(t) for t in types):
+        return TupleType((TENSOR, TENSOR))
+    result = numeric_result("floordiv", a, b)
+    if result is None:
+        raise OpTypeError(f"unsupported operand type(s) for divmod(): '{a.annotation}' "
+                          f"and '{b.annotation}'")
+    return TupleType((result, result))
+
+
+_power_rule = binary_rule("pow")
+
+
+def _pow_rule(types, attrs):
+    base, exp, mod = types
+    if mod == NoneType:
+        return _power_rule([base, exp], attrs)
+    if not all(map(INDEX, types)):
+        raise OpTypeError("pow() 3rd argument not allowed unless all arguments are integers")
+    return TENSOR if any(isinstance(t, TensorType) for t in types) else IntType
+
+
+def _int_rule(types, attrs):
+    x, *base = types
+    if base:
+        check_args("int", types, (STR, INDEX))
+    elif not (REAL(x) or x == StrType):
+        raise OpTypeError("int() argument must be a string, a bytes-like object or a real "
+                          f"number, not '{x.annotation}'")
+    return IntType
+
+
+def _float_rule(types, attrs):
+    (x,) = types
+    if not (REAL(x) or x == StrType):
+        raise OpTypeError(f"float() argument must be a string or a real number, "
+                          f"not '{x.annotation}'")
+    return FloatType
+
+
+def _integer_text_rule(types, attrs):
+    (x,) = types
+    if not INDEX(x):
+        raise OpTypeError(f"'{x.annotation}' object cannot be interpreted as an integer")
+    return StrType
+
+
+def _ord_rule(types, attrs):
+    (x,) = types
+    if not STR(x):
+        raise OpTypeError(f"ord() expected string of length 1, but {x.annotation} found")
+    return IntType
+
+
+def _sorted_rule(types, attrs):
+    iterable, reverse = types
+    check_args("sorted", [reverse], [INDEX])
+    return ListType(require_orderable(iterated_type(iterable)))
+
+
+def _list_rule(types, attrs):
+    return ListType(iterated_type(types[0]))
+
+
+def _tuple_rule(types, attrs):
+    (t,) = types
+    return t if isinstance(t, (TupleType, VarTupleType)) else VarTupleType(iterated_type(t))
+
+
+def _dict_rule(types, attrs):
+    (t,) = types
+    if isinstance(t, DictType):
+        return t
+    pair = iterated_type(t)
+    if pair == AnyType:
+        return DictType(AnyType, AnyType)
+    if isinstance(pair, TupleType) and len(pair.elems) == 2:
+        return DictType(*pair.elems)
+    raise OpTypeError("dict() argument must be a dict or an iterable of (key, value) pairs, "
+                      f"not {t.annotation}")
+
+
+def _truth_of_elements_rule(types, attrs):
+    iterated_type(types[0])
+    return BoolType
+
+
+def _to_str_rule(types, attrs):
+    return StrType
+
+
+_CONVERSIONS = {"s": "str", "r": "repr", "a": "ascii"}
+
+
+def _format_value_rule(types, attrs):
+    check_args("format", types, (OBJECT, STR))
+    return StrType
+
+
+def _format_value_template(args: list[str], attrs: dict) -> str:
+    """f"{x!r:>10}" is `format(repr(x), '>10')`.  Attribute `conversion` ('', 's', 'r' or
+    'a') arrives as the text itself, as str attributes do; the builtin `format` has none."""
+    conversion = attrs.get("conversion", "")
+    value = f"{_CONVERSIONS[conversion]}({args[0]})" if conversion else args[0]
+    return f"format({value}, {args[1]})"
+
+
+register_function("aten::len", len, "obj", _len_rule)
+register_function("prim::abs", abs, "x", _abs_rule)
+register_function("prim::min", min, "*args", _extremum_rule("min"))
+register_function("prim::max", max, "*args", _extremum_rule("max"))
+register_function("prim::sum", sum, "iterable, start=0", _sum_rule)
+register_function("prim::round", round, "number, ndigits=None", _round_rule)
+register_function("aten::divmod", divmod, "a, b", _divmod_rule)
+register_function("prim::pow", pow, "base, exp, mod=None", _pow_rule)
+register_function("prim::any", any, "iterable", _truth_of_elements_rule)
+register_function("prim::all", all, "iterable", _truth_of_elements_rule)
+
+# Casts and conversions to str; `int(x, *base)` because int(2.5, 10) is a TypeError
+register_function("aten::Int", int, "x, *base", _int_rule)
+register_function("aten::Float", float, "x", _float_rule)
+register_function("aten::Bool", bool, "x", lambda types, attrs: BoolType)
+register_function("aten::str", str, "x", _to_str_rule)
+register_function("aten::repr", repr, "x", _to_str_rule)
+register_function("aten::ascii", ascii, "x", _to_str_rule)
+register("prim::FormatValue", "value, spec=''", _format_value_rule, _format_value_template,
+         python=(format,))
+for _fn in (bin, hex, oct):
+    register_function(f"aten::{_fn.__name__}", _fn, "x", _integer_text_rule)
+register_function("aten::ord", ord, "c", _ord_rule)
+register_function("aten::chr", chr, "i", signature_rule("chr", (INDEX,), StrType))
+
+# Containers built from iterables.  reversed() gives a list (the language has no iterator
+# type): loops over it, list(reversed(x)), len and `in` behave as in Python.
+register_function("aten::sorted", sorted, "iterable, *, reverse=False", _sorted_rule)
+register("aten::reversed", "seq", _list_rule, "list(reversed({0}))", python=(reversed,))
+register_function("aten::list", list, "iterable", _list_rule)
+register_function("aten::tuple", tuple, "iterable", _tuple_rule)
+register_function("aten::dict", dict, "mapping", _dict_rule)
