@@ -603,3 +603,9 @@ def test_effects() -> None:
     for name in ("list::index", "dict::get", "aten::len", "prim::min", "math::sqrt",
                  "aten::Int", "str::split"):
         assert not OPS[name].has_effects and not OPS[name].is_pure, name
+    # results that are, or hold, an argument's objects: writes through them reach it
+    for name in ("prim::min", "prim::max", "aten::list", "aten::sorted", "list::pop",
+                 "list::copy", "dict::get", "dict::values", "dict::items", "dict::setdefault"):
+        assert OPS[name].views, name
+    for name in ("aten::len", "dict::keys", "list::append", "str::split", "math::floor"):
+        assert not OPS[name].views, name

@@ -9,6 +9,10 @@ arguments unchanged, `sum([])` of a `List[float]` is the int 0 — the rule pick
 type (float; Tensor when a NumPy value takes part) and the interpreter still returns
 Python's object, so results stay exactly eager's.
 
+Ops whose result is, or holds, an object taken from an argument (`min` of arrays, the
+elements `sorted` and `list()` copy into a new list) declare `views=True`: a write
+through the result is a write to the argument's contents.
+
 Names follow TorchScript (`aten::len`, `aten::Int`, `aten::str`, `aten::format`), with
 `prim::` for builtins whose `aten::` name is a NumPy function (`prim::min`, `prim::sum`,
 `prim::round`, `prim::any`) or a Python operator (`prim::pow`).
@@ -352,9 +356,9 @@ def _format_value_template(args: list[str], attrs: dict) -> str:
 
 register_function("aten::len", len, "obj", _len_rule)
 register_function("prim::abs", abs, "x", _abs_rule)
-register_function("prim::min", min, "*args", _extremum_rule("min"))
-register_function("prim::max", max, "*args", _extremum_rule("max"))
-register_function("prim::sum", sum, "iterable, start=0", _sum_rule)
+register_function("prim::min", min, "*args", _extremum_rule("min"), views=True)
+register_function("prim::max", max, "*args", _extremum_rule("max"), views=True)
+register_function("prim::sum", sum, "iterable, start=0", _sum_rule, views=True)
 register_function("prim::round", round, "number, ndigits=None", _round_rule)
 register_function("aten::divmod", divmod, "a, b", _divmod_rule)
 register_function("prim::pow", pow, "base, exp, mod=None", _pow_rule)
@@ -377,8 +381,10 @@ register_function("aten::chr", chr, "i", signature_rule("chr", (INDEX,), StrType
 
 # Containers built from iterables.  reversed() gives a list (the language has no iterator
 # type): loops over it, list(reversed(x)), len and `in` behave as in Python.
-register_function("aten::sorted", sorted, "iterable, *, reverse=False", _sorted_rule)
-register("aten::reversed", "seq", _list_rule, "list(reversed({0}))", python=(reversed,))
-register_function("aten::list", list, "iterable", _list_rule)
-register_function("aten::tuple", tuple, "iterable", _tuple_rule)
-register_function("aten::dict", dict, "mapping", _dict_rule)
+register_function("aten::sorted", sorted, "iterable, *, reverse=False", _sorted_rule,
+                  views=True)
+register("aten::reversed", "seq", _list_rule, "list(reversed({0}))", python=(reversed,),
+         views=True)
+register_function("aten::list", list, "iterable", _list_rule, views=True)
+register_function("aten::tuple", tuple, "iterable", _tuple_rule, views=True)
+register_function("aten::dict", dict, "mapping", _dict_rule, views=True)

@@ -1,10 +1,12 @@
 """The methods of `list`, `dict` and `tuple` as ops (`list::append`, `dict::get`, ...).
 
 Each op calls the method itself on the real container, so mutation is visible to every
-alias, as in Python; mutating methods declare `writes=(0,)`.  Type rules check what a
-method stores against the container's element type (no implicit conversions, as for
-`xs[i] = v`), while lookups (`index`, `count`, `remove`) compare with `==` and so accept
-any value, as `in` does.
+alias, as in Python.  Mutating methods declare `writes=(0,)`; methods whose result is or
+holds an element of the container (`pop`, `get`, `copy`, `values`) declare `views=True`,
+since a write through that result changes the container's contents.  Type rules check
+what a method stores against the container's element type (no implicit conversions, as
+for `xs[i] = v`), while lookups (`index`, `count`, `remove`) compare with `==` and so
+accept any value, as `in` does.
 
 `dict.keys()`, `values()` and `items()` return lists, as in TorchScript: the language
 has no view types, and loops, `len`, `in`, indexing and `list(d.keys())` behave the same.
@@ -136,7 +138,8 @@ register_method("list::extend", (ListType,), "extend", "self, iterable", _extend
                 writes=(0,))
 register_method("list::insert", (ListType,), "insert", "self, index, value", _insert_rule,
                 writes=(0,))
-register_method("list::pop", (ListType,), "pop", "self, index=-1", _pop_rule, writes=(0,))
+register_method("list::pop", (ListType,), "pop", "self, index=-1", _pop_rule, writes=(0,),
+                views=True)
 register_method("list::remove", (ListType,), "remove", "self, value", _statement, writes=(0,))
 register_method("list::reverse", (ListType,), "reverse", "self", _statement, writes=(0,),
                 may_raise=False)
@@ -154,7 +157,7 @@ for _kind, _receiver in (("list", ListType), ("dict", DictType)):
     register_method(f"{_kind}::clear", (_receiver,), "clear", "self", _statement,
                     writes=(0,), may_raise=False)
     register_method(f"{_kind}::copy", (_receiver,), "copy", "self", _same_type,
-                    may_raise=False)
+                    may_raise=False, views=True)
 
 # dict
 _VIEWS = {"keys": lambda d: d.key, "values": lambda d: d.value,
@@ -162,14 +165,17 @@ _VIEWS = {"keys": lambda d: d.key, "values": lambda d: d.value,
 for _name, _elem in _VIEWS.items():
     register(f"dict::{_name}", "self",
              lambda types, attrs, elem=_elem: ListType(elem(types[0])),
-             f"list({{0}}.{_name}())", methods=((DictType, _name),), may_raise=False)
-register_method("dict::get", (DictType,), "get", "self, key, default=None", _get_rule)
+             f"list({{0}}.{_name}())", methods=((DictType, _name),), may_raise=False,
+             views=_name != "keys")
+register_method("dict::get", (DictType,), "get", "self, key, default=None", _get_rule,
+                views=True)
 # d.pop(k) raises KeyError where d.pop(k, None) returns None: the default stays optional
 register_method("dict::pop", (DictType,), "pop", "self, key, *default", _dict_pop_rule,
-                writes=(0,))
+                writes=(0,), views=True)
 register_method("dict::popitem", (DictType,), "popitem", "self",
-                lambda types, attrs: TupleType((types[0].key, types[0].value)), writes=(0,))
+                lambda types, attrs: TupleType((types[0].key, types[0].value)), writes=(0,),
+                views=True)
 register_method("dict::setdefault", (DictType,), "setdefault", "self, key, default=None",
-                _setdefault_rule, writes=(0,))
+                _setdefault_rule, writes=(0,), views=True)
 register_method("dict::update", (DictType,), "update", "self, other", _update_rule,
                 writes=(0,))

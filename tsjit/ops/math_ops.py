@@ -109,5 +109,6 @@ register_function("math::modf", math.modf, "x",
                   signature_rule("modf", (REAL,), TupleType((FloatType, FloatType))))
 register_function("math::fsum", math.fsum, "seq",
                   _elements_rule("fsum", REAL, lambda elem, rest: FloatType))
+# prod([], start=s) is s itself
 register_function("math::prod", math.prod, "iterable, *, start=1",
-                  _elements_rule("prod", REAL, _product_type))
+                  _elements_rule("prod", REAL, _product_type), views=True)
