@@ -1,0 +1,61 @@
+"""Graph-to-graph transformations, one per module, each with one entry function.
+
+The canonical pipeline runs on every scripted graph before execution: inline
+calls once, then fold constants, apply peephole rules, merge common
+subexpressions and delete dead code until the graph stops changing (each pass
+exposes work for the others: a folded branch leaves dead code, a merged node
+leaves constants to fold).  PASSES names every pass, so that tests and logging
+(`TSJIT_LOG`) can refer to them; the logger `tsjit.passes` prints the graph after
+each pass at DEBUG level.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from ..ir.graph import Graph
+from ..ir.printer import print_graph
+from .common_subexpression_elimination import eliminate_common_subexpressions
+from .constant_propagation import propagate_constants
+from .dead_code_elimination import eliminate_dead_code
+from .inline_calls import inline_calls
+from .peephole import peephole
+
+Pass = Callable[[Graph], None]
+
+PASSES: dict[str, Pass] = {
+    "inline_calls": inline_calls,
+    "constant_propagation": propagate_constants,
+    "peephole": peephole,
+    "common_subexpression_elimination": eliminate_common_subexpressions,
+    "dead_code_elimination": eliminate_dead_code,
+}
+
+# The passes repeated until a fixed point, in order.
+SIMPLIFICATION_PASSES = ("constant_propagation", "peephole", "common_subexpression_elimination",
+                         "dead_code_elimination")
+MAX_ROUNDS = 8      # a safety bound, should rules ever undo each other
+
+log = logging.getLogger(__name__)
+
+
+def run_canonical_passes(graph: Graph) -> None:
+    """Inline calls, then simplify until the graph no longer changes (or MAX_ROUNDS)."""
+    _run("inline_calls", graph)
+    before = print_graph(graph)
+    for _ in range(MAX_ROUNDS):
+        for name in SIMPLIFICATION_PASSES:
+            _run(name, graph)
+        after = print_graph(graph)
+        if after == before:
+            return
+        before = after
+
+
+def _run(name: str, graph: Graph) -> None:
+    PASSES[name](graph)
+    log.debug("after %s:\n%s", name, graph)
+
+
+__all__ = ["PASSES", "eliminate_common_subexpressions", "eliminate_dead_code", "inline_calls",
+           "peephole", "propagate_constants", "run_canonical_passes"]

@@ -1,0 +1,108 @@
+"""The questions every pass asks before it moves, merges, folds or deletes a node.
+
+The registry describes one op; here a prim::If or prim::Loop has the effects of
+everything in its blocks, and a kind the registry does not know (a node a later
+layer introduced) is assumed to do anything.  Mutability is a property of types
+(a list, an array, a class instance can change under a reader's feet; an int or a
+tuple of ints cannot) and of constant values (only immutable values may be
+shared between executions).  Keeping these answers in one module keeps the
+passes consistent with each other.
+"""
+from __future__ import annotations
+
+import enum
+
+import numpy as np
+
+from ..ir.graph import Node, Value
+from ..ir.types import (
+    BoolType,
+    DTypeType,
+    EnumType,
+    FloatType,
+    IntType,
+    NoneType,
+    NoReturnType,
+    OptionalType,
+    StrType,
+    TensorType,
+    TupleType,
+    Type,
+    UninitializedType,
+    UnionType,
+    VarTupleType,
+)
+from ..ops import OPS
+
+_IMMUTABLE_TYPES = (IntType, FloatType, BoolType, StrType, NoneType, DTypeType, NoReturnType,
+                    UninitializedType)
+_IMMUTABLE_SCALARS = (bool, int, float, complex, str, bytes, type(None))
+
+
+def is_pure(node: Node) -> bool:
+    """The node's own op neither writes, has side effects, nor raises (nested blocks aside)."""
+    op = OPS.get(node.kind)
+    return op is not None and op.is_pure
+
+
+def has_effects(node: Node) -> bool:
+    """Writes or other side effects in the node or anywhere in its blocks: such a node
+    must keep its place relative to other effects and to reads of mutable values."""
+    op = OPS.get(node.kind)
+    if op is None or op.has_effects:
+        return True
+    return any(has_effects(inner) for block in node.blocks for inner in block.nodes)
+
+
+def is_mutable_type(t: Type) -> bool:
+    """Whether a value of type `t` may have contents that a write changes.
+
+    A Tensor is mutable unless refined to a NumPy scalar (ndarray=False); a
+    container, class instance or Any is mutable; a tuple, Optional or Union is
+    mutable when something it may hold is.
+    """
+    if t in _IMMUTABLE_TYPES or isinstance(t, EnumType):
+        return False
+    if isinstance(t, TensorType):
+        return t.ndarray is not False
+    if isinstance(t, (TupleType, VarTupleType, OptionalType, UnionType)):
+        return any(is_mutable_type(c) for c in t.contained())
+    return True
+
+
+def reads_mutable(node: Node) -> bool:
+    """Whether the node takes a value whose contents a write could change."""
+    return any(is_mutable_type(v.type) for v in node.inputs)
+
+
+def is_immutable_constant(value: object) -> bool:
+    """Whether one shared object is indistinguishable from a fresh copy on every execution:
+    Python scalars and strings, tuples of such, NumPy scalars and dtypes, enum members."""
+    if type(value) in _IMMUTABLE_SCALARS:
+        return True
+    if isinstance(value, tuple):
+        return all(is_immutable_constant(v) for v in value)
+    if isinstance(value, np.generic):
+        return not isinstance(value, (np.void, np.object_))
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return True
+    return isinstance(value, (np.dtype, enum.Enum))
+
+
+NOT_CONSTANT = object()
+
+
+def constant_value(value: Value) -> object:
+    """The value of a prim::Constant output, or NOT_CONSTANT."""
+    node = value.node
+    return node.attrs["value"] if node.kind == "prim::Constant" else NOT_CONSTANT
+
+
+def remove_node(node: Node) -> None:
+    """`node.destroy()` for a node whose outputs are unused, safe for blocks that return
+    values defined inside them: Block.destroy clears those values' use lists before it
+    drops its return node's inputs, which then fails, so detach every block result first."""
+    for owner in (node, *(inner for block in node.blocks for inner in block.walk())):
+        for block in owner.blocks:
+            block.return_node.drop_inputs()
+    node.destroy()

@@ -1,0 +1,138 @@
+"""Peephole rewrites: local rules that replace one node by something cheaper where the
+operand types prove the result unchanged (same Python type, same value, and no new
+aliasing between a result and an operand).
+
+A rule is a function that looks at one node and returns whether it rewrote it;
+RULES lists them, and the pass sweeps the graph until none fires.  Identities
+against None (`x is None` for an int x) are decided by constant propagation.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from ..ir.graph import Graph, Node, Value
+from ..ir.types import BoolType, FloatType, IntType, StrType, TensorType, Type
+from .analysis import constant_value
+
+Rule = Callable[[Node], bool]
+
+MAX_SWEEPS = 8      # each sweep fires every rule that applies; more are rarely needed
+
+
+def peephole(graph: Graph) -> None:
+    """Apply RULES to every node of `graph` until none fires (at most MAX_SWEEPS times)."""
+    for _ in range(MAX_SWEEPS):
+        fired = False
+        for node in graph.nodes():
+            # node.block is None once an earlier rewrite in this sweep removed the node
+            if node.block is not None and any(rule(node) for rule in RULES):
+                fired = True
+        if not fired:
+            return
+
+
+def power_to_multiplication(node: Node) -> bool:
+    """`x ** 2` -> `x * x` and `x ** 3` -> `x * x * x`: NumPy's float32 `x ** 3` is ~50x
+    slower than the multiplications.
+
+    Only where the result keeps its type and value: a Python int (exact); an ndarray
+    of a known integer dtype (both wrap alike; NumPy integer *scalars* warn on overflow
+    in `*` but not in `**`); a NumPy value of a known float dtype, where `x ** 2` is
+    NumPy's square (bit for bit on arrays) and the rest differ by at most 2 ulp, as pow
+    may under the contract (4 ulp for transcendental functions).  Not bool (NumPy's
+    bool ** 2 is int8) and not a Python float (CPython's float ** 2 is libm's pow:
+    other rounding, and OverflowError where `x * x` gives inf).
+    """
+    if node.kind != "aten::pow":
+        return False
+    base, exponent = node.inputs
+    power = _small_power(base.type, constant_value(exponent))
+    if power is None:
+        return False
+    result_type = node.output.type
+    product = _insert_mul(base, base, result_type, node)
+    if power == 3:
+        product = _insert_mul(product, base, result_type, node)
+    node.output.replace_all_uses_with(product)
+    node.destroy()
+    return True
+
+
+def _small_power(base: Type, exponent: object) -> int | None:
+    kind = np.dtype(base.dtype).kind if isinstance(base, TensorType) and base.dtype else None
+    if type(exponent) is int and exponent in (2, 3) and (
+            base == IntType or kind == "f" or (kind in ("i", "u") and base.ndarray)):
+        return exponent
+    if type(exponent) is float and exponent in (2.0, 3.0) and kind == "f":
+        return int(exponent)      # a weak Python float keeps the float dtype
+    return None
+
+
+def _insert_mul(a: Value, b: Value, result_type: Type, before: Node) -> Value:
+    mul = Node("aten::mul", source=before.source)
+    mul.add_input(a)
+    mul.add_input(b)
+    mul.add_output(result_type)
+    mul.insert_before(before)
+    return mul.output
+
+
+# (op, operand type) -> (neutral constant, whether it must be the right operand):
+# `x op c` is x.  Not for floats: `x + 0` (-0.0 + 0 is 0.0), and never for arrays
+# (`x * 1` is a new array; the rewrite would make the result alias x).
+_NEUTRAL: dict[tuple[str, Type], tuple[object, bool]] = {
+    ("aten::add", IntType): (0, False),
+    ("aten::sub", IntType): (0, True),
+    ("aten::mul", IntType): (1, False),
+    ("aten::floordiv", IntType): (1, True),
+    ("aten::sub", FloatType): (0, True),
+    ("aten::mul", FloatType): (1, False),
+    ("aten::truediv", FloatType): (1, True),
+    ("aten::add", StrType): ("", False),
+}
+
+
+def arithmetic_identity(node: Node) -> bool:
+    """`x + 0`, `x - 0`, `x * 1`, `x // 1`, `x / 1`, `s + ""` -> x, for Python ints,
+    floats and strings where the result has x's type."""
+    if len(node.inputs) != 2 or len(node.outputs) != 1:
+        return False
+    left, right = node.inputs
+    for x, constant, on_right in ((left, right, True), (right, left, False)):
+        neutral, right_only = _NEUTRAL.get((node.kind, x.type), (None, False))
+        if neutral is None or (right_only and not on_right) or node.output.type != x.type:
+            continue
+        if _is_neutral(constant_value(constant), neutral):
+            node.output.replace_all_uses_with(x)
+            node.destroy()
+            return True
+    return False
+
+
+def _is_neutral(value: object, neutral: object) -> bool:
+    """`value` equals the neutral element as a Python int, float or str; a negative zero
+    does not count (`x - -0.0` is `x + 0.0`)."""
+    if type(value) not in (int, float, str) or value != neutral:
+        return False
+    return not (type(value) is float and math.copysign(1.0, value) < 0)
+
+
+def double_negation(node: Node) -> bool:
+    """`not not b` -> `b` for a bool b (for any other type it is `bool(b)`)."""
+    if node.kind != "aten::__not__":
+        return False
+    inner = node.inputs[0].node
+    if inner.kind != "aten::__not__" or inner.inputs[0].type != BoolType:
+        return False
+    node.output.replace_all_uses_with(inner.inputs[0])
+    node.destroy()
+    if not inner.output.uses:
+        # `not` of a bool cannot raise, but aten::__not__ may (on arrays), so DCE keeps it
+        inner.destroy()
+    return True
+
+
+RULES: list[Rule] = [power_to_multiplication, arithmetic_identity, double_negation]
