@@ -1,20 +1,22 @@
 """KernelSpec -> LLVM IR module: one fused loop over N-d strided operands.
 
-The native ABI is chosen for the cheapest possible call from Python. Array operands are
-passed as their ``PyArrayObject*`` (``id(array)``) and the entry point reads data pointer,
-shape and strides itself from NumPy's public struct layout (``PyArrayObject_fields``: the
-stable ABI that NumPy's inline ``PyArray_DATA``/``PyArray_DIMS`` accessors use), so the
-Python side marshals one integer per array instead of building pointer/shape/stride
-buffers. Scalars are passed by value (double, int64 or uint64) and converted to their
-dtype inside.
+The native ABI is chosen for the cheapest possible call from Python (cffi converts each
+argument for ~50 ns). The array operands (array inputs, then fresh outputs) travel as one
+tuple, passed as ``id(tuple)``; the entry point reads the ``PyArrayObject*`` items from
+CPython's tuple layout and data pointer, shape, strides and flags from NumPy's public
+struct layout (``PyArrayObject_fields``: the stable ABI that NumPy's inline
+``PyArray_DATA``/``PyArray_DIMS`` accessors use). The caller keeps the tuple alive for the
+duration of the call. Scalars are passed by value (double, int64 or uint64) and converted
+to their dtype inside.
 
 Code layout per kernel (``{name}`` is the kernel's symbol):
 - ``{name}_body(p..., scalars..., begin, end)``: the contiguous loop; every pointer is
   ``noalias`` (the launcher copies inputs that overlap an in-place output), so the loop
   vectorizes with no runtime alias checks.
-- ``{name}_strided(p..., strides..., scalars..., n)``: one row with arbitrary byte strides.
-- ``{name}_flat_task`` / ``{name}_rows_task(ctx, begin, end)``: the runtime's task ABI.
-- ``{name}(objects and scalars...)``: reads the arrays, picks the flat path when every
+- ``{name}_flat_task`` / ``{name}_rows_task(ctx, begin, end)``: the runtime's task ABI;
+  rows with non-unit strides are gathered into stack buffers chunk by chunk and run
+  through the same ``body``.
+- ``{name}(operand tuple, scalars...)``: reads the arrays, picks the flat path when every
   operand is C- (or every operand F-) contiguous with the output's shape, otherwise
   collapses dimensions and runs rows, and splits large jobs with ``tsjit_parallel_for``.
 """
@@ -39,12 +41,16 @@ from tsjit.codegen.kernel_spec import KernelSpec
 __all__ = ["KernelModule", "build_kernel_module", "PARALLEL_FOR"]
 
 PARALLEL_FOR = "tsjit_parallel_for"
+# CPython's PyTupleObject: items follow PyObject_VAR_HEAD (refcount, type, size).
+_TUPLE_ITEMS_OFFSET = 24
 # PyArrayObject_fields offsets on 64-bit platforms (after PyObject_HEAD).
 _DATA_OFFSET, _DIMS_OFFSET, _STRIDES_OFFSET, _FLAGS_OFFSET = 16, 32, 40, 64
 _C_CONTIGUOUS, _F_CONTIGUOUS = 0x1, 0x2
 # Work (in units of one add) below which a kernel runs on the calling thread: dispatching
 # costs ~1-2 us, about 2**13 elements of a simple loop; the estimate per op is coarse.
 _PARALLEL_WORK = 1 << 18
+# Elements per chunk of a strided row (gathered into stack buffers of this length).
+_CHUNK = 256
 _OP_COST = {
     **dict.fromkeys(
         ("exp", "expm1", "log", "log1p", "log2", "log10", "tanh", "sigmoid", "sin", "cos"), 16
@@ -160,22 +166,6 @@ class _KernelBuilder:
                     stack.extend(self.spec.ops[v - n_in].args)
         return needed
 
-    @staticmethod
-    def _loop(b: ir.IRBuilder, begin: ir.Value, end: ir.Value, body) -> None:
-        """for (i = begin; i < end; ++i) body(b, i); the builder ends after the loop."""
-        fn = b.function
-        loop, done = fn.append_basic_block("loop"), fn.append_basic_block("loop_done")
-        entry = b.block
-        b.cbranch(b.icmp_signed("<", begin, end), loop, done)
-        b.position_at_end(loop)
-        i = b.phi(_I64)
-        i.add_incoming(begin, entry)
-        body(b, i)
-        nxt = b.add(i, _const(1), flags=["nsw"])
-        i.add_incoming(nxt, b.block)
-        b.cbranch(b.icmp_signed("<", nxt, end), loop, done)
-        b.position_at_end(done)
-
     # ------------------------------------------------------------------ inner loops
     def build_body(self) -> ir.Function:
         args = [_PTR] * self.n_operands + self.scalar_types + [_I64, _I64]
@@ -193,25 +183,7 @@ class _KernelBuilder:
             ]
             self.emit_element(b, at, scalars)
 
-        self._loop(b, fn.args[-2], fn.args[-1], body)
-        b.ret_void()
-        return fn
-
-    def build_strided(self) -> ir.Function:
-        args = [_PTR] * self.n_operands + [_I64] * self.n_operands + self.scalar_types + [_I64]
-        fn = self._function(f"{self.name}_strided", ir.VoidType(), args, internal=True)
-        for k in range(self.n_operands):
-            fn.args[k].add_attribute("noalias")
-        b = ir.IRBuilder(fn.append_basic_block())
-        ptrs = fn.args[: self.n_operands]
-        strides = fn.args[self.n_operands : 2 * self.n_operands]
-        scalars = list(fn.args[2 * self.n_operands : -1])
-
-        def body(b: ir.IRBuilder, i: ir.Value) -> None:
-            at = [b.gep(p, [b.mul(i, s)], source_etype=_I8) for p, s in zip(ptrs, strides)]
-            self.emit_element(b, at, scalars)
-
-        self._loop(b, _const(0), fn.args[-1], body)
+        _loop(b, fn.args[-2], fn.args[-1], body)
         b.ret_void()
         return fn
 
@@ -235,10 +207,17 @@ class _KernelBuilder:
         b.ret_void()
         return fn
 
-    def build_rows_task(self, body: ir.Function, strided: ir.Function) -> ir.Function:
+    def build_rows_task(self, body: ir.Function) -> ir.Function:
         """Rows [begin, end) of the collapsed iteration space: the last dimension is the row,
-        the leading ones are unravelled from the row number."""
+        the leading ones are unravelled from the row number. A row is processed in chunks;
+        operands with a non-unit stride along the row are gathered into (and outputs
+        scattered from) a stack buffer, so the one vectorized ``body`` serves every layout
+        and the fused math is compiled once."""
         fn = self._function(f"{self.name}_rows_task", ir.VoidType(), [_PTR, _I64, _I64], True)
+        # Scalar copy loops: vectorizing them (gathers plus runtime checks) triples the
+        # compile time for a path that is bound by strided memory access anyway.
+        fn.attributes.add("minsize")
+        fn.attributes.add("optsize")
         b = ir.IRBuilder(fn.append_basic_block())
         ctx = fn.args[0]
         ptrs, scalars = self._ctx_pointers_scalars(b, ctx)
@@ -249,9 +228,36 @@ class _KernelBuilder:
             for k in range(self.n_operands)
         ]
         inner = shape[-1]
-        unit = ir.Constant(_I1, 1)
-        for k, dt in enumerate(self.operand_dtypes):
-            unit = b.and_(unit, b.icmp_signed("==", strides[k][-1], _const(dt.itemsize)))
+        buffers = []
+        for dt in self.operand_dtypes:
+            buffer = b.alloca(ir.ArrayType(memory_type(dt), _CHUNK))
+            buffer.type = _PTR  # opaque, as in build_entry
+            buffers.append(buffer)
+        direct = [
+            b.icmp_signed("==", row[-1], _const(dt.itemsize))
+            for row, dt in zip(strides, self.operand_dtypes)
+        ]
+        read = self._read_operands()
+        written = {self.output_operand(j) for j in range(len(self.spec.outputs))}
+        n_chunks = b.sdiv(b.add(inner, _const(_CHUNK - 1)), _const(_CHUNK))
+
+        def chunk(b: ir.IRBuilder, at: list[ir.Value], index: ir.Value) -> None:
+            start = b.mul(index, _const(_CHUNK))
+            length = b.sub(inner, start)
+            length = b.select(b.icmp_signed("<", length, _const(_CHUNK)), length, _const(_CHUNK))
+            places = []
+            for k, dt in enumerate(self.operand_dtypes):
+                place = b.gep(at[k], [b.mul(start, strides[k][-1])], source_etype=_I8)
+                if k in read:
+                    with b.if_then(b.not_(direct[k])):
+                        _copy(b, buffers[k], dt.itemsize, place, strides[k][-1], dt, length)
+                places.append(place)
+            operands = [b.select(d, p, buf) for d, p, buf in zip(direct, places, buffers)]
+            b.call(body, operands + scalars + [_const(0), length])
+            for k in sorted(written):
+                dt = self.operand_dtypes[k]
+                with b.if_then(b.not_(direct[k])):
+                    _copy(b, places[k], strides[k][-1], buffers[k], dt.itemsize, dt, length)
 
         def row(b: ir.IRBuilder, index: ir.Value) -> None:
             offsets = [_const(0)] * self.n_operands
@@ -261,34 +267,38 @@ class _KernelBuilder:
                 rest = b.sdiv(rest, shape[d]) if d else rest
                 offsets = [b.add(o, b.mul(coord, s[d])) for o, s in zip(offsets, strides)]
             at = [b.gep(p, [o], source_etype=_I8) for p, o in zip(ptrs, offsets)]
-            with b.if_else(unit) as (contiguous, strided_row):
-                with contiguous:
-                    b.call(body, at + scalars + [_const(0), inner])
-                with strided_row:
-                    b.call(strided, at + [s[-1] for s in strides] + scalars + [inner])
+            _loop(b, _const(0), n_chunks, lambda b, i: chunk(b, at, i))
 
-        self._loop(b, fn.args[1], fn.args[2], row)
+        _loop(b, fn.args[1], fn.args[2], row)
         b.ret_void()
         return fn
+
+    def _read_operands(self) -> set[int]:
+        """Operands the kernel loads: every array input (in-place targets included)."""
+        return set(range(len(self.array_inputs)))
 
     # ------------------------------------------------------------------ entry
     def build_entry(self, flat_task: ir.Function, rows_task: ir.Function | None) -> str:
         """Emit the exported entry point; return its cffi signature."""
         spec = self.spec
-        c_types = [
-            _c_scalar_type(inp.dtype) if inp.is_scalar else "int64_t" for inp in spec.inputs
-        ] + ["int64_t"] * len(self.fresh_outputs)
+        c_types = ["int64_t"] + [_c_scalar_type(spec.inputs[i].dtype) for i in self.scalar_inputs]
         params = [ir.DoubleType() if c == "double" else _I64 for c in c_types]
         fn = self._function(self.name, ir.VoidType(), params, internal=False)
+        fn.attributes.add("minsize")  # straight-line setup: size is speed here
+        fn.attributes.add("optsize")
         b = ir.IRBuilder(fn.append_basic_block())
-        object_args = [fn.args[i] for i in self.array_inputs] + list(fn.args[len(spec.inputs) :])
-        objects = [b.inttoptr(a, _PTR) for a in object_args]
+        operands = b.inttoptr(fn.args[0], _PTR)
+        objects = [
+            b.load(b.gep(operands, [_const(_TUPLE_ITEMS_OFFSET + 8 * k)], source_etype=_I8),
+                   typ=_PTR)
+            for k in range(self.n_operands)
+        ]
         ctx = b.alloca(self.ctx_type)
         ctx.type = _PTR  # use it as an opaque pointer (llvmlite type-checks typed ones)
         for k, obj in enumerate(objects):
             b.store(_field(b, obj, _DATA_OFFSET, _PTR), self._ctx_field(b, ctx, 0, k))
         for s, i in enumerate(self.scalar_inputs):
-            value = _convert_scalar(b, fn.args[i], np.dtype(spec.inputs[i].dtype))
+            value = _convert_scalar(b, fn.args[1 + s], np.dtype(spec.inputs[i].dtype))
             b.store(value, self._ctx_field(b, ctx, 1, s))
 
         dims = [_dims(b, obj, rank) for obj, rank in zip(objects, self.operand_ranks)]
@@ -402,6 +412,38 @@ class _KernelBuilder:
                 b.call(task, [ctx, _const(0), n])
 
 
+def _loop(b: ir.IRBuilder, begin: ir.Value, end: ir.Value, body) -> None:
+    """for (i = begin; i < end; ++i) body(b, i); the builder ends after the loop."""
+    fn = b.function
+    loop, done = fn.append_basic_block("loop"), fn.append_basic_block("loop_done")
+    entry = b.block
+    b.cbranch(b.icmp_signed("<", begin, end), loop, done)
+    b.position_at_end(loop)
+    i = b.phi(_I64)
+    i.add_incoming(begin, entry)
+    body(b, i)
+    nxt = b.add(i, _const(1), flags=["nsw"])
+    i.add_incoming(nxt, b.block)
+    b.cbranch(b.icmp_signed("<", nxt, end), loop, done)
+    b.position_at_end(done)
+
+
+def _copy(b: ir.IRBuilder, dst, dst_stride, src, src_stride, dtype: np.dtype, n) -> None:
+    """Copy n elements between strided places (byte strides; ints or constants)."""
+    ty = memory_type(dtype)
+
+    def element(b: ir.IRBuilder, i: ir.Value) -> None:
+        source = b.gep(src, [b.mul(i, _as_value(src_stride))], source_etype=_I8)
+        target = b.gep(dst, [b.mul(i, _as_value(dst_stride))], source_etype=_I8)
+        b.store(b.load(source, typ=ty, align=1), target, align=1)
+
+    _loop(b, _const(0), n, element)
+
+
+def _as_value(stride) -> ir.Value:
+    return stride if isinstance(stride, ir.Value) else _const(stride)
+
+
 def _field(b: ir.IRBuilder, obj: ir.Value, offset: int, ty: ir.Type) -> ir.Value:
     return b.load(b.gep(obj, [_const(offset)], source_etype=_I8), typ=ty)
 
@@ -430,6 +472,6 @@ def build_kernel_module(spec: KernelSpec, name: str, parallel: bool) -> KernelMo
     kb = _KernelBuilder(spec, name, parallel)
     body = kb.build_body()
     flat_task = kb.build_flat_task(body)
-    rows_task = kb.build_rows_task(body, kb.build_strided()) if kb.rank > 0 else None
+    rows_task = kb.build_rows_task(body) if kb.rank > 0 else None
     signature = kb.build_entry(flat_task, rows_task)
     return KernelModule(kb.module, name, signature, _parallel_threshold(spec))

@@ -2,9 +2,9 @@
 
 Per kernel we generate (with ``exec``, as ``dataclasses`` and ``namedtuple`` do) a Python
 function specialized to the spec: it computes the broadcast shape, allocates fresh outputs,
-makes in-place calls safe, and calls the native entry through cffi with ``id(array)`` for
-arrays (the native code reads NumPy's struct itself, see ``elementwise``) and scalars by
-value. A 16-element call costs a few hundred nanoseconds on top of the cffi call.
+makes in-place calls safe, and calls the native entry through cffi with the arrays as one
+tuple (the native code reads CPython's and NumPy's structs itself, see ``elementwise``)
+and scalars by value.
 
 The caller (the executor's guards) guarantees dtypes and ranks match the spec; what the
 guards cannot know per call is checked here: shapes broadcast (ValueError as NumPy), an
@@ -37,30 +37,38 @@ class Kernel:
     """A compiled fused kernel: ``kernel(*inputs, out=None) -> tuple of outputs``.
 
     ``out`` optionally supplies arrays for the fresh (not in-place) outputs, in output
-    order; they must have the broadcast shape and the output dtypes."""
+    order; they must have the broadcast shape and the output dtypes. Each kernel gets its
+    own subclass whose ``__call__`` *is* the generated function, so a call costs no extra
+    Python frame."""
 
-    def __init__(self, spec: KernelSpec, module: KernelModule, compiled: CompiledModule):
-        self.spec = spec
-        self.compiled = compiled
-        self.native = _ffi.cast(module.c_signature, compiled.addresses[module.entry])
-        self.python_source = _call_source(spec)
+    call: Callable[..., tuple]
+
+    def __new__(cls, spec: KernelSpec, module: KernelModule, compiled: CompiledModule):
+        source = _call_source(spec)
+        pool = OutputPool.shared()
         namespace = {
-            "_native": self.native,
+            "_native": _ffi.cast(module.c_signature, compiled.addresses[module.entry]),
             "_broadcast_shapes": np.broadcast_shapes,
             "_overlaps": np.may_share_memory,
             "_check_target": _check_inplace_target,
-            "_pool": OutputPool.shared(),
-            "_dtypes": tuple(spec.value_dtype(v) for v in spec.outputs),
+            **{
+                f"_alloc{j}": pool.allocator(spec.value_dtype(v), spec.out_rank)
+                for j, v in enumerate(spec.outputs)
+            },
         }
-        exec(compile(self.python_source, f"<tsjit kernel {module.entry}>", "exec"), namespace)
-        # The executor's hot path may hold ``kernel.call`` directly (one frame less).
-        self.call: Callable[..., tuple] = namespace["call"]
+        exec(compile(source, f"<tsjit kernel {module.entry}>", "exec"), namespace)
+        call = staticmethod(namespace["call"])
+        specialized = type(cls.__name__, (cls,), {"__call__": call, "call": call})
+        kernel = object.__new__(specialized)
+        kernel.spec, kernel.compiled, kernel.python_source = spec, compiled, source
+        return kernel
 
-    def __call__(self, *args, out=None) -> tuple:
+    def __call__(self, *args, out=None) -> tuple:  # overridden by every instance's class
         return self.call(*args, out=out)
 
     @property
     def llvm_ir(self) -> str:
+        """Optimized LLVM IR of the kernel module."""
         return self.compiled.optimized_ir
 
     @property
@@ -83,46 +91,37 @@ def _call_source(spec: KernelSpec) -> str:
     """Python source of the per-kernel call function (see the module docstring)."""
     params = [f"a{i}" for i in range(len(spec.inputs))]
     arrays = [f"a{i}" for i, inp in enumerate(spec.inputs) if not inp.is_scalar]
+    scalars = [f"a{i}" for i, inp in enumerate(spec.inputs) if inp.is_scalar]
     full_rank = [
         f"a{i}" for i, inp in enumerate(spec.inputs)
         if not inp.is_scalar and inp.rank == spec.out_rank
     ]
     lines = [f"def call({', '.join(params)}, out=None):"]
     # Broadcast shape: the common case (equal shapes) costs one tuple comparison per array.
-    first = arrays[0]
-    lines.append(f"    shape = {first}.shape")
+    lines.append(f"    shape = {arrays[0]}.shape")
     if len(arrays) > 1:
         differs = " or ".join(f"{a}.shape != shape" for a in arrays[1:])
-        all_shapes = ", ".join(f"{a}.shape" for a in arrays)
         lines.append(f"    if {differs}:")
+        all_shapes = ", ".join(f"{a}.shape" for a in arrays)
         lines.append(f"        shape = _broadcast_shapes({all_shapes})")
-    targets = {t for t in spec.inplace if t is not None}
-    for t in sorted(targets):
+    for t in sorted({t for t in spec.inplace if t is not None}):
         lines.append(f"    _check_target(a{t}, shape)")
         for a in arrays:
-            if a != f"a{t}":
+            if a != f"a{t}":  # noalias in the kernel: overlapping inputs are read from a copy
                 lines.append(f"    if _overlaps({a}, a{t}):")
                 lines.append(f"        {a} = {a}.copy()")
-    # Fresh outputs follow NumPy's layout: like the (first full-shape) input when it has
-    # the result's shape, so Fortran-ordered inputs give Fortran-ordered results.
     fresh = [j for j in range(len(spec.outputs)) if spec.inplace_target(j) is None]
-    model = full_rank[0] if full_rank else None
-    results = []
+    model = full_rank[0] if full_rank else "None"
     for position, j in enumerate(fresh):
-        lines.append("    if out is None:")
-        if model is not None:
-            lines.append(f"        o{j} = _pool.take(shape, _dtypes[{j}], {model})")
-        else:
-            lines.append(f"        o{j} = _pool.take(shape, _dtypes[{j}], None)")
-        lines.append("    else:")
-        lines.append(f"        o{j} = out[{position}]")
-    native_args = [
-        f"id(a{i})" if not inp.is_scalar else f"a{i}" for i, inp in enumerate(spec.inputs)
-    ] + [f"id(o{j})" for j in fresh]
-    lines.append(f"    _native({', '.join(native_args)})")
-    for j in range(len(spec.outputs)):
-        t = spec.inplace_target(j)
-        results.append(f"o{j}" if t is None else f"a{t}")
+        lines.append(f"    o{j} = _alloc{j}(shape, {model}) if out is None else out[{position}]")
+    # The tuple must stay referenced until the native call returns: it reads the items.
+    operands = ", ".join(arrays + [f"o{j}" for j in fresh])
+    lines.append(f"    operands = ({operands},)")
+    lines.append(f"    _native({', '.join(['id(operands)'] + scalars)})")
+    results = [
+        f"o{j}" if spec.inplace_target(j) is None else f"a{spec.inplace_target(j)}"
+        for j in range(len(spec.outputs))
+    ]
     lines.append(f"    return ({', '.join(results)},)")
     return "\n".join(lines) + "\n"
 

@@ -15,11 +15,13 @@ from __future__ import annotations
 import math
 import sys
 import threading
+from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["OutputPool"]
+__all__ = ["Allocator", "OutputPool"]
 
+Allocator = Callable[[tuple, "np.ndarray | None"], np.ndarray]
 # Below this, np.empty's own reuse (glibc's heap) makes pooling pointless.
 POOL_MIN_BYTES = 16 << 20
 POOL_MAX_BUFFERS = 4
@@ -52,19 +54,37 @@ class OutputPool:
         # Same expression as in _measure_free_refcount: the list's reference + the argument.
         return sys.getrefcount(self._buffers[position]) == self._free_refcount
 
-    def take(self, shape: tuple[int, ...], dtype: np.dtype, like: np.ndarray | None):
-        """An uninitialized array of ``shape``/``dtype``, laid out like ``like`` (NumPy's
-        K order) or C-ordered when there is no model."""
+    def allocator(self, dtype: np.dtype, rank: int) -> Allocator:
+        """The cheapest allocation function for outputs of this dtype and rank:
+        ``alloc(shape, like)`` returns an uninitialized array laid out as NumPy would lay
+        out a ufunc result computed from ``like`` (C order when ``like`` is None)."""
+        dtype = np.dtype(dtype)
+        min_elements = -(-self._min_bytes // dtype.itemsize)
+        empty, empty_like = np.empty, np.empty_like
+
+        if rank <= 1:  # one layout only: no need to look at ``like``
+
+            def alloc_vector(shape: tuple, like: np.ndarray | None) -> np.ndarray:
+                if rank == 0 or shape[0] < min_elements:
+                    return empty(shape, dtype)
+                return self._pooled(shape, dtype, "C")
+
+            return alloc_vector
+
+        def alloc(shape: tuple, like: np.ndarray | None) -> np.ndarray:
+            order = "C"
+            if like is not None and not like.flags.c_contiguous:
+                if not like.flags.f_contiguous:  # a permuted layout: NumPy's K order
+                    return empty_like(like, dtype, subok=False, shape=shape)
+                order = "F"
+            if math.prod(shape) < min_elements:
+                return empty(shape, dtype, order=order)
+            return self._pooled(shape, dtype, order)
+
+        return alloc
+
+    def _pooled(self, shape: tuple, dtype: np.dtype, order: str) -> np.ndarray:
         nbytes = math.prod(shape) * dtype.itemsize
-        if nbytes < self._min_bytes:
-            if like is None:
-                return np.empty(shape, dtype)
-            return np.empty_like(like, dtype, subok=False, shape=shape)
-        order = "C"
-        if like is not None and like.ndim > 1 and not like.flags.c_contiguous:
-            if not like.flags.f_contiguous:  # a permuted layout: keep NumPy's exact choice
-                return np.empty_like(like, dtype, subok=False, shape=shape)
-            order = "F"
         return np.ndarray(shape, dtype, buffer=self._reuse(nbytes), order=order)
 
     def _reuse(self, nbytes: int) -> np.ndarray:
