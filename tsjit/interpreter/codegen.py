@@ -1,0 +1,281 @@
+"""The reference interpreter: a graph becomes one Python function that CPython runs.
+
+Why generate Python instead of interpreting instructions: each node's reference
+implementation is already a Python expression (the registry's template), so the generated
+function performs exactly the operations the eager program performs — same objects, same
+NumPy calls, same exceptions — while CPython's own bytecode interpreter does the
+dispatching.  A call costs one Python call, and scalar loops run at CPython's speed
+instead of paying an instruction loop written in Python on top of it.
+
+What the generator adds to a naive translation:
+  - one variable per coalesced group of values (variables.py), no copies around loops;
+  - `del` of dead values at their last use (release.py), so large temporaries are freed
+    as early as in hand-written code;
+  - the cheapest faithful loop statement (control.py);
+  - a map from generated lines to script source ranges, used by the single exception
+    handler around the body (errors.py) to point runtime errors at the script.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ..ir.graph import Block, Graph, Node, SourceRange, Value
+from ..ops.registry import OPS
+from .control import INT64_MAX, LoopForm, LoopParts, is_constant
+from .errors import locate
+from .helpers import namespace
+from .liveness import Liveness
+from .release import Releases, may_hold_large_object
+from .rendering import Renderer
+from .variables import Variables
+
+_INDENT = "    "
+
+
+class _Writer:
+    """Builds one function's source: the graph's blocks as nested Python statements."""
+
+    def __init__(self, graph: Graph, renderer: Renderer, release: bool):
+        self.graph = graph
+        self.renderer = renderer
+        liveness = Liveness(graph)
+        self.vars = Variables(graph, liveness, lambda v: v.node.kind == "prim::Constant")
+        self.releases = Releases(graph, liveness, self.vars) if release else None
+        self.lines: list[tuple[int, str, SourceRange | None]] = []
+        self.depth = 0
+        self._discard: str | None = None
+
+    # ---- small pieces
+    def emit(self, text: str, source: SourceRange | None = None) -> None:
+        self.lines.append((self.depth, text, source))
+
+    def expr(self, value: Value) -> str:
+        if value in self.vars:
+            return self.vars[value]
+        return self.renderer.operand(value.node.attrs["value"])
+
+    def assign(self, targets: Sequence[str], sources: Sequence[str]) -> None:
+        """targets = sources, all sources read before any target is written."""
+        pairs = [(t, s) for t, s in zip(targets, sources) if t != s]
+        if pairs:
+            self.emit(f"{', '.join(t for t, _ in pairs)} = {', '.join(s for _, s in pairs)}")
+
+    def delete(self, names: Sequence[str]) -> None:
+        if names:
+            self.emit(f"del {', '.join(names)}")
+
+    def released(self, table: str, key: Node | Block) -> list[str]:
+        return getattr(self.releases, table).get(key, []) if self.releases else []
+
+    def nested(self, write: Callable[[], None]) -> list[tuple[int, str, SourceRange | None]]:
+        """The lines `write` emits one level deeper, not yet added to this function."""
+        saved, self.lines = self.lines, []
+        self.depth += 1
+        try:
+            write()
+            return self.lines
+        finally:
+            self.lines = saved
+            self.depth -= 1
+
+    def discard(self) -> str:
+        """The variable unused loop counters are bound to."""
+        if self._discard is None:
+            self._discard = self.vars.fresh("_")
+        return self._discard
+
+    # ---- blocks and nodes
+    def block(self, block: Block) -> None:
+        self.delete(self.released("at_start", block))
+        for node in block.nodes:
+            if node.kind == "prim::If":
+                self.if_(node)
+            elif node.kind == "prim::Loop":
+                self.loop(node)
+            elif node.kind != "prim::Constant":
+                self.op(node)
+            self.delete(self.released("after", node))
+
+    def op(self, node: Node) -> None:
+        op_def = OPS.get(node.kind)
+        if op_def is None:
+            raise NotImplementedError(f"the interpreter has no implementation of {node.kind}")
+        args = [self.expr(v) for v in node.inputs]
+        attrs = {k: self.renderer.attribute(v) for k, v in node.attrs.items()}
+        code = op_def.emit_python(args, attrs)
+        targets = [self.vars[v] for v in node.outputs]
+        if op_def.attrs.get("unpacks") or len(targets) > 1:
+            lhs = ", ".join(targets) + ("," if len(targets) == 1 else "") if targets else "[]"
+            self.emit(f"{lhs} = {code}", node.source)
+        elif targets:
+            self.emit(f"{targets[0]} = {code}", node.source)
+        else:
+            self.emit(code, node.source)
+
+    def block_end(self, block: Block, targets: list[str], results: list[Value]) -> None:
+        self.assign(targets, [self.expr(v) for v in results])
+        self.delete(self.released("at_end", block))
+
+    def branch(self, block: Block, targets: list[str]) -> None:
+        self.block(block)
+        self.block_end(block, targets, block.outputs)
+
+    def if_(self, node: Node) -> None:
+        targets = [self.vars[v] for v in node.outputs]
+        then_, else_ = (self.nested(lambda b=b: self.branch(b, targets)) for b in node.blocks)
+        cond = self.expr(node.inputs[0])
+        if not then_ and else_:
+            self.emit(f"if not {cond}:", node.source)
+            self.lines += else_
+            return
+        self.emit(f"if {cond}:", node.source)
+        self.lines += then_ or [(self.depth + 1, "pass", None)]
+        if else_:
+            self.emit("else:")
+            self.lines += else_
+
+    def loop(self, node: Node) -> None:
+        loop = LoopParts(node)
+        form = loop.form
+        params = [self.vars[p] for p in loop.params]
+        initial = [self.expr(v) for v in loop.initial]
+        counter_unused = not loop.counter.uses
+        endless = is_constant(loop.max_trip_count, INT64_MAX) and counter_unused
+        first_true = is_constant(loop.initial_cond, True)
+        cond_var = self._cond_var(loop) if form is LoopForm.WHILE and not first_true else None
+        if cond_var is not None:
+            self.assign([*params, cond_var], [*initial, self.expr(loop.initial_cond)])
+        else:
+            self.assign(params, initial)
+        self.delete(self.released("before_loop", node))
+        guarded = form is LoopForm.GENERAL and not first_true
+        if guarded:
+            self.emit(f"if {self.expr(loop.initial_cond)}:", node.source)
+            self.depth += 1
+        if cond_var is not None:
+            self.emit(f"while {cond_var}:", node.source)
+        elif endless and form is not LoopForm.GENERAL:
+            self.emit("while True:", node.source)
+        else:
+            counter = self.discard() if counter_unused else self.vars[loop.counter]
+            self.emit(f"for {counter} in range({self.expr(loop.max_trip_count)}):", node.source)
+        check_next = form is not LoopForm.RANGE and cond_var is None
+        self.lines += self.nested(lambda: self._loop_body(loop, params, cond_var, check_next))
+        if guarded:
+            self.depth -= 1
+        outputs = [self.vars[v] for v in node.outputs]
+        self.assign(outputs, params)
+        if self.releases is not None:
+            self.delete([p for p, o, v in zip(params, outputs, loop.params)
+                         if p != o and p not in outputs and may_hold_large_object(v.type)])
+
+    def _loop_body(self, loop: LoopParts, params: list[str], cond_var: str | None,
+                   check_next: bool) -> None:
+        body = loop.node.blocks[0]
+        self.block(body)
+        next_cond = self.expr(loop.next_cond)
+        targets, results = list(params), [self.expr(v) for v in loop.carried_next]
+        if cond_var is not None:
+            targets.append(cond_var)
+            results.append(next_cond)
+        elif check_next and not is_constant(loop.next_cond, True) and next_cond in [
+                t for t, r in zip(targets, results) if t != r]:
+            cond_var = self.vars.fresh("cond")     # the copies overwrite next_cond's variable
+            targets.append(cond_var)
+            results.append(next_cond)
+            next_cond = cond_var
+        self.assign(targets, results)
+        self.delete(self.released("at_end", body))
+        if check_next and not is_constant(loop.next_cond, True):
+            self.emit(f"if not {next_cond}:")
+            self.emit(f"{_INDENT}break")
+
+    def _cond_var(self, loop: LoopParts) -> str:
+        """The variable `while c:` tests: the next condition's own, when the initial and
+        next conditions share it and nothing else does; a fresh one otherwise."""
+        nxt, first = loop.next_cond, loop.initial_cond
+        if nxt in self.vars and first in self.vars and self.vars[nxt] == self.vars[first] \
+                and all(v is nxt or v is first for v in self.vars.members(nxt)):
+            return self.vars[nxt]
+        return self.vars.fresh("cond")
+
+    # ---- the function
+    def function(self, name: str, annotate: bool, handle_errors: bool
+                 ) -> tuple[str, dict[int, SourceRange]]:
+        """The source of `def name(...)`, and the script range of each line that has one."""
+        inputs = self.graph.inputs
+        params = [self.vars[v] + (f": {v.type.annotation}" if annotate else "") for v in inputs]
+        outputs = self.graph.outputs
+        returns = ""
+        if annotate:
+            returns = " -> " + (outputs[0].type.annotation if len(outputs) == 1 else
+                                f"Tuple[{', '.join(v.type.annotation for v in outputs)}]")
+        self.emit(f"def {name}({', '.join(params)}){returns}:")
+        self.depth += 1
+        if handle_errors:
+            self.emit("try:")
+            self.depth += 1
+        self.block(self.graph.block)
+        results = [self.expr(v) for v in outputs]
+        self.emit("return " + (results[0] if len(results) == 1 else
+                               f"({', '.join(results)}{',' if len(results) == 1 else ''})"))
+        if handle_errors:
+            self.depth -= 1
+            error, located = self.vars.fresh("error"), self.vars.fresh("located")
+            self.emit(f"except Exception as {error}:")
+            self.emit(f"{_INDENT}{located} = _locate({error}, _SOURCES)")
+            self.emit(f"{_INDENT}if {located} is {error}:")
+            self.emit(f"{_INDENT * 2}raise")
+            self.emit(f"{_INDENT}raise {located} from None")
+        sources = {i + 1: src for i, (_, _, src) in enumerate(self.lines) if src is not None}
+        return "\n".join(_INDENT * depth + text for depth, text, _ in self.lines) + "\n", sources
+
+
+class CompiledGraph:
+    """A graph turned into a Python function; calling it runs the graph.
+
+    `fn` is the generated function itself (callers on a hot path may call it directly);
+    `source` its text; `sources` maps its line numbers to the script's source ranges.
+    """
+
+    __slots__ = ("graph", "fn", "source", "sources")
+
+    def __init__(self, graph: Graph, fn: Callable, source: str,
+                 sources: dict[int, SourceRange]):
+        self.graph = graph
+        self.fn = fn
+        self.source = source
+        self.sources = sources
+
+    def __call__(self, *inputs):
+        return self.fn(*inputs)
+
+    def __repr__(self) -> str:
+        return f"<CompiledGraph {self.fn.__name__}>"
+
+
+def compile_graph(graph: Graph, name: str = "forward", filename: str = "<script>"
+                  ) -> CompiledGraph:
+    """Generate, compile and load the Python function that runs `graph`.
+
+    The function takes the graph's inputs positionally and returns its output (a tuple
+    when the graph has not exactly one).  `filename` labels the generated code in
+    tracebacks; script locations in error messages come from the nodes' source ranges.
+    """
+    renderer = Renderer()
+    source, sources = _Writer(graph, renderer, release=True).function(
+        name, annotate=False, handle_errors=True)
+    globals_ = namespace()
+    globals_.update(renderer.bound)
+    globals_.update(_locate=locate, _SOURCES=sources)
+    assert name not in globals_, f"function name {name!r} clashes with a global"
+    exec(compile(source, filename, "exec"), globals_)
+    return CompiledGraph(graph, globals_[name], source, sources)
+
+
+def python_source(graph: Graph, name: str) -> str:
+    """The graph as readable Python (`.code`): source variable names, objects written by
+    name, no memory-release `del`s and no error handler."""
+    source, _ = _Writer(graph, Renderer(readable=True), release=False).function(
+        name, annotate=True, handle_errors=False)
+    return source

@@ -1,0 +1,111 @@
+"""The names generated code may use besides builtins: the runtime side of the op templates.
+
+Templates in the operator registry are Python expressions over `np`, `math`, `_operator`
+and the helpers defined here; `namespace()` gives each compiled graph a fresh globals dict
+holding exactly these, to which the code generator adds the objects it binds (`_k0`, ...).
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+from ..ir.types import (
+    AnyType,
+    BoolType,
+    ClassType,
+    DictType,
+    DTypeType,
+    EnumType,
+    FloatType,
+    IntType,
+    ListType,
+    NoneType,
+    OptionalType,
+    StrType,
+    TensorType,
+    TupleType,
+    Type,
+    UnionType,
+    VarTupleType,
+)
+
+
+def _tensor_matches(value: object, t: TensorType) -> bool:
+    """A NumPy value of the refinements `t` states (each None refinement accepts anything)."""
+    if not isinstance(value, (np.ndarray, np.generic)):
+        return False
+    if t.dtype is not None and value.dtype.name != t.dtype:
+        return False
+    if t.ndarray is not None and isinstance(value, np.ndarray) != t.ndarray:
+        return False
+    if t.sizes is not None and (len(value.shape) != len(t.sizes) or any(
+            s is not None and s != n for s, n in zip(t.sizes, value.shape))):
+        return False
+    if t.layout == "C":
+        return bool(value.flags.c_contiguous)
+    if t.layout == "F":
+        return bool(value.flags.f_contiguous)
+    return True
+
+
+def _is_dtype(value: object) -> bool:
+    return isinstance(value, np.dtype) or (
+        isinstance(value, type) and issubclass(value, np.generic))
+
+
+def _all_match(values, t: Type) -> bool:
+    return all(value_matches(v, t) for v in values)
+
+
+# Python's isinstance for the builtin types (so True is an int and np.float64(1) a float,
+# as `isinstance` says in the eager program).
+_SINGLETON_CHECKS = {
+    IntType: lambda v: isinstance(v, int),
+    FloatType: lambda v: isinstance(v, float),
+    BoolType: lambda v: isinstance(v, bool),
+    StrType: lambda v: isinstance(v, str),
+    NoneType: lambda v: v is None,
+    AnyType: lambda v: True,
+    DTypeType: _is_dtype,
+}
+
+_STRUCTURED_CHECKS = {
+    TensorType: _tensor_matches,
+    ListType: lambda v, t: isinstance(v, list) and _all_match(v, t.elem),
+    DictType: lambda v, t: isinstance(v, dict) and _all_match(v.keys(), t.key)
+    and _all_match(v.values(), t.value),
+    TupleType: lambda v, t: isinstance(v, t.py_class or tuple) and len(v) == len(t.elems)
+    and all(map(value_matches, v, t.elems)),
+    VarTupleType: lambda v, t: isinstance(v, tuple) and _all_match(v, t.elem),
+    OptionalType: lambda v, t: v is None or value_matches(v, t.elem),
+    UnionType: lambda v, t: any(value_matches(v, o) for o in t.options),
+    ClassType: lambda v, t: isinstance(v, t.py_class),
+    EnumType: lambda v, t: isinstance(v, t.py_class),
+}
+
+
+def value_matches(value: object, t: Type) -> bool:
+    """Whether a runtime value belongs to the IR type `t` (containers: every element)."""
+    check = _SINGLETON_CHECKS.get(t)
+    if check is not None:
+        return check(value)
+    structured = _STRUCTURED_CHECKS.get(type(t))
+    return structured is not None and structured(value, t)
+
+
+def isinstance_of(value: object, types: Type | tuple[Type, ...]) -> bool:
+    """`prim::isinstance`: the value is of one of the types (one Type or a tuple of them)."""
+    if isinstance(types, Type):
+        return value_matches(value, types)
+    return any(value_matches(value, t) for t in types)
+
+
+def namespace() -> dict[str, object]:
+    """Fresh globals for one generated function."""
+    return {"np": np, "math": math, "_operator": operator, "_isinstance": isinstance_of}
+
+
+# Global names of generated code that local variables must never shadow.
+RESERVED_NAMES = frozenset(namespace())

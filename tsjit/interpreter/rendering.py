@@ -1,0 +1,98 @@
+"""Python source text for the values a graph holds: constants and node attributes.
+
+Literals (ints, finite floats, bools, None, str and tuples of them) are written inline, so
+CPython loads them as code constants.  Any other object — a class, a function, a dtype, an
+enum member, a NumPy scalar or array, an IR Type — is bound in the generated function's
+globals under a name `_k<N>`, one per distinct object.  For `.code`, which is read and
+never run, the same objects are written by what they are (`np.float32`, `Color.RED`).
+"""
+from __future__ import annotations
+
+import enum
+import math
+import re
+
+import numpy as np
+
+from ..ir.types import Type
+
+_LITERAL_ATOMS = (int, bool, type(None), str)
+BOUND_NAME = re.compile(r"_k\d+")
+
+
+def literal(value: object) -> str | None:
+    """The Python literal that evaluates to `value` (same type), if there is one."""
+    kind = type(value)
+    if kind in _LITERAL_ATOMS or (kind is float and math.isfinite(value)):
+        return repr(value)
+    if kind is tuple:
+        parts = [literal(v) for v in value]
+        if None in parts:
+            return None
+        return f"({parts[0]},)" if len(parts) == 1 else f"({', '.join(parts)})"
+    return None
+
+
+def _describe(value: object) -> str | None:
+    """What `value` is called in readable source, or None for an anonymous constant."""
+    if isinstance(value, float):
+        return {"inf": "math.inf", "-inf": "-math.inf"}.get(repr(value), "math.nan")
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__qualname__}.{value.name}"
+    if isinstance(value, np.dtype):
+        return f"np.dtype({str(value)!r})"
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return f"np.{value.__name__}"
+    if isinstance(value, np.generic):
+        return f"np.{type(value).__name__}({value.item()!r})"
+    if isinstance(value, Type):
+        return value.annotation
+    module = getattr(value, "__module__", None)
+    name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+    if name is None or module is None:
+        return None
+    prefix = {"builtins": "", "math": "math."}.get(module)
+    if prefix is None and module.split(".")[0] == "numpy":
+        prefix = "np."
+    return f"{prefix or ''}{name}"
+
+
+class Renderer:
+    """Turns values into expressions, remembering the objects generated code must bind.
+
+    readable: write objects by name for `.code` instead of binding them.
+    """
+
+    def __init__(self, readable: bool = False):
+        self.readable = readable
+        self.bound: dict[str, object] = {}
+        self._name_of_id: dict[int, str] = {}
+
+    def expression(self, value: object) -> str:
+        text = literal(value)
+        if text is not None:
+            return text
+        if self.readable:
+            if type(value) is tuple:
+                inner = ", ".join(map(self.expression, value))
+                return f"({inner},)" if len(value) == 1 else f"({inner})"
+            return _describe(value) or self._bind(value, "CONSTANTS.c")
+        return self._bind(value, "_k")
+
+    def operand(self, value: object) -> str:
+        """An expression that stays one operand wherever a template puts it (`x ** -1`)."""
+        text = self.expression(value)
+        return f"({text})" if text.startswith("-") else text
+
+    def attribute(self, value: object) -> str:
+        """An attribute for a template: a str is spliced as it is (it names an attribute,
+        `{0}.{name}`); anything else becomes an expression."""
+        return value if type(value) is str else self.expression(value)
+
+    def _bind(self, value: object, prefix: str) -> str:
+        name = self._name_of_id.get(id(value))
+        if name is None:
+            name = f"{prefix}{len(self.bound)}"
+            self._name_of_id[id(value)] = name
+            self.bound[name] = value
+        return name
