@@ -95,8 +95,7 @@ class MathKernels:
     def function_ir(self, name: str) -> str:
         """The optimized IR of one function's loop."""
         start = self.optimized_ir.index(f"@vm_{name}(")
-        end = self.optimized_ir.find("\ndefine ", start)
-        return self.optimized_ir[start : None if end < 0 else end]
+        return self.optimized_ir[start : self.optimized_ir.index("\n}\n", start)]
 
     def __call__(self, name: str, *inputs: np.ndarray, out: np.ndarray | None = None):
         inputs = tuple(np.ascontiguousarray(a, dtype=self.dtype) for a in inputs)

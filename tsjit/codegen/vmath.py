@@ -11,8 +11,8 @@ Accuracy: within 4 ulp of the correctly rounded result over the whole domain (te
 Exceptions, by design:
 - sin, cos, tan: exact argument reduction for |x| < 2**27 (about 1.3e8) in both precisions.
   Beyond that the reduced argument carries an absolute error of about |x| * 2**-53, growing
-  until it is meaningless near |x| = 2**51; it is then clamped to [-pi/4, pi/4], so sin and
-  cos stay finite and within [-1, 1] (but are not accurate) for every finite input.
+  until it is meaningless near |x| = 2**51; from there on the functions return their value
+  at +-0. So sin and cos stay within [-1, 1] for every finite input, inaccurate beyond 2**27.
 - float32 sin/cos/tan/pow reduce (or compute entirely) in float64: fewer pieces, more range.
 
 ``llvm.fmuladd`` (fused where the CPU has FMA) evaluates polynomials; ``llvm.fma`` is used
@@ -22,6 +22,7 @@ No fast-math flags are set: the results do not depend on how the kernel is compi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -348,6 +349,225 @@ def _log1p(em: _Emit, x):
     return em.sel(em.cmp("==", x, 0.0), x, value)  # log1p(-0) = -0
 
 
+# ---------------------------------------------------------------- pow
+
+
+def _log_double_double(em: _Emit, a) -> tuple[ir.Value, ir.Value]:
+    """log(a) as hi + lo, relative error about 2**-66, for finite a > 0 in float64.
+
+    log(1+f) = 2s + 2s^3/3 + s^5 P(s^2) with s = f/(2+f): s and the first two terms are
+    carried as double-doubles with exact (fma) products; the rest is below 2**-12 of the
+    total, so double precision suffices for it."""
+    k, f = _log_reduce(em, a)
+    d_hi = em.add(f, 2.0)
+    d_lo = em.add(em.sub(2.0, d_hi), f)  # Fast2Sum: |f| < 2
+    s_hi = em.div(f, d_hi)
+    s_lo = em.div(em.sub(em.fma(em.neg(s_hi), d_hi, f), em.mul(s_hi, d_lo)), d_hi)
+    z = em.mul(s_hi, s_hi)
+    z_lo = em.fma(s_hi, s_hi, em.neg(z))
+    s3 = em.mul(z, s_hi)
+    s3_lo = em.add(em.fma(z, s_hi, em.neg(s3)), em.mla(z_lo, s_hi, em.mul(em.mul(z, 3.0), s_lo)))
+    c_hi, c_lo = _F64.split(K.TWO_THIRDS, head_bits=_F64.precision)
+    t3 = em.mul(c_hi, s3)
+    t3_lo = em.add(em.fma(c_hi, s3, em.neg(t3)), em.mla(c_hi, s3_lo, em.mul(c_lo, s3)))
+    rest = em.mul(em.mul(s3, z), em.poly(z, K.LOG_TAIL))
+    two_s = em.mul(s_hi, 2.0)
+    h = em.add(two_s, t3)
+    h_lo = em.add(em.sub(t3, em.sub(h, two_s)), em.add(em.mla(s_lo, 2.0, t3_lo), rest))
+    ln2_hi, ln2_lo = _F64.split(K.LN2)
+    total, total_lo = em.two_sum(em.mul(k, ln2_hi), h)
+    lo = em.add(total_lo, em.mla(k, ln2_lo, h_lo))
+    hi = em.add(total, lo)
+    return hi, em.sub(lo, em.sub(hi, total))
+
+
+def _exp_double_double(em: _Emit, p, p_lo):
+    """exp(p + p_lo) with |p_lo| <= ulp(p) (exp's reduction, p_lo added to r)."""
+    low, high = _EXP_RANGE[em.fmt.name]
+    clamped = em.clamp(p, low, high)
+    ln2_hi, ln2_lo = em.fmt.split(K.LN2)
+    n_f, n = em.round_int(em.mul(clamped, em.fmt.const(K.LOG2_E)))
+    r = em.sub(em.sub(clamped, em.mul(n_f, ln2_hi)), em.mul(n_f, ln2_lo))
+    if p_lo is not None:  # beyond the clamp p_lo may be inf or NaN, and exp is 0 or inf
+        inside = em.b.and_(em.cmp(">", p, low), em.cmp("<", p, high))
+        r = em.add(r, em.sel(inside, p_lo, 0.0))
+    return em.ldexp(em.add(_expm1_poly(em, r), 1.0), n)
+
+
+def _pow_float64(em: _Emit, x, y, extended: bool):
+    """x**y with C99 / NumPy special cases, in float64. ``extended`` carries log|x| and
+    y*log|x| as double-doubles, needed for float64 results (|y log x| reaches 745, so its
+    absolute error must stay near 2**-62); float32 results need only double precision."""
+    ax = em.fabs(x)
+    finite_positive = em.b.and_(em.cmp(">", ax, 0.0), em.cmp("<", ax, _INF))
+    if extended:
+        log_hi, log_lo = _log_double_double(em, ax)
+        log_hi = _log_special(em, ax, log_hi)
+        p = em.mul(y, log_hi)
+        p_lo = em.mla(y, em.sel(finite_positive, log_lo, 0.0), em.fma(y, log_hi, em.neg(p)))
+    else:
+        p, p_lo = em.mul(y, _log_special(em, ax, _log_base(em, ax, _LN))), None
+    magnitude = _exp_double_double(em, p, p_lo)
+    # y odd: an integer whose half is not; |y| >= 2**53 and +-inf count as even integers
+    y_integer = em.cmp("==", em.floor(y), y)
+    half = em.mul(y, 0.5)
+    y_odd = em.b.and_(y_integer, em.cmp("!=", em.floor(half), half))
+    negative = em.b.and_(em.b.icmp_signed("<", em.bits(x), em.int(0)), y_odd)
+    result = em.sel(negative, em.neg(magnitude), magnitude)
+    # negative finite x with non-integer (or NaN) y
+    invalid = em.b.and_(em.b.and_(em.cmp("<", x, 0.0), em.cmp(">", x, -_INF)),
+                        em.b.not_(y_integer))
+    result = em.sel(invalid, _NAN, result)
+    # 1**y, x**0 and (-1)**+-inf are 1, even for NaN (y log|x| would give NaN or 0*inf)
+    one = em.b.or_(em.b.or_(em.cmp("==", x, 1.0), em.cmp("==", y, 0.0)),
+                   em.b.and_(em.cmp("==", x, -1.0), em.cmp("==", em.fabs(y), _INF)))
+    return em.sel(one, 1.0, result)
+
+
+def _pow(em: _Emit, x, y):
+    if em.fmt is _F64:
+        return _pow_float64(em, x, y, extended=True)
+    wide = em.promoted()
+    return wide.to(_pow_float64(wide, em.to(x, _F64), em.to(y, _F64), extended=False), _F32)
+
+
+# ---------------------------------------------------------------- sin, cos, tan
+
+# pi/2 as three 26-bit heads and a tail: n * head is exact for |n| < 2**27, and the four
+# pieces hold 131 bits, enough for the worst cancellation of any double below 2**27.
+_PIO2 = K.split(Fraction(K.PI) / 2, (26, 26, 26), "float64")
+_TWO_OVER_PI = K.rounded(2 / Fraction(K.PI), "float64")
+# The polynomials are fitted slightly past pi/4, where rounding can put |r|.
+_REDUCED_BOUND = float(Fraction(K.PI) / 4) + 1e-3
+_MEANINGLESS_TRIG = 2.0**51
+
+
+def _reduce_pio2(em: _Emit, x) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """(r_hi, r_lo, n) with x = n * pi/2 + r_hi + r_lo, |r| <= pi/4, in float64.
+
+    The first subtraction is exact (Sterbenz), the next two are exact sums via TwoSum of
+    exact products, so r is a double-double for |x| < 2**27 (Cody-Waite, no Payne-Hanek).
+    Beyond that the products round and r degrades (it is clamped to the polynomials'
+    interval so that the results stay bounded); from 2**51 on, where no reduction in double
+    precision means anything, x is replaced by a zero of its sign."""
+    p1, p2, p3, p4 = _PIO2
+    meaningless = em.b.and_(em.cmp(">=", em.fabs(x), _MEANINGLESS_TRIG),
+                            em.cmp("<", em.fabs(x), _INF))
+    x = em.sel(meaningless, em.copysign(0.0, x), x)
+    n_f, n = em.round_int(em.mul(x, _TWO_OVER_PI))
+    head = em.sub(x, em.mul(n_f, p1))
+    s, e1 = em.two_sum(head, em.mul(n_f, -p2))
+    s, e2 = em.two_sum(s, em.mul(n_f, -p3))
+    tail = em.sub(em.add(e1, e2), em.mul(n_f, p4))
+    r_hi = em.add(s, tail)
+    r_lo = em.sub(tail, em.sub(r_hi, s))
+    beyond = em.cmp(">", em.fabs(r_hi), _REDUCED_BOUND)
+    return em.sel(beyond, em.copysign(_REDUCED_BOUND, r_hi), r_hi), em.sel(beyond, 0.0, r_lo), n
+
+
+def _reduce_trig(em: _Emit, x) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """(r_hi, r_lo, n) in x's own format; float32 reduces in float64, then splits r."""
+    if em.fmt is _F64:
+        return _reduce_pio2(em, x)
+    wide = em.promoted()
+    r, _, n = _reduce_pio2(wide, em.to(x, _F64))
+    r_hi = wide.to(r, _F32)
+    r_lo = wide.to(wide.sub(r, em.to(r_hi, _F64)), _F32)
+    return r_hi, r_lo, em.b.trunc(n, _F32.itype)
+
+
+def _sin_cos_reduced(em: _Emit, r, r_lo) -> tuple[ir.Value, ir.Value]:
+    """sin and cos of r + r_lo, |r| <= pi/4, r_lo below half an ulp of r (fdlibm kernels:
+    the exact leading term is added last, r_lo enters through its first-order effect)."""
+    z = em.mul(r, r)
+    hz = em.mul(z, 0.5)
+    sin_tail = em.mla(em.mul(z, r), em.poly(z, K.SIN[em.fmt.name]), em.mla(em.neg(hz), r_lo, r_lo))
+    sin = em.add(r, sin_tail)
+    w = em.sub(1.0, hz)
+    cos_tail = em.mla(em.mul(z, z), em.poly(z, K.COS[em.fmt.name]), em.neg(em.mul(r, r_lo)))
+    cos = em.add(w, em.add(em.sub(em.sub(1.0, w), hz), cos_tail))
+    return sin, cos
+
+
+def _quadrant(em: _Emit, sin, cos, q):
+    """The value of sin at quadrant q: sin, cos, -sin, -cos for q = 0, 1, 2, 3 (mod 4)."""
+    odd = em.b.icmp_unsigned("!=", em.b.and_(q, em.int(1)), em.int(0))
+    value = em.sel(odd, cos, sin)
+    sign = em.b.shl(em.b.and_(q, em.int(2)), em.int(em.fmt.itype.width - 2))
+    return em.from_bits(em.b.xor(em.bits(value), sign))
+
+
+def _keep_zero(em: _Emit, x, value):
+    """f(+-0) = +-0 for the odd functions whose formula loses the sign of zero."""
+    return em.sel(em.cmp("==", x, 0.0), x, value)
+
+
+def _sin(em: _Emit, x):
+    r, r_lo, n = _reduce_trig(em, x)
+    return _keep_zero(em, x, _quadrant(em, *_sin_cos_reduced(em, r, r_lo), n))
+
+
+def _cos(em: _Emit, x):
+    r, r_lo, n = _reduce_trig(em, x)
+    return _quadrant(em, *_sin_cos_reduced(em, r, r_lo), em.b.add(n, em.int(1)))
+
+
+def _tan(em: _Emit, x):
+    """sin/cos in even quadrants, -cos/sin in odd ones."""
+    r, r_lo, n = _reduce_trig(em, x)
+    sin, cos = _sin_cos_reduced(em, r, r_lo)
+    odd = em.b.icmp_unsigned("!=", em.b.and_(n, em.int(1)), em.int(0))
+    return _keep_zero(em, x, em.div(em.sel(odd, em.neg(cos), sin), em.sel(odd, sin, cos)))
+
+
+# ---------------------------------------------------------------- arctan
+
+# Thresholds of the argument reduction (their exact values do not matter).
+_TAN_PI_8 = math.sqrt(2.0) - 1.0
+_TAN_3PI_8 = math.sqrt(2.0) + 1.0
+
+
+def _atan_parts(em: _Emit, a) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """(m, t, p) with atan(a) = m*pi/4 + t + p for 0 <= a <= +inf: t = a, (a-1)/(a+1) or
+    -1/a so that |t| <= tan(pi/8), and p = t^3 P(t^2) the small rest."""
+    beyond = em.cmp(">", a, _TAN_3PI_8)
+    middle = em.cmp(">", a, _TAN_PI_8)
+    t = em.div(em.sel(beyond, -1.0, em.sel(middle, em.sub(a, 1.0), a)),
+               em.sel(beyond, a, em.sel(middle, em.add(a, 1.0), 1.0)))
+    m = em.sel(beyond, 2.0, em.sel(middle, 1.0, 0.0))
+    z = em.mul(t, t)
+    return m, t, em.mul(em.mul(z, t), em.poly(z, K.ATAN[em.fmt.name]))
+
+
+def _quarter_pis_plus(em: _Emit, m, t, p):
+    """m*pi/4 + t + p for an integer 0 <= m <= 4, with pi/4 as a short head (so m*head is
+    exact) and a tail, the exact large term added last."""
+    head, tail = em.fmt.split(Fraction(K.PI) / 4, head_bits=em.fmt.precision - 2)
+    return em.mla(m, head, em.add(t, em.mla(m, tail, p)))
+
+
+def _arctan(em: _Emit, x):
+    return em.copysign(_quarter_pis_plus(em, *_atan_parts(em, em.fabs(x))), x)
+
+
+def _arctan2(em: _Emit, y, x):
+    """atan(min/max of |x|, |y|) in [0, pi/4], mirrored to the octant of (x, y) by
+    pi/2 - v (|y| > |x|) and pi - v (x negative, -0 included), with C99's special cases
+    following from 0/0 -> 0 and inf/inf -> 1."""
+    ax, ay = em.fabs(x), em.fabs(y)
+    steep = em.cmp(">", ay, ax)
+    a = em.div(em.sel(steep, ax, ay), em.sel(steep, ay, ax))
+    both_zero = em.b.and_(em.cmp("==", ax, 0.0), em.cmp("==", ay, 0.0))
+    both_inf = em.b.and_(em.cmp("==", ax, _INF), em.cmp("==", ay, _INF))
+    a = em.sel(both_zero, 0.0, em.sel(both_inf, 1.0, a))
+    m, t, p = _atan_parts(em, a)
+    for mirror, quarters in ((steep, 2.0), (em.b.icmp_signed("<", em.bits(x), em.int(0)), 4.0)):
+        m = em.sel(mirror, em.sub(quarters, m), m)
+        t = em.sel(mirror, em.neg(t), t)
+        p = em.sel(mirror, em.neg(p), p)
+    return em.copysign(_quarter_pis_plus(em, m, t, p), y)
+
+
 # ---------------------------------------------------------------- dispatch
 
 
@@ -365,6 +585,12 @@ _FUNCTIONS: dict[str, tuple[int, Callable[..., ir.Value]]] = {
     "tanh": (1, _tanh),
     "sigmoid": (1, _sigmoid),
     "sqrt": (1, _sqrt),
+    "sin": (1, _sin),
+    "cos": (1, _cos),
+    "tan": (1, _tan),
+    "arctan": (1, _arctan),
+    "arctan2": (2, _arctan2),
+    "pow": (2, _pow),
 }
 
 SUPPORTED: frozenset[str] = frozenset(_FUNCTIONS)
