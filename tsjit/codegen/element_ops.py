@@ -22,7 +22,15 @@ try:  # the inline vectorizable math library; libm calls stand in until it is pr
 except ImportError:  # pragma: no cover - depends on the development state of the tree
     vmath = None
 
-__all__ = ["llvm_type", "memory_type", "lower_op", "cast_value", "load_value", "store_value"]
+__all__ = [
+    "cast_value",
+    "float_truncate",
+    "llvm_type",
+    "load_value",
+    "lower_op",
+    "memory_type",
+    "store_value",
+]
 
 _BOOL = np.dtype(np.bool_)
 _F16 = np.dtype(np.float16)
@@ -108,8 +116,9 @@ def _x86_truncate(b: ir.IRBuilder, x: ir.Value, bits: int) -> ir.Value:
 
 def _float_to_int(b: ir.IRBuilder, x: ir.Value, target: np.dtype) -> ir.Value:
     """NumPy's float -> integer cast on x86-64 (measured, including NaN/inf/overflow):
-    narrow types truncate a 32-bit conversion, uint32 a 64-bit one, uint64 uses the
-    compiler's two-range sequence."""
+    narrow types truncate a 32-bit conversion; uint32 and uint64 use the compilers'
+    two-range sequence (as NumPy's SIMD loops do; its scalar tail loop differs for NaN and
+    values below -2**31 in uint32)."""
     bits = target.itemsize * 8
     ty = ir.IntType(bits)
     if target == np.dtype(np.uint64):
@@ -119,8 +128,31 @@ def _float_to_int(b: ir.IRBuilder, x: ir.Value, target: np.dtype) -> ir.Value:
         return b.select(high, shifted, _x86_truncate(b, x, 64))
     if target.kind == "i" and bits in (32, 64):
         return _x86_truncate(b, x, bits)
-    wide = 64 if target == np.dtype(np.uint32) else 32
-    return b.trunc(_x86_truncate(b, x, wide), ty)
+    if target == np.dtype(np.uint32):  # NumPy's SIMD loop: the two-range sequence in 32 bits
+        two31 = _const(x.type, 2.0**31)
+        high = b.fcmp_ordered(">=", x, two31)
+        shifted = b.xor(_x86_truncate(b, b.fsub(x, two31), 32), _const(ty, 1 << 31))
+        return b.select(high, shifted, _x86_truncate(b, x, 32))
+    return b.trunc(_x86_truncate(b, x, 32), ty)
+
+
+def float_truncate(b: ir.IRBuilder, v: ir.Value, dst: np.dtype) -> ir.Value:
+    """Correctly rounded narrowing. double -> half goes through float with round-to-odd
+    (exact under a second rounding, since float keeps more than 11 + 2 bits): LLVM lowers
+    a direct fptrunc to compiler-rt's __truncdfhf2, which this process does not have."""
+    dst = np.dtype(dst)
+    if not (dst == _F16 and isinstance(v.type, ir.DoubleType)):
+        return b.fptrunc(v, llvm_type(dst))
+    nearest = b.fptrunc(v, ir.FloatType())
+    widened = b.fpext(nearest, v.type)
+    inexact = b.fcmp_ordered("!=", widened, v)
+    bits = b.bitcast(nearest, ir.IntType(32))
+    rounded_away = b.fcmp_ordered(
+        ">", _call(b, "fabs", widened), _call(b, "fabs", v)
+    )  # step back toward zero, then make the last bit sticky
+    bits = b.select(b.and_(inexact, rounded_away), b.sub(bits, _const(bits.type, 1)), bits)
+    bits = b.select(inexact, b.or_(bits, _const(bits.type, 1)), bits)
+    return b.fptrunc(b.bitcast(bits, ir.FloatType()), ir.HalfType())
 
 
 def cast_value(b: ir.IRBuilder, v: ir.Value, src: np.dtype, dst: np.dtype) -> ir.Value:
@@ -140,9 +172,13 @@ def cast_value(b: ir.IRBuilder, v: ir.Value, src: np.dtype, dst: np.dtype) -> ir
             return b.sext(v, dst_ty) if src.kind == "i" else b.zext(v, dst_ty)
         return v
     if src.kind in "iu":
-        return b.sitofp(v, dst_ty) if src.kind == "i" else b.uitofp(v, dst_ty)
+        # To half through float: exact below 2**24, and larger integers overflow half
+        # either way (LLVM would otherwise call compiler-rt's __floatdihf).
+        via = ir.FloatType() if dst == _F16 else dst_ty
+        value = b.sitofp(v, via) if src.kind == "i" else b.uitofp(v, via)
+        return b.fptrunc(value, dst_ty) if dst == _F16 else value
     if dst.kind == "f":
-        return b.fpext(v, dst_ty) if dst.itemsize > src.itemsize else b.fptrunc(v, dst_ty)
+        return b.fpext(v, dst_ty) if dst.itemsize > src.itemsize else float_truncate(b, v, dst)
     if src == _F16:  # half -> float is exact; NumPy converts through float as well
         v = b.fpext(v, ir.FloatType())
     return _float_to_int(b, v, dst)

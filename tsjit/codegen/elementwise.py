@@ -29,6 +29,7 @@ import numpy as np
 from llvmlite import ir
 
 from tsjit.codegen.element_ops import (
+    float_truncate,
     llvm_type,
     load_value,
     lower_op,
@@ -460,7 +461,7 @@ def _abs(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
 def _convert_scalar(b: ir.IRBuilder, arg: ir.Value, dtype: np.dtype) -> ir.Value:
     """A scalar argument (double / int64 / uint64) as its dtype, rounded as NumPy does."""
     if dtype.kind == "f":
-        return arg if dtype.itemsize == 8 else b.fptrunc(arg, llvm_type(dtype))
+        return arg if dtype.itemsize == 8 else float_truncate(b, arg, dtype)
     if dtype.kind == "b":
         return b.icmp_unsigned("!=", arg, _const(0))
     return b.trunc(arg, llvm_type(dtype)) if dtype.itemsize < 8 else arg

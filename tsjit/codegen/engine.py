@@ -93,6 +93,8 @@ class _Llvm:
         # The JIT gets its own target machine: never share one the JIT may own.
         self.lljit = llvm.create_lljit_compiler(self.new_target_machine())
         self.host_id = "|".join((self.cpu, self.features, llvmlite.__version__, _CACHE_FORMAT))
+        # Every linked module gets its own JITDylib, named uniquely within the LLJIT.
+        self.library_names = (f"tsjit_module_{i}" for i in itertools.count())
 
     def new_target_machine(self) -> llvm.TargetMachine:
         return self.target.create_target_machine(
@@ -128,7 +130,6 @@ class JitEngine:
         self._cache_dir = (cache_dir or _default_cache_dir()) if use_disk_cache else None
         self._modules: dict[str, CompiledModule] = {}
         self._lock = threading.RLock()
-        self._names = itertools.count()
         self._runtime_symbols: dict[str, int] | None = None
 
     @property
@@ -167,7 +168,7 @@ class JitEngine:
             builder.export_symbol(name)
         # LLJIT resolves every undefined symbol here and raises if one is missing, so a
         # kernel can never call through an unresolved address.
-        tracker = builder.link(state.lljit, f"tsjit_module_{next(self._names)}")
+        tracker = builder.link(state.lljit, next(state.library_names))
         addresses = {name: tracker[name] for name in wanted}
         return CompiledModule(addresses, optimized_ir, cached is not None, tracker)
 
