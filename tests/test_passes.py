@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tsjit.interpreter import compile_graph
 from tsjit.ir.graph import Graph, SourceRange
 from tsjit.ir.parser import parse_ir
 from tsjit.ir.verifier import verify
@@ -43,10 +44,12 @@ def count(graph: Graph, kind: str) -> int:
 # ---------------------------------------------------------------- inlining
 
 def script_function(text: str, resolve=None):
-    """A stand-in for a compiled script function: inlining only needs its `.graph`."""
+    """A stand-in for a compiled script function: its graph, callable through the interpreter."""
+    graph = parse_ir(text, resolve)
+
     def compiled(*args):
-        raise AssertionError("an inlined function is never called")
-    compiled.graph = parse_ir(text, resolve)
+        return compile_graph(graph)(*args)
+    compiled.graph = graph
     return compiled
 
 
@@ -285,3 +288,484 @@ def test_identity_tests_against_none_are_decided_by_type(type_, op, folded):
         FileCheck().check(op).run(graph)
     else:
         assert constants(graph) == [folded]
+
+
+# ---------------------------------------------------------------- dead code elimination
+
+def test_dce_removes_unused_pure_nodes_and_keeps_effects():
+    graph = run("""graph(%x : Tensor, %l : List[int], %n : int):
+  %0 : int = prim::Constant[value=0]()
+  %unused_eq : bool = aten::eq(%n, %0)
+  %unused_tuple : Tuple[int, int] = prim::TupleConstruct(%n, %n)
+  %unused_list : List[int] = prim::ListConstruct(%n)
+  %may_raise : int = aten::floordiv(%n, %0)
+  %get : Tensor = aten::__getitem__(%x, %n)
+  aten::__setitem__(%l, %0, %n)
+  list::append(%l, %n)
+  %x2 : Tensor = aten::iadd(%x, %n)
+  prim::Print(%n)
+  return (%n)
+""", eliminate_dead_code)
+    FileCheck().check_not("aten::eq").check_not("prim::TupleConstruct") \
+        .check_not("prim::ListConstruct").check("aten::floordiv").check("aten::__getitem__") \
+        .check("aten::__setitem__").check("list::append").check("aten::iadd") \
+        .check("prim::Print").run(graph)
+
+
+def test_dce_keeps_nodes_of_unknown_kinds():
+    graph = parse_ir("""graph(%n : int):
+  %u : int = prim::Unregistered(%n)
+  return (%n)
+""")
+    eliminate_dead_code(graph)
+    verify(graph, allow_unknown=True)
+    FileCheck().check("prim::Unregistered(%n)").run(graph)
+
+
+def test_dce_prunes_if_outputs_and_removes_ifs_without_effects():
+    graph = run("""graph(%c : bool, %n : int):
+  %a : int, %b : bool = prim::If(%c)
+    block0():
+      %e1 : bool = aten::eq(%n, %n)
+      prim::Print(%n)
+      -> (%n, %e1)
+    block1():
+      %e2 : bool = aten::ne(%n, %n)
+      -> (%n, %e2)
+  %p : bool = prim::If(%c)
+    block0():
+      %e3 : bool = aten::eq(%n, %n)
+      -> (%e3)
+    block1():
+      -> (%c)
+  return (%a)
+""", eliminate_dead_code)
+    # the first If keeps its print and its used output; the second is gone
+    FileCheck().check("%a : int = prim::If(%c)").check_next("block0():") \
+        .check_next("prim::Print(%n)").check_next("-> (%n)").check_next("block1():") \
+        .check_next("-> (%n)").check_next("return (%a)").run(graph)
+
+
+LOOP = """graph(%n : int, %l : List[int]):
+  %true : bool = prim::Constant[value=1]()
+  %0 : int = prim::Constant[value=0]()
+  %s : int, %t : int, %u : int = prim::Loop(%n, %true, %0, %0, %0)
+    block0(%i : int, %s.1 : int, %t.1 : int, %u.1 : int):
+      %s.2 : int = aten::add(%s.1, %i)
+      %pair : Tuple[int, int] = prim::TupleConstruct(%t.1, %i)
+      %t.2 : int = prim::unchecked_cast(%t.1)
+      {use_u}
+      -> (%true, %s.2, %t.2, %u.1)
+  return ({result})
+"""
+
+
+def test_dce_removes_loop_carried_values_that_only_feed_themselves():
+    graph = run(LOOP.format(use_u="", result="%s"), eliminate_dead_code)
+    # %t only computes itself and %u only passes itself on: both carried values go
+    FileCheck().check("%s : int = prim::Loop(%n, %true, %0)") \
+        .check("block0(%i : int, %s.1 : int)").check("aten::add(%s.1, %i)") \
+        .check_not("prim::TupleConstruct").check_not("unchecked_cast") \
+        .check("-> (%true, %s.2)").run(graph)
+
+
+def test_dce_keeps_loop_carried_values_used_after_or_by_effects():
+    graph = run(LOOP.format(use_u="list::append(%l, %u.1)", result="%t"), eliminate_dead_code)
+    # %t is used after the loop, %u by a write inside it, and %s by aten::add, which may
+    # raise and stays
+    FileCheck().check("prim::Loop(%n, %true, %0, %0, %0)").check("aten::add(%s.1, %i)") \
+        .check_not("prim::TupleConstruct").check("prim::unchecked_cast(%t.1)") \
+        .check("list::append(%l, %u.1)").run(graph)
+
+
+def test_dce_removes_whole_loops_without_effects():
+    graph = run("""graph(%n : int):
+  %true : bool = prim::Constant[value=1]()
+  %0 : int = prim::Constant[value=0]()
+  %s : int = prim::Loop(%n, %true, %0)
+    block0(%i : int, %s.1 : int):
+      %e : bool = aten::eq(%s.1, %i)
+      %k : int = prim::unchecked_cast(%i)
+      -> (%e, %k)
+  return (%n)
+""", eliminate_dead_code)
+    assert [n.kind for n in graph.nodes()] == []
+
+
+def test_dce_handles_long_dependency_chains():
+    lines = ["graph(%n : int):", "  %v0 : bool = aten::eq(%n, %n)"]
+    lines += [f"  %v{i} : bool = aten::eq(%v{i - 1}, %v{i - 1})" for i in range(1, 5000)]
+    graph = run("\n".join(lines + ["  return (%v4999)", ""]), eliminate_dead_code)
+    assert count(graph, "aten::eq") == 5000
+    graph = run("\n".join(lines + ["  return (%n)", ""]), eliminate_dead_code)
+    assert count(graph, "aten::eq") == 0
+
+
+# ---------------------------------------------------------------- common subexpressions
+
+def test_cse_merges_pure_and_may_raise_nodes_and_equal_constants():
+    graph = run("""graph(%a : int, %b : int):
+  %e1 : bool = aten::eq(%a, %b)
+  %e2 : bool = aten::eq(%a, %b)
+  %d1 : int = aten::floordiv(%a, %b)
+  %d2 : int = aten::floordiv(%a, %b)
+  %d3 : int = aten::floordiv(%b, %a)
+  %k1 : int = prim::Constant[value=7]()
+  %k2 : int = prim::Constant[value=7]()
+  return (%e1, %e2, %d1, %d2, %d3, %k1, %k2)
+""", eliminate_common_subexpressions)
+    FileCheck().check_count("aten::eq", 1, exactly=True).check_count("aten::floordiv", 2) \
+        .check_count("prim::Constant", 1, exactly=True) \
+        .check("return (%e1, %e1, %d1, %d1, %d3, %k1, %k1)").run(graph)
+
+
+def test_cse_tells_constants_apart_by_type_and_bits():
+    graph = run("""graph():
+  %a : int = prim::Constant[value=1]()
+  %b : bool = prim::Constant[value=True]()
+  %c : float = prim::Constant[value=0.0]()
+  %d : float = prim::Constant[value=-0.0]()
+  %e : float = prim::Constant[value=1.0]()
+  %f : NoneType = prim::Constant[value=None]()
+  %g : int? = prim::Constant[value=None]()
+  return (%a, %b, %c, %d, %e, %f, %g)
+""", eliminate_common_subexpressions)
+    assert count(graph, "prim::Constant") == 7
+
+
+def test_cse_reuses_a_dominating_node_but_not_a_sibling_branch():
+    graph = run("""graph(%c : bool, %a : int):
+  %e1 : bool = aten::eq(%a, %a)
+  %r : bool, %s : bool = prim::If(%c)
+    block0():
+      %e2 : bool = aten::eq(%a, %a)
+      %n1 : bool = aten::ne(%a, %a)
+      -> (%e2, %n1)
+    block1():
+      %n2 : bool = aten::ne(%a, %a)
+      -> (%e1, %n2)
+  %t : Tuple[bool, bool] = prim::TupleConstruct(%r, %s)
+  return (%t)
+""", eliminate_common_subexpressions)
+    FileCheck().check_count("aten::eq", 1, exactly=True).check("-> (%e1, %n1)") \
+        .check("aten::ne").check("-> (%e1, %n2)").run(graph)
+
+
+MUTATION = """graph(%x : Tensor, %l : List[int], %n : int):
+  %one : int = prim::Constant[value=1]()
+  %a : bool = aten::__contains__(%x, %n)
+  %p : int = aten::len(%l)
+  {write}
+  %b : bool = aten::__contains__(%x, %n)
+  %q : int = aten::len(%l)
+  %s : int = aten::add(%n, %one)
+  %u : int = aten::add(%n, %one)
+  %t : Tuple[bool, bool, int, int, int, int] = prim::TupleConstruct(%a, %b, %p, %q, %s, %u)
+  return (%t)
+"""
+
+
+@pytest.mark.parametrize("write", [
+    "%x.1 : Tensor = aten::iadd(%x, %one)",
+    "list::append(%l, %n)",
+    "prim::Print(%n)",
+    """%r : int = prim::If(%a)
+    block0():
+      aten::__setitem__(%l, %one, %n)
+      -> (%n)
+    block1():
+      -> (%one)""",
+])
+def test_cse_does_not_merge_reads_of_mutable_values_across_a_write(write):
+    graph = run(MUTATION.format(write=write), eliminate_common_subexpressions)
+    # reads of the array and the list are repeated after the write; int arithmetic merges
+    kinds = ("aten::__contains__", "aten::len", "aten::add")
+    assert [count(graph, kind) for kind in kinds] == [2, 2, 1]
+    graph = run(MUTATION.format(write=""), eliminate_common_subexpressions)
+    assert [count(graph, kind) for kind in kinds] == [1, 1, 1]
+
+
+def test_cse_does_not_merge_into_a_loop_body_that_writes():
+    template = """graph(%n : int, %l : List[int]):
+  %true : bool = prim::Constant[value=1]()
+  %p : int = aten::len(%l)
+  %r : int = prim::Loop(%n, %true, %p)
+    block0(%i : int, %acc : int):
+      %q : int = aten::len(%l)
+      {write}
+      -> (%true, %q)
+  %t : Tuple[int, int] = prim::TupleConstruct(%p, %r)
+  return (%t)
+"""
+    # the append of an earlier iteration runs between the len before the loop and this one
+    graph = run(template.format(write="list::append(%l, %i)"), eliminate_common_subexpressions)
+    assert count(graph, "aten::len") == 2
+    graph = run(template.format(write=""), eliminate_common_subexpressions)
+    assert count(graph, "aten::len") == 1
+
+
+def test_cse_shares_fresh_arrays_only_when_no_one_can_tell():
+    template = """graph(%x : Tensor):
+  %a : Tensor = aten::mul(%x, %x)
+  %b : Tensor = aten::mul(%x, %x)
+  {extra}
+  %r : Tensor = aten::add(%a, %b)
+  return ({result})
+"""
+    graph = run(template.format(extra="", result="%r"), eliminate_common_subexpressions)
+    FileCheck().check_count("aten::mul", 1, exactly=True).check("aten::add(%a, %a)").run(graph)
+    for extra, result in [
+        ("", "%b"),                                              # returned: the caller sees it
+        ("%one : int = prim::Constant[value=1]()\n  %c : Tensor = aten::iadd(%a, %one)", "%r"),
+        ("%same : bool = aten::__is__(%a, %b)", "%r"),            # identity observed
+        ("%l : List[Tensor] = prim::ListConstruct(%b)", "%r"),    # kept in a list
+    ]:
+        graph = run(template.format(extra=extra, result=result), eliminate_common_subexpressions)
+        assert count(graph, "aten::mul") == 2, extra
+
+
+def test_cse_never_merges_effects():
+    graph = run("""graph(%l : List[int], %n : int):
+  prim::Print(%n)
+  prim::Print(%n)
+  list::append(%l, %n)
+  list::append(%l, %n)
+  %a : List[int] = prim::ListConstruct(%n)
+  %b : List[int] = prim::ListConstruct(%n)
+  %t : Tuple[List[int], List[int]] = prim::TupleConstruct(%a, %b)
+  return (%t)
+""", eliminate_common_subexpressions)
+    FileCheck().check_count("prim::Print", 2).check_count("list::append", 2) \
+        .check_count("prim::ListConstruct", 2).run(graph)
+
+
+# ---------------------------------------------------------------- peephole
+
+POWER = """graph(%x : {type}):
+  %k : {exponent_type} = prim::Constant[value={exponent}]()
+  %r : {result} = aten::pow(%x, %k)
+  return (%r)
+"""
+F32 = "Tensor(dtype=float32, sizes=[*], layout=C, ndarray=1)"
+
+
+@pytest.mark.parametrize("type_, exponent, result, muls", [
+    (F32, 2, F32, 1),
+    (F32, 3, F32, 2),
+    (F32, 2.0, F32, 1),
+    ("Tensor(dtype=float64)", 3, "Tensor(dtype=float64)", 2),
+    ("Tensor(dtype=int32, ndarray=1)", 3, "Tensor(dtype=int32, ndarray=1)", 2),
+    ("int", 2, "int", 1),
+    ("int", 3, "int", 2),
+    (F32, 4, F32, 0),
+    (F32, -2, F32, 0),
+    ("Tensor", 2, "Tensor", 0),                              # dtype unknown
+    ("Tensor(dtype=bool, ndarray=1)", 2, "Tensor", 0),        # bool ** 2 is int8
+    ("Tensor(dtype=int64, ndarray=0)", 2, "Tensor", 0),       # scalars warn only in *
+    ("Tensor(dtype=int64, ndarray=1)", 2.0, "Tensor", 0),     # int ** 2.0 is float64
+    ("Tensor(dtype=complex64)", 2, "Tensor", 0),
+    ("float", 2, "float", 0),                                 # CPython's ** is libm pow
+    ("bool", 2, "int", 0),
+    ("int", 2.0, "float", 0),
+])
+def test_small_integer_powers_become_multiplications(type_, exponent, result, muls):
+    exponent_type = type(exponent).__name__
+    graph = run(POWER.format(type=type_, exponent=exponent, exponent_type=exponent_type,
+                             result=result), peephole, eliminate_dead_code)
+    assert count(graph, "aten::mul") == muls
+    assert count(graph, "aten::pow") == (muls == 0)
+    if muls == 1:
+        FileCheck().check(f"%r : {result} = aten::mul(%x, %x)").run(graph)
+    elif muls == 2:
+        FileCheck().check(f"%0 : {result} = aten::mul(%x, %x)") \
+            .check(f"%r : {result} = aten::mul(%0, %x)").run(graph)
+
+
+@pytest.mark.parametrize("type_, op, constant, on_right, result, rewritten", [
+    ("int", "aten::add", 0, True, "int", True),
+    ("int", "aten::add", 0, False, "int", True),
+    ("int", "aten::sub", 0, True, "int", True),
+    ("int", "aten::sub", 0, False, "int", False),             # 0 - x is -x
+    ("int", "aten::mul", 1, False, "int", True),
+    ("int", "aten::floordiv", 1, True, "int", True),
+    ("int", "aten::add", 0.0, True, "float", False),          # int + 0.0 is a float
+    ("float", "aten::add", 0.0, True, "float", False),        # -0.0 + 0.0 is 0.0
+    ("float", "aten::sub", 0, True, "float", True),
+    ("float", "aten::sub", 0.0, True, "float", True),
+    ("float", "aten::sub", -0.0, True, "float", False),       # -0.0 - -0.0 is 0.0
+    ("float", "aten::mul", 1.0, False, "float", True),
+    ("float", "aten::truediv", 1, True, "float", True),
+    ("float", "aten::truediv", 1, False, "float", False),
+    ("bool", "aten::add", 0, True, "int", False),             # True + 0 is an int
+    ("str", "aten::add", "", False, "str", True),
+    ("Tensor(dtype=float32)", "aten::mul", 1, True, "Tensor", False),  # x * 1 is a new array
+])
+def test_arithmetic_identities_only_where_the_result_is_the_operand(type_, op, constant,
+                                                                    on_right, result, rewritten):
+    operands = "%x, %k" if on_right else "%k, %x"
+    literal = f'"{constant}"' if isinstance(constant, str) else constant
+    graph = run(f"""graph(%x : {type_}):
+  %k : {type(constant).__name__} = prim::Constant[value={literal}]()
+  %r : {result} = {op}({operands})
+  return (%r)
+""", peephole)
+    assert count(graph, op) == (not rewritten)
+    if rewritten:
+        FileCheck().check("return (%x)").run(graph)
+
+
+@pytest.mark.parametrize("type_, rewritten", [("bool", True), ("int", False)])
+def test_double_negation_of_a_bool(type_, rewritten):
+    graph = run(f"""graph(%b : {type_}):
+  %n : bool = aten::__not__(%b)
+  %nn : bool = aten::__not__(%n)
+  return (%nn)
+""", peephole)
+    assert count(graph, "aten::__not__") == (0 if rewritten else 2)
+
+
+# ---------------------------------------------------------------- the pipeline
+
+SQUARE = script_function(f"""graph(%a : {F32}):
+  %two : int = prim::Constant[value=2]()
+  %r : {F32} = aten::pow(%a, %two)
+  return (%r)
+""")
+
+PIPELINE = f"""graph(%x : {F32}):
+  %debug : bool = prim::Constant[value=False]()
+  %unused : int = prim::If(%debug)
+    block0():
+      prim::Print(%x)
+      %k : int = prim::Constant[value=1]()
+      -> (%k)
+    block1():
+      %k.1 : int = prim::Constant[value=2]()
+      -> (%k.1)
+  %a : {F32} = prim::CallFunction[fn=Py(helpers.square)](%x)
+  %b : {F32} = prim::CallFunction[fn=Py(helpers.square)](%x)
+  %s : {F32} = aten::add(%a, %b)
+  return (%s)
+"""
+
+
+def test_passes_are_named():
+    assert PASSES == {
+        "inline_calls": inline_calls,
+        "constant_propagation": propagate_constants,
+        "peephole": peephole,
+        "common_subexpression_elimination": eliminate_common_subexpressions,
+        "dead_code_elimination": eliminate_dead_code,
+    }
+
+
+def test_canonical_passes_simplify_to_a_fixed_point():
+    graph = run(PIPELINE, run_canonical_passes, resolve={"helpers.square": SQUARE}.get)
+    assert str(graph) == f"""graph(%x : {F32}):
+  %r : {F32} = aten::mul(%x, %x)
+  %s : {F32} = aten::add(%r, %r)
+  return (%s)
+"""
+    run_canonical_passes(graph)                     # a fixed point: nothing left to do
+    verify(graph)
+    assert str(graph).count("\n") == 4
+
+
+# ---------------------------------------------------------------- semantics
+
+def same(a: object, b: object) -> bool:
+    """Indistinguishable: same type, and for NumPy values same dtype, shape and bits."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (np.ndarray, np.generic)):
+        return a.dtype == b.dtype and np.shape(a) == np.shape(b) and a.tobytes() == b.tobytes()
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(map(same, a, b))
+    return a == b
+
+
+def run_original_and_optimized(text: str, make_inputs, resolve=None):
+    """Run the graph of `text` in the interpreter before and after the canonical passes, each
+    on fresh inputs; return both (result, inputs afterwards) pairs."""
+    outcomes = []
+    for graph in (parse_ir(text, resolve), run(text, run_canonical_passes, resolve=resolve)):
+        inputs = make_inputs()
+        outcomes.append((compile_graph(graph)(*inputs), inputs))
+    return outcomes
+
+
+def mutation_inputs():
+    return [np.array([0.0, 1.5, 3.0]), [4, 5], 1]
+
+
+@pytest.mark.parametrize("text, make_inputs", [
+    *[pytest.param(MUTATION.format(write=write), mutation_inputs, id=f"mutation-{name}")
+      for name, write in [("iadd", "%x.1 : Tensor = aten::iadd(%x, %one)"),
+                          ("append", "list::append(%l, %n)"), ("none", "")]],
+    pytest.param(IF_ON_CONSTANT.replace("{cond}", "True"), lambda: [7], id="if-true"),
+    pytest.param(IF_ON_CONSTANT.replace("{cond}", "False"), lambda: [7], id="if-false"),
+    pytest.param(LOOP.format(use_u="list::append(%l, %u.1)", result="%t"), lambda: [5, [1]],
+                 id="loop-carried-kept"),
+    pytest.param(LOOP.format(use_u="", result="%s"), lambda: [5, [1]], id="loop-carried-dead"),
+    pytest.param("""graph(%x : Tensor):
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::mul(%x, %x)
+  %b : Tensor = aten::mul(%x, %x)
+  %a.1 : Tensor = aten::iadd(%a, %one)
+  %r : Tensor = aten::add(%a, %b)
+  return (%r)
+""", lambda: [np.array([1.0, 2.0])], id="fresh-array-written"),
+    pytest.param(PIPELINE, lambda: [np.array([-2.5, 0.0, np.inf], dtype=np.float32)],
+                 id="inline-fold-square"),
+])
+def test_optimized_graphs_behave_as_the_original(text, make_inputs):
+    (expected, expected_inputs), (actual, actual_inputs) = run_original_and_optimized(
+        text, make_inputs, {"helpers.square": SQUARE}.get)
+    assert same(actual, expected)
+    assert same(actual_inputs, expected_inputs)
+
+
+def special_values(dtype) -> np.ndarray:
+    """Random values over the whole range of `dtype`, with zeros, infinities, NaN,
+    subnormals and the overflow edge."""
+    info = np.finfo(dtype)
+    unsigned = f"u{info.bits // 8}"
+    values = np.random.default_rng(7).integers(0, 2 ** info.bits, 20000, dtype=unsigned,
+                                               endpoint=False).view(dtype)
+    edges = [0.0, -0.0, np.inf, -np.inf, np.nan, info.smallest_subnormal, info.tiny,
+             info.max, -info.max, np.cbrt(info.max), np.sqrt(info.max)]
+    return np.concatenate([values, np.array(edges, dtype=dtype)])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_float_powers_as_multiplications_keep_values(dtype):
+    t = f"Tensor(dtype={np.dtype(dtype).name}, ndarray=1)"
+    x = special_values(dtype)
+    for exponent in (2, 3):
+        text = POWER.format(type=t, exponent=exponent, exponent_type="int", result=t)
+        with np.errstate(all="ignore"):
+            (expected, _), (actual, _) = run_original_and_optimized(text, lambda: [x])
+        assert actual.dtype == expected.dtype == dtype
+        if exponent == 2:
+            assert actual.tobytes() == expected.tobytes()       # NumPy's ** 2 is square
+            continue
+        # ** 3 is pow (within the contract's 4 ulp for transcendental functions)
+        finite = np.isfinite(expected)
+        assert np.array_equal(np.isfinite(actual), finite)
+        assert np.array_equal(actual[~finite], expected[~finite], equal_nan=True)
+        ints = f"i{np.dtype(dtype).itemsize}"
+        ulps = np.abs(actual[finite].view(ints).astype(np.int64)
+                      - expected[finite].view(ints).astype(np.int64))
+        assert ulps.max() <= 4
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint16])
+def test_integer_array_powers_as_multiplications_wrap_alike(dtype):
+    t = f"Tensor(dtype={np.dtype(dtype).name}, ndarray=1)"
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(3).integers(info.min, info.max, 5000, dtype=dtype,
+                                          endpoint=True)
+    for exponent in (2, 3):
+        text = POWER.format(type=t, exponent=exponent, exponent_type="int", result=t)
+        (expected, _), (actual, _) = run_original_and_optimized(text, lambda: [x])
+        assert same(actual, expected)

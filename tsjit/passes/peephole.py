@@ -56,6 +56,7 @@ def power_to_multiplication(node: Node) -> bool:
     product = _insert_mul(base, base, result_type, node)
     if power == 3:
         product = _insert_mul(product, base, result_type, node)
+    product.name = node.output.name
     node.output.replace_all_uses_with(product)
     node.destroy()
     return True
