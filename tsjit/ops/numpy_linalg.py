@@ -1,0 +1,132 @@
+"""Products and np.linalg: dot, matmul, outer, inner, vdot, einsum, tensordot, kron, norm,
+inv, solve, det.  Results have the promoted dtype of the operands; the rank follows
+NumPy's rules for 1-D operands (a vector . vector product is a NumPy scalar).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..ir.types import StrType, TensorType, Type
+from .numpy_reductions import reduction
+from .numpy_rules import (
+    ANYTHING,
+    ARRAY,
+    OPTIONAL_NUMBER,
+    CallTypes,
+    Kind,
+    define,
+    probe_dtype,
+    sizes_of,
+    tensor,
+)
+from .promotion import common_dtype, operand_dtype, ufunc_loop
+
+Rule = Callable[[CallTypes], Type]
+
+
+def _rank(t: Type) -> int | None:
+    sizes = sizes_of(t)
+    return None if sizes is None else len(sizes)
+
+
+def _product(rank_rule: Callable[[int, int], int | None]) -> Rule:
+    """A product of the first two arguments: their promoted dtype, the rank NumPy gives."""
+    def result(call: CallTypes) -> Type:
+        a, b = call.types[:2]
+        ra, rb = _rank(a), _rank(b)
+        rank = None if ra is None or rb is None else rank_rule(ra, rb)
+        return tensor(common_dtype([a, b]), None if rank is None else (None,) * rank,
+                      None if rank is None else rank > 0)
+    return result
+
+
+def _dot_rank(ra: int, rb: int) -> int:
+    if 0 in (ra, rb):
+        return ra + rb
+    return ra + rb - 2
+
+
+def _matmul_rank(ra: int, rb: int) -> int | None:
+    if 0 in (ra, rb):
+        return None   # matmul rejects scalars
+    if ra == 1 or rb == 1:
+        return ra + rb - 2
+    return max(ra, rb)
+
+
+define("numpy::dot", "a, b, out=None", _product(_dot_rank), "np.dot", python=(np.dot,),
+       methods=((TensorType, "dot"),))
+define("numpy::inner", "a, b, /", _product(_dot_rank), "np.inner", python=(np.inner,))
+define("numpy::vdot", "a, b, /", _product(lambda ra, rb: 0), "np.vdot", python=(np.vdot,))
+define("numpy::outer", "a, b, out=None", _product(lambda ra, rb: 2), "np.outer",
+       python=(np.outer,))
+define("numpy::kron", "a, b", _product(max), "np.kron", python=(np.kron,))
+
+
+def _matmul_result(call: CallTypes) -> Type:
+    shaped = _product(_matmul_rank)(call)
+    loop = ufunc_loop(np.matmul, call.types[:2])
+    return tensor(None if loop is None else loop[1][0], shaped.sizes, shaped.ndarray)
+
+
+define("numpy::matmul", "x1, x2, /, out=None, *, dtype=None", _matmul_result, "np.matmul",
+       python=(np.matmul,))
+define("numpy::tensordot", "a, b, axes=2", _product(lambda ra, rb: None), "np.tensordot",
+       kinds={"axes": ANYTHING}, python=(np.tensordot,))
+
+
+def _einsum_result(call: CallTypes) -> Type:
+    subscripts, *operands = call.all_of("operands")
+    return tensor(common_dtype(operands) if subscripts == StrType else None)
+
+
+define("numpy::einsum", "*operands, out=None, optimize=False", _einsum_result, "np.einsum",
+       kinds={"operands": Kind("a subscripts str and arrays",
+                               lambda t: t == StrType or ARRAY.accepts(t)),
+              "optimize": ANYTHING},
+       python=(np.einsum,))
+
+
+# -- np.linalg --
+
+def _linalg_dtype(fn: Callable, *args: Type) -> np.dtype | None:
+    """The dtype np.linalg gives (ints become float64), probed on 1x1 matrices."""
+    dtypes = [operand_dtype(t) for t in args]
+    if any(d is None for d in dtypes):
+        return None
+    return probe_dtype(fn, *(np.dtype(d) for d in dtypes))
+
+
+def _inv(a: np.ndarray) -> np.ndarray:
+    return np.linalg.inv(a.reshape(1, 1))
+
+
+def _det(a: np.ndarray) -> np.ndarray:
+    return np.linalg.det(a.reshape(1, 1))
+
+
+def _solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.linalg.solve(a.reshape(1, 1), b)
+
+
+def _det_result(call: CallTypes) -> Type:
+    rank = _rank(call["a"])
+    sizes = None if rank is None else (None,) * (rank - 2)
+    return tensor(_linalg_dtype(_det, call["a"]), sizes, None if sizes is None else rank > 2)
+
+
+define("numpy::linalg_norm", "x, ord=None, axis=None, keepdims=False",
+       reduction(np.linalg.norm), "np.linalg.norm",
+       kinds={"ord": Kind("a number, a str or None",
+                          lambda t: t == StrType or OPTIONAL_NUMBER.accepts(t))},
+       python=(np.linalg.norm,))
+define("numpy::linalg_inv", "a",
+       lambda call: tensor(_linalg_dtype(_inv, call["a"]), sizes_of(call["a"]), True),
+       "np.linalg.inv", python=(np.linalg.inv,))
+define("numpy::linalg_det", "a", _det_result, "np.linalg.det", python=(np.linalg.det,))
+define("numpy::linalg_solve", "a, b",
+       lambda call: tensor(_linalg_dtype(_solve, call["a"], call["b"]), sizes_of(call["b"]),
+                           True),
+       "np.linalg.solve", python=(np.linalg.solve,))
