@@ -53,26 +53,27 @@ def script_function(text: str, resolve=None):
     return compiled
 
 
-ADD_ONE = script_function("""graph(%a : int):
+ADD_ONE = """graph(%a : int):
   %one : int = prim::Constant[value=1]()
   %r : int = aten::add(%a, %one)
   return (%r)
-""")
+"""
 
 
 def test_inline_replaces_each_call_by_a_copy_of_the_callee():
+    add_one = script_function(ADD_ONE)
     source = SourceRange("return a + 1", "helpers.py", 7, 12, first_line=3)
-    next(n for n in ADD_ONE.graph.nodes() if n.kind == "aten::add").source = source
+    next(n for n in add_one.graph.nodes() if n.kind == "aten::add").source = source
     graph = run("""graph(%n : int):
   %x : int = prim::CallFunction[fn=Py(helpers.add_one)](%n)
   %y : int = prim::CallFunction[fn=Py(helpers.add_one)](%x)
   return (%y)
-""", inline_calls, resolve={"helpers.add_one": ADD_ONE}.get)
+""", inline_calls, resolve={"helpers.add_one": add_one}.get)
     FileCheck().check_not("prim::CallFunction").check("aten::add(%n, ") \
         .check("aten::add(%r, ").check("return (%r.1)").run(graph)
     adds = [n for n in graph.nodes() if n.kind == "aten::add"]
     assert [n.source for n in adds] == [source, source]
-    assert count(ADD_ONE.graph, "aten::add") == 1       # the callee itself is untouched
+    assert count(add_one.graph, "aten::add") == 1       # the callee itself is untouched
 
 
 def test_inline_is_recursive_and_keeps_calls_without_a_graph():
@@ -80,7 +81,7 @@ def test_inline_is_recursive_and_keeps_calls_without_a_graph():
   %b : int = prim::CallFunction[fn=Py(helpers.add_one)](%a)
   %c : int = prim::CallFunction[fn=Py(helpers.add_one)](%b)
   return (%c)
-""", {"helpers.add_one": ADD_ONE}.get)
+""", {"helpers.add_one": script_function(ADD_ONE)}.get)
 
     def ignored(a):
         return a
