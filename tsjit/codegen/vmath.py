@@ -568,6 +568,38 @@ def _arctan2(em: _Emit, y, x):
     return em.copysign(_quarter_pis_plus(em, m, t, p), y)
 
 
+# ---------------------------------------------------------------- erf
+
+# erf(x) rounds to +-1 beyond these.
+_ERF_SATURATION = {"float32": 4.0, "float64": 6.0}
+
+
+def _erf(em: _Emit, x):
+    """x + x P(x^2) below 1; above, 1 - exp(-x^2) * Q(1/x - center) with Q from the piece
+    of [1, saturation) that holds |x|. All pieces share one Horner evaluation whose variable
+    and coefficients are selected per lane; x^2 enters exp as an exact double-word."""
+    fmt = em.fmt
+    saturation = _ERF_SATURATION[fmt.name]
+    ax = em.sel(em.cmp(">", em.fabs(x), saturation), saturation, em.fabs(x))
+    small = em.cmp("<", ax, 1.0)
+    x2 = em.mul(ax, ax)
+    pieces = K.ERFC_SCALED[fmt.name]
+    inner = K.ERF_SMALL[fmt.name]
+    degree = max(len(inner), *(len(coeffs) for _, _, coeffs in pieces))
+    center = em.v(0.0)
+    coefficients = [em.v(0.0)] * degree
+    for start, piece_center, coeffs in pieces:
+        here = em.cmp(">=", ax, start)
+        center = em.sel(here, piece_center, center)
+        coefficients = [em.sel(here, c, old) for c, old in zip(coeffs, coefficients)]
+    padded = list(inner) + [0.0] * (degree - len(inner))
+    coefficients = [em.sel(small, c, old) for c, old in zip(padded, coefficients)]
+    p = em.poly(em.sel(small, x2, em.sub(em.div(1.0, ax), center)), coefficients)
+    e = _exp(em, em.neg(x2))
+    e = em.mla(em.neg(e), em.fma(ax, ax, em.neg(x2)), e)  # exp(-x2 - x2_lo)
+    return em.copysign(em.sel(small, em.mla(ax, p, ax), em.mla(em.neg(e), p, 1.0)), x)
+
+
 # ---------------------------------------------------------------- dispatch
 
 
@@ -591,6 +623,7 @@ _FUNCTIONS: dict[str, tuple[int, Callable[..., ir.Value]]] = {
     "arctan": (1, _arctan),
     "arctan2": (2, _arctan2),
     "pow": (2, _pow),
+    "erf": (1, _erf),
 }
 
 SUPPORTED: frozenset[str] = frozenset(_FUNCTIONS)
