@@ -3,10 +3,10 @@
 The canonical pipeline runs on every scripted graph before execution: inline
 calls once, then fold constants, apply peephole rules, merge common
 subexpressions and delete dead code until the graph stops changing (each pass
-exposes work for the others: a folded branch leaves dead code, a merged node
-leaves constants to fold).  PASSES names every pass, so that tests and logging
-(`TSJIT_LOG`) can refer to them; the logger `tsjit.passes` prints the graph after
-each pass at DEBUG level.
+exposes work for the others: an inlined callee receives constants to fold, a
+folded branch leaves dead code, a rewritten power leaves products to merge).
+PASSES names every pass, so that tests and logging (`TSJIT_LOG`) can refer to
+them; the logger `tsjit.passes` prints the graph after each pass at DEBUG level.
 """
 from __future__ import annotations
 
