@@ -17,6 +17,9 @@ What the generator adds to a naive translation:
 """
 from __future__ import annotations
 
+import itertools
+import linecache
+import weakref
 from collections.abc import Callable, Sequence
 
 from ..ir.graph import Block, Graph, Node, SourceRange, Value
@@ -30,6 +33,7 @@ from .rendering import Renderer
 from .variables import Variables
 
 _INDENT = "    "
+_compiled_count = itertools.count()
 
 
 class _Writer:
@@ -259,8 +263,9 @@ def compile_graph(graph: Graph, name: str = "forward", filename: str = "<script>
     """Generate, compile and load the Python function that runs `graph`.
 
     The function takes the graph's inputs positionally and returns its output (a tuple
-    when the graph has not exactly one).  `filename` labels the generated code in
-    tracebacks; script locations in error messages come from the nodes' source ranges.
+    when the graph has not exactly one).  Tracebacks show the generated lines under the
+    label `<tsjit name (filename) #k>` (never the script's own file name, whose lines
+    differ); the script locations in error messages come from the nodes' source ranges.
     """
     renderer = Renderer()
     source, sources = _Writer(graph, renderer, release=True).function(
@@ -269,8 +274,12 @@ def compile_graph(graph: Graph, name: str = "forward", filename: str = "<script>
     globals_.update(renderer.bound)
     globals_.update(_locate=locate, _SOURCES=sources)
     assert name not in globals_, f"function name {name!r} clashes with a global"
-    exec(compile(source, filename, "exec"), globals_)
-    return CompiledGraph(graph, globals_[name], source, sources)
+    label = f"<tsjit {name} ({filename}) #{next(_compiled_count)}>"
+    exec(compile(source, label, "exec"), globals_)
+    fn = globals_[name]
+    linecache.cache[label] = (len(source), None, source.splitlines(True), label)
+    weakref.finalize(fn, linecache.cache.pop, label, None)
+    return CompiledGraph(graph, fn, source, sources)
 
 
 def python_source(graph: Graph, name: str) -> str:

@@ -59,17 +59,18 @@ class Releases:
         self.at_start: dict[Block, list[str]] = defaultdict(list)
         self.at_end: dict[Block, list[str]] = defaultdict(list)
         for value in liveness.defined:
-            if may_hold_large_object(value.type) and value in variables:
+            if may_hold_large_object(value.type) and value in variables and not (
+                    _is_loop_counter(value) and not value.uses):   # never assigned
                 self._place(value, value.node.block, [user for user, _ in value.uses])
 
     def _place(self, value: Value, block: Block, users: list[Node]) -> None:
         """Delete `value` after its last use among `users` (all inside `block`)."""
         name = self._vars[value]
-        if not users:
-            if value.node is block.param_node:
-                self.at_start[block].append(name)
-            elif name not in self._output_names(value.node):
+        if not users:    # unused: in a branch that does not read it, or at all
+            if value.node.block is block and value.node is not block.param_node:
                 self.after[value.node].append(name)
+            else:
+                self.at_start[block].append(name)
             return
         last = max((_top_user(u, block) for u in users), key=self._liveness.use_position)
         inside = [u for u in users if u is not last and _top_user(u, block) is last]
@@ -98,6 +99,12 @@ class Releases:
             return self._output_names(owner)
         cond = LoopParts(owner).next_cond
         return self._param_names(owner) | ({self._vars[cond]} if cond in self._vars else set())
+
+
+def _is_loop_counter(value: Value) -> bool:
+    owner = value.node.block.owner
+    return (value.node is value.node.block.param_node and owner is not None
+            and owner.kind == "prim::Loop" and value.index == 0)
 
 
 def _is_within(user: Node, block: Block) -> bool:

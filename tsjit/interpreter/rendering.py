@@ -1,10 +1,11 @@
 """Python source text for the values a graph holds: constants and node attributes.
 
-Literals (ints, finite floats, bools, None, str and tuples of them) are written inline, so
-CPython loads them as code constants.  Any other object — a class, a function, a dtype, an
-enum member, a NumPy scalar or array, an IR Type — is bound in the generated function's
-globals under a name `_k<N>`, one per distinct object.  For `.code`, which is read and
-never run, the same objects are written by what they are (`np.float32`, `Color.RED`).
+Literals (ints, finite floats, bools, None, str and tuples or lists of them) are written
+inline, so CPython loads them as code constants.  Any other object — a class, a function,
+a dtype, an enum member, a NumPy scalar or array, an IR Type — is bound in the generated
+function's globals under a name `_k<N>`, one per distinct object.  For `.code`, which is
+read and never run, the same objects are written by what they are (`np.float32`,
+`Color.RED`).
 """
 from __future__ import annotations
 
@@ -21,14 +22,20 @@ BOUND_NAME = re.compile(r"_k\d+")
 
 
 def literal(value: object) -> str | None:
-    """The Python literal that evaluates to `value` (same type), if there is one."""
+    """The Python literal that evaluates to `value` (same type), if there is one.
+
+    A list constant becomes a list display, which makes a fresh list each time it runs,
+    so no call can see another call's mutation of it.
+    """
     kind = type(value)
     if kind in _LITERAL_ATOMS or (kind is float and math.isfinite(value)):
         return repr(value)
-    if kind is tuple:
+    if kind is tuple or kind is list:
         parts = [literal(v) for v in value]
         if None in parts:
             return None
+        if kind is list:
+            return f"[{', '.join(parts)}]"
         return f"({parts[0]},)" if len(parts) == 1 else f"({', '.join(parts)})"
     return None
 

@@ -1,0 +1,770 @@
+"""The reference interpreter: graphs compiled to Python must behave exactly like the
+eager operations (values, types, mutation, exception classes), free dead arrays at once,
+and point runtime errors at the script source."""
+from __future__ import annotations
+
+import math
+import operator
+import tracemalloc
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tsjit.ops  # noqa: F401  (registers the ops)
+from tsjit.interpreter import compile_graph, isinstance_of, python_source
+from tsjit.ir import Graph, SourceRange
+from tsjit.ir.parser import parse_ir
+from tsjit.ir.types import (
+    TENSOR,
+    AnyType,
+    BoolType,
+    ClassType,
+    DictType,
+    FloatType,
+    IntType,
+    ListType,
+    NoneType,
+    OptionalType,
+    TensorType,
+    TupleType,
+    UnionType,
+    VarTupleType,
+)
+
+INT64_MAX = 9223372036854775807
+
+
+def run(text: str, *args):
+    return compile_graph(parse_ir(text))(*args)
+
+
+# ---- straight-line code
+
+
+def test_int_and_float_arithmetic_follow_python():
+    text = """graph(%a : int, %b : int, %x : float):
+  %0 : int = aten::floordiv(%a, %b)
+  %1 : int = aten::mod(%a, %b)
+  %2 : float = aten::truediv(%a, %b)
+  %3 : float = aten::mul(%x, %0)
+  %4 : int = prim::Constant[value=-3]()
+  %5 : int = aten::pow(%a, %4)
+  %6 : Tuple[int, int, float, float, float] = prim::TupleConstruct(%0, %1, %2, %3, %5)
+  return (%6)
+"""
+    for a, b, x in [(7, 2, 1.5), (-7, 2, 0.25), (7, -3, -2.0)]:
+        got = run(text, a, b, x)
+        want = (a // b, a % b, a / b, x * (a // b), a ** -3)
+        assert got == want and list(map(type, got)) == list(map(type, want))
+
+
+def test_tensor_arithmetic_keeps_numpy_types():
+    text = """graph(%x : Tensor, %s : float):
+  %0 : Tensor = aten::mul(%x, %s)
+  %1 : Tensor = aten::add(%0, %x)
+  return (%1)
+"""
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    got = run(text, x, 0.5)
+    want = x * 0.5 + x
+    assert got.dtype == want.dtype == np.float32 and np.array_equal(got, want)
+    scalar = run(text, np.float32(2.0), 0.5)
+    assert type(scalar) is np.float32 and scalar == np.float32(3.0)
+
+
+def test_constants_of_every_kind_are_inlined_or_bound():
+    text = """graph():
+  %0 : float = prim::Constant[value=-inf]()
+  %1 : float = prim::Constant[value=nan]()
+  %2 : DType = prim::Constant[value=dtype(float32)]()
+  %3 : Tensor = prim::Constant[value=float32(2.5)]()
+  %4 : Tensor = prim::Constant[value=Array(int16, [1, 2])]()
+  %5 : str = prim::Constant[value="a\\"b"]()
+  %6 : Tuple[int, Tuple[()]] = prim::Constant[value=(1, ())]()
+  %7 : Tuple[float, float, DType, Tensor, Tensor, str, Tuple[int, Tuple[()]]] = TUPLE
+  return (%7)
+""".replace("TUPLE", "prim::TupleConstruct(%0, %1, %2, %3, %4, %5, %6)")
+    neg_inf, nan, dtype, scalar, array, text_, nested = run(text)
+    assert neg_inf == -math.inf and math.isnan(nan)
+    assert dtype == np.dtype(np.float32)
+    assert type(scalar) is np.float32 and scalar == 2.5
+    assert array.dtype == np.int16 and array.tolist() == [1, 2]
+    assert text_ == 'a"b' and nested == (1, ())
+
+
+def test_negative_constants_stay_one_operand():
+    text = """graph(%a : int):
+  %0 : int = prim::Constant[value=-2]()
+  %1 : int = aten::pow(%0, %a)
+  %2 : float = prim::Constant[value=-0.0]()
+  %3 : float = aten::mul(%2, %2)
+  %4 : Tuple[int, float] = prim::TupleConstruct(%1, %3)
+  return (%4)
+"""
+    assert run(text, 2) == ((-2) ** 2, 0.0)
+
+
+# ---- control flow
+
+
+def test_if_with_outputs_assigns_them_in_each_branch():
+    text = """graph(%a : int, %b : int):
+  %c : bool = aten::lt(%a, %b)
+  %m : int, %n : int = prim::If(%c)
+    block0():
+      -> (%a, %b)
+    block1():
+      %d : int = aten::sub(%a, %b)
+      -> (%b, %d)
+  %r : Tuple[int, int] = prim::TupleConstruct(%m, %n)
+  return (%r)
+"""
+    assert run(text, 1, 5) == (1, 5)
+    assert run(text, 9, 5) == (5, 4)
+
+
+def test_if_without_then_statements_tests_the_negation():
+    text = """graph(%xs : List[int], %c : bool):
+  prim::If(%c)
+    block0():
+      -> ()
+    block1():
+      %0 : int = prim::Constant[value=1]()
+      list::append(%xs, %0)
+      -> ()
+  return (%xs)
+"""
+    source = compile_graph(parse_ir(text)).source
+    assert "if not c:" in source
+    assert run(text, [], True) == [] and run(text, [], False) == [1]
+
+
+COLLATZ = f"""graph(%n : int):
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %two : int = prim::Constant[value=2]()
+  %three : int = prim::Constant[value=3]()
+  %forever : int = prim::Constant[value={INT64_MAX}]()
+  %true : bool = prim::Constant[value=True]()
+  %total : int = prim::Loop(%n, %true, %zero)
+    block0(%i : int, %total.1 : int):
+      %x : int = aten::add(%i, %one)
+      %c : bool = aten::ne(%x, %one)
+      %x.1 : int, %total.2 : int = prim::Loop(%forever, %c, %x, %total.1)
+        block0(%j : int, %x.2 : int, %total.3 : int):
+          %r : int = aten::mod(%x.2, %two)
+          %even : bool = aten::eq(%r, %zero)
+          %x.3 : int = prim::If(%even)
+            block0():
+              %x.4 : int = aten::floordiv(%x.2, %two)
+              -> (%x.4)
+            block1():
+              %t : int = aten::mul(%three, %x.2)
+              %x.5 : int = aten::add(%t, %one)
+              -> (%x.5)
+          %total.4 : int = aten::add(%total.3, %one)
+          %c.1 : bool = aten::ne(%x.3, %one)
+          -> (%c.1, %x.3, %total.4)
+      -> (%true, %total.2)
+  return (%total)
+"""
+
+
+def collatz(n: int) -> int:
+    total = 0
+    for i in range(1, n + 1):
+        x = i
+        while x != 1:
+            x = x // 2 if x % 2 == 0 else 3 * x + 1
+            total += 1
+    return total
+
+
+def test_nested_for_and_while_loops():
+    compiled = compile_graph(parse_ir(COLLATZ))
+    assert [compiled(n) for n in (0, 1, 2, 30)] == [collatz(n) for n in (0, 1, 2, 30)]
+    # the fastest faithful statements, and one variable per loop-carried value
+    assert "for i in range(n):" in compiled.source and "while c:" in compiled.source
+    for copy in ("total = total_", "x = x_", "total_1 = total", "x_1 = x"):
+        assert copy not in compiled.source
+
+
+def test_general_loop_with_a_computed_condition_and_used_counter():
+    # for i in range(n): acc += i * k; stop once acc >= limit (condition checked after)
+    text = """graph(%n : int, %k : int, %limit : int):
+  %zero : int = prim::Constant[value=0]()
+  %c0 : bool = aten::lt(%zero, %limit)
+  %acc : int, %steps : int = prim::Loop(%n, %c0, %zero, %zero)
+    block0(%i : int, %acc.1 : int, %steps.1 : int):
+      %d : int = aten::mul(%i, %k)
+      %acc.2 : int = aten::add(%acc.1, %d)
+      %one : int = prim::Constant[value=1]()
+      %steps.2 : int = aten::add(%steps.1, %one)
+      %c : bool = aten::lt(%acc.2, %limit)
+      -> (%c, %acc.2, %steps.2)
+  %r : Tuple[int, int] = prim::TupleConstruct(%acc, %steps)
+  return (%r)
+"""
+
+    def eager(n, k, limit):
+        i, c, acc, steps = 0, 0 < limit, 0, 0
+        while i < n and c:
+            acc, steps = acc + i * k, steps + 1
+            c = acc < limit
+            i += 1
+        return acc, steps
+
+    compiled = compile_graph(parse_ir(text))
+    for args in [(10, 3, 20), (10, 3, 0), (0, 1, 5), (4, 1, 100), (5, -1, 1)]:
+        assert compiled(*args) == eager(*args)
+
+
+def test_loop_swapping_carried_values():
+    text = """graph(%n : int, %a : int, %b : int):
+  %true : bool = prim::Constant[value=True]()
+  %x : int, %y : int = prim::Loop(%n, %true, %a, %b)
+    block0(%i : int, %x.1 : int, %y.1 : int):
+      -> (%true, %y.1, %x.1)
+  %r : Tuple[int, int] = prim::TupleConstruct(%x, %y)
+  return (%r)
+"""
+    assert [run(text, n, 1, 2) for n in range(4)] == [(1, 2), (2, 1), (1, 2), (2, 1)]
+
+
+def test_while_true_with_a_break_flag():
+    # while True: x = x * 2; if x > limit: break   (the front end's lowering)
+    text = f"""graph(%x : int, %limit : int):
+  %forever : int = prim::Constant[value={INT64_MAX}]()
+  %true : bool = prim::Constant[value=True]()
+  %two : int = prim::Constant[value=2]()
+  %x.1 : int = prim::Loop(%forever, %true, %x)
+    block0(%i : int, %x.2 : int):
+      %x.3 : int = aten::mul(%x.2, %two)
+      %stop : bool = aten::gt(%x.3, %limit)
+      %go : bool = aten::__not__(%stop)
+      -> (%go, %x.3)
+  return (%x.1)
+"""
+    compiled = compile_graph(parse_ir(text))
+    assert "while True:" in compiled.source
+    assert [compiled(x, 100) for x in (1, 3, 500)] == [128, 192, 1000]
+
+
+def test_loop_condition_that_is_also_a_carried_value():
+    # the next condition is the *previous* flag, which the carried copy overwrites
+    text = """graph(%n : int, %flag : bool):
+  %c : bool, %k : int = prim::Loop(%n, %flag, %flag, %n)
+    block0(%i : int, %f : bool, %k.1 : int):
+      %one : int = prim::Constant[value=1]()
+      %k.2 : int = aten::sub(%k.1, %one)
+      %zero : int = prim::Constant[value=0]()
+      %f.1 : bool = aten::gt(%k.2, %zero)
+      -> (%f, %f.1, %k.2)
+  %r : Tuple[bool, int] = prim::TupleConstruct(%c, %k)
+  return (%r)
+"""
+
+    def eager(n, flag):
+        i, c, f, k = 0, flag, flag, n
+        while i < n and c:
+            k -= 1
+            c, f = f, k > 0
+            i += 1
+        return f, k
+
+    for args in [(3, True), (3, False), (1, True), (10, True)]:
+        assert run(text, *args) == eager(*args)
+
+
+# ---- containers, objects, mutation
+
+
+def test_tuples_lists_and_dicts():
+    text = """graph(%a : int, %s : str):
+  %l : List[int] = prim::ListConstruct(%a, %a)
+  %t : Tuple[List[int], str] = prim::TupleConstruct(%l, %s)
+  %l.1 : List[int], %s.1 : str = prim::TupleUnpack(%t)
+  %d : Dict[str, List[int]] = prim::DictConstruct(%s.1, %l.1)
+  %e : List[int] = aten::__getitem__(%d, %s)
+  %x : int, %y : int = prim::ListUnpack(%e)
+  %r : Tuple[Dict[str, List[int]], int, int] = prim::TupleConstruct(%d, %x, %y)
+  return (%r)
+"""
+    d, x, y = run(text, 4, "k")
+    assert d == {"k": [4, 4]} and (x, y) == (4, 4)
+
+
+def test_list_unpack_of_the_wrong_length_raises_value_error():
+    text = """graph(%l : List[int]):
+  %x : int, %y : int = prim::ListUnpack(%l)
+  return (%x)
+"""
+    with pytest.raises(ValueError):
+        run(text, [1, 2, 3])
+
+
+def test_list_mutation_is_visible_to_the_caller():
+    text = """graph(%xs : List[int], %v : int):
+  list::append(%xs, %v)
+  %0 : int = prim::Constant[value=0]()
+  aten::__setitem__(%xs, %0, %v)
+  %n : int = aten::len(%xs)
+  return (%n)
+"""
+    xs = [1, 2]
+    assert run(text, xs, 9) == 3 and xs == [9, 2, 9]
+
+
+class Counter:
+    def __init__(self, count: int):
+        self.count = count
+
+
+def test_set_attr_on_a_python_object():
+    counter_type = ClassType.for_class(Counter)
+    graph = Graph()
+    obj = graph.add_input(counter_type, "obj")
+    get = graph.create("prim::GetAttr", [obj], [IntType], {"name": "count"})
+    one = graph.create("prim::Constant", [], [IntType], {"value": 1})
+    add = graph.create("aten::add", [get.output, one.output], [IntType])
+    set_ = graph.create("prim::SetAttr", [obj, add.output], [], {"name": "count"})
+    for node in (get, one, add, set_):
+        graph.block.append(node)
+    graph.block.add_output(add.output)
+    counter = Counter(41)
+    assert compile_graph(graph)(counter) == 42 and counter.count == 42
+
+
+def test_in_place_array_update_is_visible_to_the_caller():
+    text = """graph(%x : Tensor):
+  %0 : float = prim::Constant[value=1.5]()
+  %y : Tensor = aten::iadd(%x, %0)
+  %none : NoneType = prim::Constant[value=None]()
+  return (%none)
+"""
+    x = np.zeros(3)
+    assert run(text, x) is None and x.tolist() == [1.5, 1.5, 1.5]
+
+
+def test_isinstance_follows_python():
+    point = TupleType((IntType, FloatType))
+    assert isinstance_of(True, IntType) and isinstance_of(np.float64(1), FloatType)
+    assert not isinstance_of(np.int64(1), IntType)
+    assert isinstance_of(np.float32(1), TENSOR) and isinstance_of(np.zeros(2), TENSOR)
+    assert isinstance_of(np.zeros((2, 3), np.float32), TensorType("float32", (None, 3), "C"))
+    assert not isinstance_of(np.zeros((3, 2), np.float32).T, TensorType(layout="C"))
+    assert isinstance_of([1, 2], ListType(IntType)) and not isinstance_of([1, 2.0],
+                                                                          ListType(IntType))
+    assert isinstance_of({"a": [1]}, DictType(AnyType, ListType(IntType)))
+    assert isinstance_of((1, 2.0), point) and not isinstance_of((1, 2.0, 3), point)
+    assert isinstance_of((1, 2), VarTupleType(IntType))
+    assert isinstance_of(None, OptionalType(IntType)) and isinstance_of(None, NoneType)
+    assert not isinstance_of("s", UnionType((IntType, TupleType(()))))
+    assert isinstance_of(Counter(1), ClassType.for_class(Counter))
+    assert isinstance_of(2.0, (IntType, FloatType)) and not isinstance_of(2.0, (BoolType,))
+
+
+# ---- runtime errors
+
+
+def _locate_nodes(text: str, script: str, marked: dict[str, str]) -> Graph:
+    """parse_ir(text) with `node.source` set for nodes whose first output is named in
+    `marked`: output name -> the text of the script they came from."""
+    graph = parse_ir(text)
+    for node in graph.nodes():
+        for v in node.outputs[:1]:
+            snippet = marked.get(v.name)
+            if snippet is not None:
+                start = script.index(snippet)
+                node.source = SourceRange(script, "model.py", start, start + len(snippet), 10)
+    return graph
+
+
+SCRIPT = "def f(a, b):\n    q = a // b\n    return q\n"
+
+
+def test_runtime_error_keeps_its_class_and_points_at_the_script():
+    text = """graph(%a : int, %b : int):
+  %q : int = aten::floordiv(%a, %b)
+  return (%q)
+"""
+    compiled = compile_graph(_locate_nodes(text, SCRIPT, {"q": "a // b"}))
+    assert compiled(7, 2) == 3
+    with pytest.raises(ZeroDivisionError) as info:
+        compiled(1, 0)
+    message = str(info.value)
+    assert message.startswith("integer division or modulo by zero\n")
+    assert 'File "model.py", line 11' in message
+    assert "    q = a // b\n        ~~~~~~ <--- HERE" in message
+
+
+def test_raise_exception_node_keeps_the_message():
+    script = "def f(n):\n    if n < 0:\n        raise ValueError('negative')\n"
+    text = """graph(%n : int):
+  %zero : int = prim::Constant[value=0]()
+  %c : bool = aten::lt(%n, %zero)
+  prim::If(%c)
+    block0():
+      %msg : str = prim::Constant[value="negative"]()
+      prim::RaiseException[cls=Py(builtins.ValueError)](%msg)
+      -> ()
+    block1():
+      -> ()
+  return (%n)
+"""
+    graph = parse_ir(text)
+    raise_node = next(n for n in graph.nodes() if n.kind == "prim::RaiseException")
+    start = script.index("raise")
+    raise_node.source = SourceRange(script, "model.py", start, len(script) - 1, 1)
+    compiled = compile_graph(graph)
+    assert compiled(3) == 3
+    with pytest.raises(ValueError) as info:
+        compiled(-1)
+    assert info.value.args[0].startswith("negative\n") and "<--- HERE" in info.value.args[0]
+
+
+def test_key_error_keeps_its_key_and_gets_a_note():
+    text = """graph(%d : Dict[str, int], %k : str):
+  %v : int = aten::__getitem__(%d, %k)
+  return (%v)
+"""
+    script = "def f(d, k):\n    v = d[k]\n"
+    compiled = compile_graph(_locate_nodes(text, script, {"v": "d[k]"}))
+    with pytest.raises(KeyError) as info:
+        compiled({}, "missing")
+    assert info.value.args == ("missing",)
+    assert any("<--- HERE" in note for note in info.value.__notes__)
+
+
+def test_a_called_graph_error_is_located_once():
+    inner = compile_graph(_locate_nodes("""graph(%a : int, %b : int):
+  %q : int = aten::floordiv(%a, %b)
+  return (%q)
+""", SCRIPT, {"q": "a // b"}), "inner")
+    outer_script = "def g(a):\n    return f(a, 0)\n"
+    graph = parse_ir("""graph(%a : int):
+  %zero : int = prim::Constant[value=0]()
+  %r : int = prim::CallFunction[fn=Py(builtins.len)](%a, %zero)
+  return (%r)
+""")
+    call = next(n for n in graph.nodes() if n.kind == "prim::CallFunction")
+    call.attrs["fn"] = inner
+    start = outer_script.index("f(a, 0)")
+    call.source = SourceRange(outer_script, "outer.py", start, start + 7, 1)
+    with pytest.raises(ZeroDivisionError) as info:
+        compile_graph(graph, "outer")(5)
+    message = str(info.value)
+    assert message.count("<--- HERE") == 1 and "model.py" in message
+
+
+# ---- memory release
+
+
+MB8 = 1 << 20     # float64 elements in 8 MB
+
+
+def _peak_arrays(compiled, *args) -> float:
+    """Peak traced memory during the call, in units of 8 MB arrays."""
+    tracemalloc.start()
+    try:
+        compiled(*args)
+        return tracemalloc.get_traced_memory()[1] / (8 * MB8)
+    finally:
+        tracemalloc.stop()
+
+
+def test_chain_of_temporaries_frees_each_at_its_last_use():
+    lines = ["graph(%x : Tensor):", "  %one : float = prim::Constant[value=1.0]()"]
+    prev = "x"
+    for k in range(10):
+        lines.append(f"  %y{k} : Tensor = aten::{'add' if k % 2 else 'mul'}(%{prev}, %one)")
+        prev = f"y{k}"
+    lines.append(f"  return (%{prev})")
+    compiled = compile_graph(parse_ir("\n".join(lines) + "\n"))
+    x = np.ones(MB8)
+    assert _peak_arrays(compiled, x) < 2.5
+    assert np.array_equal(compiled(x), x * 1.0 + 1.0 + 1.0 + 1.0 + 1.0 + 1.0)
+
+
+def test_loop_frees_each_iteration_temporaries_and_keeps_invariants():
+    text = """graph(%x : Tensor, %n : int):
+  %true : bool = prim::Constant[value=True]()
+  %two : float = prim::Constant[value=2.0]()
+  %z : Tensor = aten::mul(%x, %two)
+  %y : Tensor = prim::Loop(%n, %true, %x)
+    block0(%i : int, %y.1 : Tensor):
+      %t : Tensor = aten::mul(%y.1, %two)
+      %y.2 : Tensor = aten::sub(%t, %z)
+      -> (%true, %y.2)
+  return (%y)
+"""
+    compiled = compile_graph(parse_ir(text))
+    x = np.full(MB8, 3.0)
+    assert _peak_arrays(compiled, x, 10) < 3.5    # z lives throughout, with y.1 or t, y.2
+    want = x
+    for _ in range(10):
+        want = want * 2.0 - x * 2.0
+    assert np.array_equal(compiled(x, 10), want) and compiled(x, 0) is x
+
+
+def test_branch_frees_a_value_used_in_one_branch_only():
+    text = """graph(%x : Tensor, %c : bool):
+  %one : float = prim::Constant[value=1.0]()
+  %a : Tensor = aten::add(%x, %one)
+  %r : Tensor = prim::If(%c)
+    block0():
+      %b : Tensor = aten::mul(%a, %one)
+      %b.1 : Tensor = aten::mul(%b, %one)
+      -> (%b.1)
+    block1():
+      %d : Tensor = aten::sub(%x, %one)
+      %d.1 : Tensor = aten::sub(%d, %one)
+      -> (%d.1)
+  return (%r)
+"""
+    compiled = compile_graph(parse_ir(text))
+    x = np.zeros(MB8)
+    assert _peak_arrays(compiled, x, True) < 2.5 and _peak_arrays(compiled, x, False) < 2.5
+    assert compiled(x, True)[0] == 1.0 and compiled(x, False)[0] == -2.0
+
+
+# ---- readable source
+
+
+def test_python_source_reads_like_the_program():
+    code = python_source(parse_ir(COLLATZ), "collatz")
+    assert code.startswith("def collatz(n: int) -> int:\n")
+    assert "del " not in code and "try:" not in code
+    assert "x = x // 2" in code and "total = total + 1" in code
+
+
+# ---- differential testing on generated programs
+
+BINARY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+          "floordiv": operator.floordiv, "mod": operator.mod, "truediv": operator.truediv}
+
+
+def result_type(name: str, a, b):
+    return FloatType if name == "truediv" or FloatType in (a, b) else IntType
+
+
+@dataclass
+class Op:
+    name: str
+    a: int
+    b: int
+
+
+@dataclass
+class Loop:
+    """`for i in range(trips)` over carried values, stopping early when a test fails:
+    carried[0] < bound (when bound is set).  endless: INT64_MAX trips, a counter carried
+    value bounds it instead."""
+    trips: int
+    carried: list[int]
+    body: list = field(default_factory=list)
+    results: list[int] = field(default_factory=list)
+    bound: float | None = None
+    endless: bool = False
+
+
+@dataclass
+class If:
+    a: int
+    b: int
+    then: list
+    else_: list
+    results: list[tuple[int, int]]
+
+
+def eval_program(stmts, env: list):
+    """Run a program the plain Python way (the reference)."""
+    for s in stmts:
+        if isinstance(s, Op):
+            env.append(BINARY[s.name](env[s.a % len(env)], env[s.b % len(env)]))
+        elif isinstance(s, If):
+            taken = env[s.a % len(env)] < env[s.b % len(env)]
+            branch_env = list(env)
+            eval_program(s.then if taken else s.else_, branch_env)
+            env.extend(branch_env[r[0 if taken else 1]] for r in s.results)
+        else:
+            values = [env[c % len(env)] for c in s.carried]
+            cond = s.bound is None or values[0] < s.bound
+            i = 0
+            while (s.endless or i < s.trips) and cond:
+                body_env = [*env, i, *values]
+                eval_program(s.body, body_env)
+                values = [body_env[r] for r in s.results]
+                cond = s.bound is None or values[0] < s.bound
+                i += 1
+            env.extend(values)
+    return env
+
+
+class ProgramBuilder:
+    """Builds the same program as a graph, tracking each env slot's value."""
+
+    def __init__(self, types):
+        self.graph = Graph()
+        self.env = [self.graph.add_input(t, f"v{k}") for k, t in enumerate(types)]
+        self.block = self.graph.block
+
+    def node(self, kind, inputs, types, attrs=None):
+        node = self.graph.create(kind, inputs, types, attrs)
+        self.block.append(node)
+        return node
+
+    def const(self, value, t):
+        return self.node("prim::Constant", [], [t], {"value": value}).output
+
+    def build(self, stmts, env):
+        for s in stmts:
+            if isinstance(s, Op):
+                a, b = env[s.a % len(env)], env[s.b % len(env)]
+                env.append(self.node(f"aten::{s.name}", [a, b],
+                                     [result_type(s.name, a.type, b.type)]).output)
+            elif isinstance(s, If):
+                cond = self.node("aten::lt", [env[s.a % len(env)], env[s.b % len(env)]],
+                                 [BoolType]).output
+                node = self.node("prim::If", [cond], [])
+                for branch, pick in ((s.then, 0), (s.else_, 1)):
+                    block_env = self.nested(node.add_block(), branch, list(env))
+                    for r in s.results:
+                        node.blocks[-1].add_output(block_env[r[pick]])
+                for v in node.blocks[0].outputs:
+                    node.add_output(v.type)
+                env.extend(node.outputs)
+            else:
+                self.loop(s, env)
+        return env
+
+    def bound_test(self, bound, value):
+        if bound is None:
+            return self.const(True, BoolType)
+        limit = self.const(bound, IntType if type(bound) is int else FloatType)
+        return self.node("aten::lt", [value, limit], [BoolType]).output
+
+    def nested(self, block, stmts, env):
+        saved, self.block = self.block, block
+        try:
+            return self.build(stmts, env)
+        finally:
+            self.block = saved
+
+    def loop(self, s: Loop, env):
+        initial = [env[c % len(env)] for c in s.carried]
+        trips = self.const(INT64_MAX if s.endless else s.trips, IntType)
+        cond = self.bound_test(s.bound, initial[0])
+        node = self.node("prim::Loop", [trips, cond, *initial], [])
+        body = node.add_block()
+        counter = body.add_param(IntType, "i")
+        params = [body.add_param(v.type, v.name) for v in initial]
+        body_env = self.nested(body, s.body, [*env, counter, *params])
+        results = [body_env[r] for r in s.results]
+        saved, self.block = self.block, body
+        next_cond = self.bound_test(s.bound, results[0])
+        self.block = saved
+        body.add_output(next_cond)
+        for v in results:
+            body.add_output(v)
+            node.add_output(v.type)
+        env.extend(node.outputs)
+
+
+NUMBERS = st.one_of(st.integers(-20, 20), st.floats(-8, 8, allow_nan=False).map(
+    lambda f: round(f, 2)))
+
+
+@st.composite
+def programs(draw, env_types, depth=0):
+    """Statements over an env whose slot types are env_types (extended in place)."""
+    stmts = []
+    for _ in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["op", "op", "op", "loop", "if"] if depth < 2 else ["op"]))
+        if kind == "op":
+            s = Op(draw(st.sampled_from(sorted(BINARY))), draw(st.integers(0, 99)),
+                   draw(st.integers(0, 99)))
+            env_types.append(result_type(s.name, env_types[s.a % len(env_types)],
+                                         env_types[s.b % len(env_types)]))
+        elif kind == "if":
+            s = If(draw(st.integers(0, 99)), draw(st.integers(0, 99)), [], [], [])
+            then_types, else_types = list(env_types), list(env_types)
+            s.then = draw(programs(then_types, depth + 1))
+            s.else_ = draw(programs(else_types, depth + 1))
+            for _ in range(draw(st.integers(0, 2))):
+                t = draw(st.integers(0, len(then_types) - 1))
+                same = [k for k, ty in enumerate(else_types) if ty == then_types[t]]
+                if same:
+                    s.results.append((t, draw(st.sampled_from(same))))
+                    env_types.append(then_types[t])
+        else:
+            s = draw(loops(env_types, depth))
+        stmts.append(s)
+    return stmts
+
+
+ZERO_SLOT, ONE_SLOT = 0, 1      # every program's first two inputs are 0 and 1
+
+
+@st.composite
+def loops(draw, env_types, depth):
+    carried = draw(st.lists(st.integers(0, len(env_types) - 1), min_size=1, max_size=3))
+    endless = draw(st.booleans())
+    if endless:        # a counter bounds the loop: carried[0] starts at 0, grows by 1
+        carried = [ZERO_SLOT, *carried]
+    carried_types = [env_types[c] for c in carried]
+    s = Loop(draw(st.integers(0, 4)), carried, endless=endless,
+             bound=draw(st.integers(0, 4)) if endless else draw(st.none() | NUMBERS))
+    body_types = [*env_types, IntType, *carried_types]
+    s.body = draw(programs(body_types, depth + 1))
+    s.results = [draw(st.sampled_from([k for k, t in enumerate(body_types) if t == ct]))
+                 for ct in carried_types]
+    if endless:
+        s.body.append(Op("add", len(env_types) + 1, ONE_SLOT))   # counter + 1
+        body_types.append(IntType)
+        s.results[0] = len(body_types) - 1
+    env_types.extend(carried_types)
+    return s
+
+
+@st.composite
+def program_and_inputs(draw):
+    inputs = [0, 1, *draw(st.lists(NUMBERS, min_size=1, max_size=3))]
+    types = [IntType if type(v) is int else FloatType for v in inputs]
+    return draw(programs(list(types))), inputs, types
+
+
+def _same(a, b) -> bool:
+    if type(a) is not type(b):
+        return False
+    return (math.isnan(a) and math.isnan(b)) or a == b
+
+
+@settings(max_examples=300, deadline=None)
+@given(program_and_inputs())
+def test_generated_programs_match_python(case):
+    stmts, inputs, types = case
+    builder = ProgramBuilder(types)
+    env = builder.build(stmts, list(builder.env))
+    for v in env[len(types):]:
+        builder.graph.block.add_output(v)
+    numbers = compile_graph(builder.graph)
+    # typed Any, every value may hold a large object: the same code with `del`s everywhere
+    for node in [builder.graph.block.param_node, *builder.graph.nodes()]:
+        for v in [*node.outputs, *(p for b in node.blocks for p in b.params)]:
+            v.type = AnyType
+    anything = compile_graph(builder.graph)
+    try:
+        want = tuple(eval_program(stmts, list(inputs))[len(inputs):])
+    except ZeroDivisionError as e:
+        for compiled in (numbers, anything):
+            with pytest.raises(type(e)):
+                compiled(*inputs)
+        return
+    for compiled in (numbers, anything):
+        got = compiled(*inputs)
+        got = got if isinstance(got, tuple) else (got,)
+        assert len(got) == len(want) and all(map(_same, got, want)), compiled.source
