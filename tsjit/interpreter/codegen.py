@@ -18,7 +18,9 @@ What the generator adds to a naive translation:
 from __future__ import annotations
 
 import itertools
+import keyword
 import linecache
+import re
 import weakref
 from collections.abc import Callable, Sequence
 
@@ -26,11 +28,11 @@ from ..ir.graph import Block, Graph, Node, SourceRange, Value
 from ..ops.registry import OPS
 from .control import INT64_MAX, LoopForm, LoopParts, is_constant
 from .errors import locate
-from .helpers import namespace
+from .helpers import RESERVED_NAMES, namespace
 from .liveness import Liveness
 from .release import Releases, may_hold_large_object
-from .rendering import Renderer
-from .variables import Variables
+from .rendering import BOUND_NAME, Renderer
+from .variables import CODEGEN_GLOBALS, Variables
 
 _INDENT = "    "
 _compiled_count = itertools.count()
@@ -214,7 +216,7 @@ class _Writer:
         if annotate:
             returns = " -> " + (outputs[0].type.annotation if len(outputs) == 1 else
                                 f"Tuple[{', '.join(v.type.annotation for v in outputs)}]")
-        self.emit(f"def {name}({', '.join(params)}){returns}:")
+        self.emit(f"def {_identifier(name)}({', '.join(params)}){returns}:")
         self.depth += 1
         if handle_errors:
             self.emit("try:")
@@ -233,6 +235,16 @@ class _Writer:
             self.emit(f"{_INDENT}raise {located} from None")
         sources = {i + 1: src for i, (_, _, src) in enumerate(self.lines) if src is not None}
         return "\n".join(_INDENT * depth + text for depth, text, _ in self.lines) + "\n", sources
+
+
+def _identifier(name: str) -> str:
+    """A function name Python accepts (`Net.forward` -> `Net_forward`) and that no global
+    of generated code uses."""
+    name = re.sub(r"\W", "_", name)
+    if not name.isidentifier() or keyword.iskeyword(name) or name in RESERVED_NAMES \
+            or name in CODEGEN_GLOBALS or BOUND_NAME.fullmatch(name):
+        name = "_" + name
+    return name
 
 
 class CompiledGraph:
@@ -273,10 +285,9 @@ def compile_graph(graph: Graph, name: str = "forward", filename: str = "<script>
     globals_ = namespace()
     globals_.update(renderer.bound)
     globals_.update(_locate=locate, _SOURCES=sources)
-    assert name not in globals_, f"function name {name!r} clashes with a global"
     label = f"<tsjit {name} ({filename}) #{next(_compiled_count)}>"
     exec(compile(source, label, "exec"), globals_)
-    fn = globals_[name]
+    fn = globals_[_identifier(name)]
     linecache.cache[label] = (len(source), None, source.splitlines(True), label)
     weakref.finalize(fn, linecache.cache.pop, label, None)
     return CompiledGraph(graph, fn, source, sources)
