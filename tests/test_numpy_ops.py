@@ -371,8 +371,18 @@ def test_refinement_is_not_vacuous():
         "float64", (3, 2), None, True)
     assert infer(OPS["numpy::maximum"], [Z, 0.0, None, None], True) == TensorType(
         "float64", (), None, False)
-    assert infer(OPS["numpy::where"], [True, 1.0, 0.0], True) == TensorType(
-        "float64", (), None, True)
+    assert infer(OPS["numpy::where"], [M, F32, 0], True) == TensorType(
+        "float32", (2, 3), None, True)
+
+
+def test_results_are_plain_tensor_unless_an_argument_is_refined():
+    """The front end types NumPy results Tensor; refinements come from refined arguments."""
+    assert OPS["numpy::zeros"].infer([IntType, NoneType, StrType], {}) == TENSOR
+    assert OPS["numpy::exp"].infer([FloatType, NoneType, NoneType], {}) == TENSOR
+    assert OPS["numpy::unique"].infer([TENSOR, BoolType, BoolType, BoolType, NoneType,
+                                       BoolType, BoolType],
+                                      {CONSTANTS: {1: True, 2: False, 3: True}}) == \
+        TupleType((TENSOR, TENSOR, TENSOR))
 
 
 # -- type rules reject what NumPy always rejects --

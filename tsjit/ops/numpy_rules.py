@@ -317,6 +317,26 @@ def tensor_result(call: CallTypes) -> TensorType:
     return TENSOR
 
 
+def _is_refined(t: Type) -> bool:
+    return (isinstance(t, TensorType) and t.is_refined) or any(map(_is_refined, t.contained()))
+
+
+def _unrefined(t: Type | Sequence[Type] | None) -> Type | Sequence[Type] | None:
+    """The front end types every NumPy result plain Tensor: refinements are what profiling
+    learns, so a result is refined only when an argument is."""
+    if t is None:
+        return None
+    if isinstance(t, TensorType):
+        return TENSOR
+    if isinstance(t, TupleType):
+        return TupleType(tuple(map(_unrefined, t.elems)), t.names, t.py_class)
+    if isinstance(t, (ListType, VarTupleType)):
+        return type(t)(_unrefined(t.elem))
+    if not isinstance(t, Type):
+        return [_unrefined(e) for e in t]
+    return t
+
+
 # -- call templates --
 
 _NOT_LITERAL = object()
@@ -404,7 +424,8 @@ def define(name: str, signature: str, result: ResultRule, call: str | Callable, 
                 if not kinds[p.name].accepts(t):
                     raise OpTypeError(f"expected {kinds[p.name].what} for argument "
                                       f"'{p.name}', found {t.annotation}")
-        return result(typed)
+        out = result(typed)
+        return out if any(map(_is_refined, types)) else _unrefined(out)
 
     if isinstance(call, str) and re.fullmatch(r"np(\.\w+)+|\.\w+", call):
         omit = [p.name for p in params if kinds[p.name] is OUT]
