@@ -35,6 +35,7 @@ from ..ops.registry import NO_DEFAULT, OpDef, OpTypeError, infer_types, lookup_a
     lookup_method, lookup_python
 from .annotations import AnnotationError, to_type
 from .control_flow import _contains_list
+from .environment import RETURNED
 from .errors import CompilationError
 from .sugared import BoundMethod, IterableForm, PythonObject, SpecialForm, Sugared
 
@@ -237,13 +238,10 @@ class CallMixin:
         refine = ({}, {})
         node = arg_nodes[0]
         if isinstance(node, ast.Name) and matching and rest:
-            refine = tuple(
-                {node.id: self.insert("prim::unchecked_cast", [value], [make_union(group)],
-                                      src=src).output}
-                for group in (matching, rest))
-        elif isinstance(node, ast.Name) and value.type == AnyType and len(targets) == 1:
-            refine = ({node.id: self.insert("prim::unchecked_cast", [value], [targets[0]],
-                                            src=src).output}, {})
+            refine = ({node.id: make_union(matching)}, {node.id: make_union(rest)})
+        elif isinstance(node, ast.Name) and value.type == AnyType and len(targets) == 1 \
+                and not isinstance(targets[0], type):
+            refine = ({node.id: targets[0]}, {})
         return result, refine
 
     def isinstance_targets(self, node: ast.expr, src) -> list[Type]:
@@ -323,7 +321,7 @@ class CallMixin:
             if _contains_list(body, (ast.Return,), into_loops=True):
                 self.emit_if(self.any_flag(["$ret"], src), lambda: None,
                              lambda: self.unrolled_for(target, rest, body, src), src,
-                             then_exited="flag")
+                             then_exited=RETURNED)
             else:
                 self.unrolled_for(target, rest, body, src)
 

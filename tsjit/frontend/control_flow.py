@@ -13,7 +13,8 @@ from collections.abc import Callable
 
 from ..ir.graph import Node, SourceRange, Value
 from ..ir.types import IntType, Type, UninitializedType, unify
-from .environment import FLAGGED, RAISED, Binding, Frame, is_synthetic, undefined
+from .environment import BROKE, EXIT_STRENGTH, RAISED, RETURNED, Binding, Frame, is_synthetic, \
+    undefined
 from .errors import CompilationError
 
 INT64_MAX = 2**63 - 1
@@ -28,16 +29,19 @@ class ControlFlowMixin:
                 then_exited: str | None = None) -> None:
         """Emit `if cond: then_fn() else: else_fn()` and join the two frames.
 
-        `then_exited` marks the then-branch as already exited (the guard that skips
-        the rest of a block after an early exit)."""
+        `refinements` narrow variables' types on each branch (`x is not None`);
+        `then_exited` marks the then-branch as a path that exited earlier (the guard
+        that skips the rest of a block after an early exit)."""
         node = self.insert("prim::If", [cond], [], src=src)
         frames = []
         for block, body, narrowed in zip((node.add_block(), node.add_block()),
                                          (then_fn, else_fn), refinements):
             frame = Frame(block, self.frame)
-            for name, value in narrowed.items():
-                frame.assign(name, value, src, refinement=True)
-            frames.append(self.run_in_frame(frame, body))
+
+            def run(body=body, narrowed=narrowed):
+                self.apply_refinements(narrowed, src)
+                body()
+            frames.append(self.run_in_frame(frame, run))
         if then_exited:
             frames[0].exited = then_exited
         self.join(node, frames, src)
@@ -50,54 +54,55 @@ class ControlFlowMixin:
             self.frame = outer
         return frame
 
+    def apply_refinements(self, narrowed: dict[str, Type], src: SourceRange) -> None:
+        """Rebind each narrowed variable to a cast of its current value."""
+        for name, type_ in narrowed.items():
+            value = self.frame.value_of(name, src)
+            if isinstance(value, Value) and value.type != type_:
+                cast = self.insert("prim::unchecked_cast", [value], [type_], src=src).output
+                self.frame.assign(name, cast, src, refinement=True)
+
     def join(self, node: Node, frames: list[Frame], src: SourceRange) -> None:
         parent = self.frame
         names: list[str] = []
         for f in frames:
             for name, binding in f.vars.items():
-                if name not in names and (not binding.refinement or self._keeps_refinement(
-                        f, frames)):
+                if name not in names and not binding.refinement:
                     names.append(name)
-        live = [f for f in frames if not f.exited]
         for name in names:
-            self._join_variable(node, name, frames, live, src)
+            self._join_variable(node, name, frames, src)
+        live = [f for f in frames if not f.exited]
         if not live:
-            parent.exited = FLAGGED if any(f.exited == FLAGGED for f in frames) else RAISED
+            parent.exited = min((f.exited for f in frames), key=EXIT_STRENGTH.get)
+        elif len(live) == 1:
+            # the other branch exited: what the live branch learned still holds
+            self.apply_refinements({n: b.value.type for n, b in live[0].vars.items()
+                                    if b.refinement and n not in names}, src)
 
-    @staticmethod
-    def _keeps_refinement(frame: Frame, frames: list[Frame]) -> bool:
-        """A refinement survives the join when every other branch exited."""
-        return not frame.exited and all(f.exited for f in frames if f is not frame)
-
-    def _join_variable(self, node: Node, name: str, frames: list[Frame], live: list[Frame],
+    def _join_variable(self, node: Node, name: str, frames: list[Frame],
                        src: SourceRange) -> None:
         parent = self.frame
         outer = parent.lookup(name)
         synthetic = is_synthetic(name)
-        contributing = [f for f in frames if f.exited != RAISED] if synthetic else live
-        if not contributing:
+        flowing = [f for f in frames if f.flows(name)]
+        if not flowing:
             return
-        bindings = []
-        for f in contributing:
-            b = f.vars.get(name)
-            if b is not None and b.refinement and not self._keeps_refinement(f, frames):
-                b = None
-            bindings.append(b if b is not None else outer)
+        bindings = [f.vars.get(name) or outer for f in flowing]
         if all(b is outer for b in bindings):
             return
-        missing = [f for f, b in zip(contributing, bindings) if b is None or b.value is None]
-        if missing and not synthetic:
-            present = next(b for b in bindings if b is not None and b.value is not None)
-            which = "true" if missing[0] is frames[0] else "false"
+        defined = [b for b in bindings if b is not None and b.value is not None]
+        if len(defined) < len(bindings) and not synthetic:
+            missing = frames.index(flowing[[b in defined for b in bindings].index(False)])
             parent.vars[name] = undefined(
-                f"'{name}' is not defined in the {which} branch", None,
-                (f"'{name}' is defined in the other branch here:", present.source),
-                ("but the if statement below does not define it on every path:", src))
+                f"'{name}' is not defined in the {('true', 'false')[missing]} branch", None,
+                (f"'{name}' is defined in the other branch here:", defined[0].source),
+                ("and used after this if statement, which does not define it on every "
+                 "path:", src))
             return
-        values = [b.value for b in bindings if b is not None and b.value is not None]
+        values = [b.value for b in defined]
         if any(not isinstance(v, Value) for v in values):
             if all(v is values[0] for v in values):
-                parent.vars[name] = Binding(values[0], bindings[0].source)
+                parent.vars[name] = Binding(values[0], defined[0].source)
                 return
             raise CompilationError(f"'{name}' refers to different compile-time objects on "
                                    "the two branches", src)
@@ -105,27 +110,28 @@ class ControlFlowMixin:
         for v in values[1:]:
             joined = unify(joined, v.type)
             if joined is None:
-                break
-        if joined is None:
-            typed = [(b.value.type, b.source) for b in bindings]
-            parent.vars[name] = undefined(
-                f"Type mismatch: '{name}' is set to type {typed[0][0].annotation} in the true "
-                f"branch and type {typed[-1][0].annotation} in the false branch", None,
-                (f"'{name}' is {typed[0][0].annotation} here:", typed[0][1]),
-                (f"and {typed[-1][0].annotation} here:", typed[-1][1]),
-                ("and the branches join at this if statement:", src))
-            return
-        for block_index, f in enumerate(frames):
-            block = node.blocks[block_index]
-            binding = bindings[contributing.index(f)] if f in contributing else None
-            if binding is None or binding.value is None:
-                value = self.uninitialized(block, joined)
-            else:
-                value = binding.value
-            block.add_output(value)
+                parent.vars[name] = self._mismatch(name, defined, src)
+                return
+        for block, f in zip(node.blocks, frames):
+            b = bindings[flowing.index(f)] if f in flowing else None
+            block.add_output(b.value if b is not None and b.value is not None
+                             else self.uninitialized(block, joined))
         out = node.add_output(joined, None if synthetic else name)
-        parent.vars[name] = Binding(out, max((b.source for b in bindings if b and b.source),
+        parent.vars[name] = Binding(out, max((b.source for b in defined if b.source),
                                              key=lambda r: r.start, default=src))
+
+    @staticmethod
+    def _mismatch(name: str, defined: list[Binding], src: SourceRange) -> Binding:
+        (a, a_src), (b, b_src) = ((d.value.type.annotation, d.source) for d in
+                                  (defined[0], defined[-1]))
+        if name == "$retval":
+            return undefined(f"the function returns {a} on one path and {b} on another "
+                             "(annotate the return type with a Union or Optional)", None,
+                             (f"{a} here:", a_src), (f"{b} here:", b_src))
+        return undefined(
+            f"Type mismatch: '{name}' is set to type {a} in the true branch and type {b} in "
+            "the false branch", None, (f"'{name}' is {a} here:", a_src),
+            (f"and {b} here:", b_src), ("and the branches join at this if statement:", src))
 
     def uninitialized(self, block, type_: Type) -> Value:
         n = self.graph.create("prim::Uninitialized", [], [type_])
@@ -144,7 +150,7 @@ class ControlFlowMixin:
                 src = self.src(rest[0])
                 cond = self.any_flag(flags, src)
                 self.emit_if(cond, lambda: None, lambda: self.emit_statements(rest), src,
-                             then_exited=FLAGGED)
+                             then_exited=RETURNED if flags == ["$ret"] else BROKE)
                 return
 
     def exit_flags(self, stmt: ast.stmt) -> list[str]:
@@ -167,16 +173,19 @@ class ControlFlowMixin:
 
     def set_flag(self, name: str, src: SourceRange) -> None:
         self.frame.assign(name, self.const(True, src), src)
-        self.frame.exited = FLAGGED
+        self.frame.exited = RETURNED if name == "$ret" else BROKE
 
     # ---- loops
     def emit_loop(self, trip_count: Value, first_cond: Value, body_stmts: list[ast.stmt],
                   bind_iteration: Callable[[Value], None], next_cond: Callable[[], Value] | None,
-                  src: SourceRange) -> None:
+                  src: SourceRange, widened: dict[str, Type] | None = None) -> None:
         """Emit a prim::Loop whose body runs `bind_iteration(i)` then the statements.
 
         `next_cond` computes the continue condition of a while loop at the end of the
-        body; for loops continue unless a break/return flag is set."""
+        body; for loops continue unless a break/return flag is set.  A carried variable
+        whose type widens in the body (None → Optional[int], 0.0 → a NumPy value) makes
+        the loop be emitted again with the wider type (`widened`)."""
+        widened = widened or {}
         self.loop_depth += 1
         depth = self.loop_depth
         brk, cont = f"$brk{depth}", f"$cont{depth}"
@@ -193,6 +202,9 @@ class ControlFlowMixin:
         if may_break and brk not in names:
             names.append(brk)
         initial = [self.frame.value_of(n, src) for n in names]
+        initial = [self.insert("aten::annotate", [v], [widened[n]], src=src).output
+                   if n in widened and v.type != widened[n] else v
+                   for n, v in zip(names, initial)]
         node = self.insert("prim::Loop", [trip_count, first_cond, *initial], [], src=src)
         body = node.add_block()
         iteration = body.add_param(IntType)
@@ -228,6 +240,11 @@ class ControlFlowMixin:
                 joined = unify(param.type, final.type)
                 if param.type == UninitializedType:
                     self._retype_placeholder(node, param, final.type)
+                elif joined is not None and joined != param.type:
+                    node.destroy()
+                    self.loop_depth -= 1
+                    return self.emit_loop(trip_count, first_cond, body_stmts, bind_iteration,
+                                          next_cond, src, {**widened, name: joined})
                 elif joined != param.type:
                     where = frame.lookup(name).source
                     raise CompilationError(

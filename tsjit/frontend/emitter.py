@@ -34,7 +34,7 @@ from ..ops.registry import OpTypeError, infer_types, op
 from .annotations import AnnotationError, evaluate, to_type
 from .calls import CallMixin
 from .control_flow import ControlFlowMixin
-from .environment import FLAGGED, RAISED, Frame
+from .environment import BROKE, RAISED, Frame
 from .errors import CompilationError
 from .expressions import BINARY, ExpressionMixin
 from .resolution import Resolver
@@ -296,16 +296,17 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
                 raise CompilationError(f"cannot {name} a {rhs.type.annotation} to a "
                                        f"{current.type.annotation}", src)
             return result
-        result = self.binary(name, current, rhs, src)
-        if current.type != result.type and not isinstance(current.type, ClassType):
-            if (current.type, result.type) not in ((BoolType, IntType),):
-                raise CompilationError(
-                    f"augmented assignment changes the type of the target from "
-                    f"{current.type.annotation} to {result.type.annotation}", src)
-        return result
+        return self.binary(name, current, rhs, src)
 
     def stmt_If(self, stmt: ast.If) -> None:
         cond, refine = self.condition(stmt.test)
+        if cond.node.kind == "prim::Constant":
+            # decided at compile time (is_scripting(), a Final flag, a static isinstance):
+            # only the taken branch is compiled, as TorchScript does
+            taken = bool(cond.node.attrs["value"])
+            self.apply_refinements(refine[0 if taken else 1], self.src(stmt))
+            self.emit_statements(stmt.body if taken else stmt.orelse)
+            return
         self.emit_if(cond, lambda: self.emit_statements(stmt.body),
                      lambda: self.emit_statements(stmt.orelse), self.src(stmt), refine)
 
@@ -405,13 +406,13 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
                 self.assign_target(item.optional_vars, entered, src)
             managers.append(manager)
         self.emit_statements(stmt.body)
-        exited, self.frame.exited = self.frame.exited, None if self.frame.exited == FLAGGED \
-            else self.frame.exited
-        if not self.frame.exited:
+        exited = self.frame.exited
+        if exited != RAISED:            # __exit__ runs on return/break too
             none = self.const(None, src)
+            self.frame.exited = None
             for manager in reversed(managers):
                 self.call_method(manager, "__exit__", [none, none, none], {}, src)
-        self.frame.exited = exited
+            self.frame.exited = exited
 
 
 def _unsupported_statement(stmt: ast.stmt) -> str:

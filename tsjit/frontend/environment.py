@@ -2,9 +2,10 @@
 
 Python variables become SSA values; where control flow joins (after an `if`,
 around a loop) the frames are merged into block outputs.  A frame that has
-exited (return, break, continue or raise) no longer contributes its user
-variables to the join: the code after the join never sees them.  Early exits
-set flag variables (`$ret`, `$brk1`, ...), which are merged like any other.
+exited stops emitting; what flows out of it depends on how it exited: after a
+`break`/`continue` every variable flows on (to the loop's exit or next
+iteration), after a `return` only the front end's own variables do (`$ret`,
+`$retval`: the function's result), after a `raise` nothing does.
 """
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from ..ir.graph import Block, SourceRange, Value
 from .errors import CompilationError
 
 RAISED = "raise"        # Frame.exited after a raise: no value flows on
-FLAGGED = "flag"        # after return/break/continue: flags and $retval flow on
+RETURNED = "return"     # after a return: only synthetic variables flow on
+BROKE = "break"         # after break/continue: every variable flows on
+EXIT_STRENGTH = {BROKE: 0, RETURNED: 1, RAISED: 2}   # the weakest exit wins at a join
 
 
 def is_synthetic(name: str) -> bool:
@@ -35,7 +38,7 @@ class Frame:
     block: Block
     parent: Frame | None = None
     vars: dict[str, Binding] = field(default_factory=dict)
-    exited: str | None = None          # None, FLAGGED or RAISED
+    exited: str | None = None          # None, BROKE, RETURNED or RAISED
 
     def lookup(self, name: str) -> Binding | None:
         frame = self
@@ -59,9 +62,11 @@ class Frame:
                refinement: bool = False) -> None:
         self.vars[name] = Binding(value, source, refinement)
 
-    def assigned_names(self) -> list[str]:
-        """Names (re)bound in this frame by assignments (refinements excluded)."""
-        return [n for n, b in self.vars.items() if not b.refinement]
+    def flows(self, name: str) -> bool:
+        """Whether this frame's binding of `name` reaches the code after a join."""
+        if self.exited is None or self.exited == BROKE:
+            return True
+        return self.exited == RETURNED and is_synthetic(name)
 
 
 def undefined(message: str, use_hint: SourceRange | None, *related) -> Binding:

@@ -125,8 +125,7 @@ class ExpressionMixin:
         refined_after: list = []
 
         def evaluate_right() -> Value:
-            for name, value in narrowed.items():
-                self.frame.assign(name, value, src, refinement=True)
+            self.apply_refinements(narrowed, src)
             value, r = self.bool_op(right_node, want_bool) if isinstance(
                 right_node, ast.BoolOp) else (
                 self.condition(right_node) if want_bool else self.operand(right_node))
@@ -221,9 +220,7 @@ class ExpressionMixin:
                     NoneType in union_options(value.type):
                 rest = [t for t in union_options(value.type) if t != NoneType]
                 narrowed = rest[0] if len(rest) == 1 else UnionType(tuple(rest))
-                cast = self.insert("prim::unchecked_cast", [value], [narrowed], src=src).output
-                none = self.const(None, src)
-                is_none, not_none = ({node.id: none}, {node.id: cast})
+                is_none, not_none = ({node.id: NoneType}, {node.id: narrowed})
                 refine_true, refine_false = (is_none, not_none) if kind == "aten::__is__" else (
                     not_none, is_none)
         return result, (refine_true, refine_false)
@@ -238,14 +235,12 @@ class ExpressionMixin:
             inner, refine = self.condition(node.operand)
             return self.emit_op("aten::__not__", [inner], src=self.src(node)), refine[::-1]
         elif isinstance(node, ast.Call) and self.is_isinstance_call(node):
-            value, refine = self.isinstance_call(node)
+            value, refine = self.isinstance_call(node.args, self.src(node))
         elif isinstance(node, ast.Name):
             value = self.expr(node)
             refine = NO_REFINEMENT
             if isinstance(value.type, OptionalType):     # `if x:` narrows like `x is not None`
-                cast = self.insert("prim::unchecked_cast", [value], [value.type.elem],
-                                   src=self.src(node)).output
-                refine = ({node.id: cast}, {})
+                refine = ({node.id: value.type.elem}, {})
         else:
             value, refine = self.expr(node), NO_REFINEMENT
         return self.truth(value, self.src(node)), refine
@@ -256,8 +251,7 @@ class ExpressionMixin:
 
         def branch(expr_node, narrowed):
             def run():
-                for name, value in narrowed.items():
-                    self.frame.assign(name, value, src, refinement=True)
+                self.apply_refinements(narrowed, src)
                 return self.expr(expr_node)
             return run
         return self.emit_conditional(cond, branch(node.body, refine[0]),

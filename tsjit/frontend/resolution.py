@@ -20,9 +20,17 @@ import numpy as np
 from .. import decorators
 from ..ir.graph import SourceRange
 from ..ops.registry import lookup_python
-from .annotations import is_namedtuple_class
+from .annotations import is_namedtuple_class, namedtuple_type
 from .errors import CompilationError
-from .sugared import OpFunction, PythonModule, PythonObject, SpecialForm, Sugared
+from .sugared import (
+    EnumClass,
+    NamedTupleClass,
+    OpFunction,
+    PythonModule,
+    PythonObject,
+    SpecialForm,
+    Sugared,
+)
 
 if TYPE_CHECKING:
     from .emitter import FunctionEmitter
@@ -88,8 +96,10 @@ class Resolver:
         if obj in (math.inf, math.nan):
             return em.const_python(obj, src)
         if isinstance(obj, type):
-            if issubclass(obj, enum.Enum) or is_namedtuple_class(obj):
-                return PythonObject(obj, name)
+            if issubclass(obj, enum.Enum):
+                return EnumClass(obj, name)
+            if is_namedtuple_class(obj):
+                return NamedTupleClass(obj, name, namedtuple_type(obj))
             return em.compiler.class_value(obj, src)
         if _is_typing_form(obj):
             return PythonObject(obj, name)

@@ -173,3 +173,41 @@ class CompileTimeTuple(Sugared):
 
     def unroll(self, em, src):
         return self.items
+
+
+class EnumClass(Sugared):
+    """An Enum class: members are constants, iteration unrolls over them."""
+
+    def __init__(self, obj: type, name: str):
+        self.obj, self.name = obj, name
+
+    def describe(self) -> str:
+        return f"enum '{self.name}'"
+
+    def attr(self, em, name, src):
+        if name in self.obj.__members__:
+            return em.const(self.obj.__members__[name], src)
+        return super().attr(em, name, src)
+
+    def unroll(self, em, src):
+        return [em.const(member, src) for member in self.obj]
+
+
+class NamedTupleClass(Sugared):
+    """A NamedTuple class (typing or collections): calling it builds the tuple."""
+
+    def __init__(self, obj: type, name: str, tuple_type):
+        self.obj, self.name, self.tuple_type = obj, name, tuple_type
+
+    def describe(self) -> str:
+        return f"NamedTuple '{self.name}'"
+
+    def call(self, em, args, kwargs, src):
+        from ..ops.registry import NO_DEFAULT, Param
+        defaults = getattr(self.obj, "_field_defaults", {})
+        params = tuple(Param(f, defaults.get(f, NO_DEFAULT)) for f in self.obj._fields)
+        values = em.bind_arguments(params, args, kwargs, src, self.name)
+        values = [em.coerce(v, t, src, f"field '{f}'") for v, t, f in
+                  zip(values, self.tuple_type.elems, self.obj._fields)]
+        return em.insert("prim::TupleConstruct", values, [self.tuple_type], {"cls": self.obj},
+                         src).output

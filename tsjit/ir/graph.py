@@ -205,11 +205,11 @@ class Block:
                 b._set_graph(graph)
 
     def destroy(self) -> None:
+        self.return_node.drop_inputs()
         for n in reversed(list(self.nodes)):
             for v in n.outputs:
                 v.uses.clear()
             n.destroy()
-        self.return_node.drop_inputs()
 
     def walk(self) -> Iterator[Node]:
         """Every node in this block and nested blocks, in program order."""

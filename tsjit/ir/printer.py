@@ -45,6 +45,8 @@ class ValueNamer:
 
 def format_attr(value: object) -> str:
     """An attribute value in a form the parser reads back."""
+    if isinstance(value, np.generic):
+        return f"{np.dtype(type(value))}({format_attr(value.item())})"
     if isinstance(value, bool) or value is None:
         return str(value)
     if isinstance(value, int):
@@ -62,10 +64,6 @@ def format_attr(value: object) -> str:
         return f"Type({value})"
     if isinstance(value, np.dtype):
         return f"dtype({value})"
-    if isinstance(value, type) and issubclass(value, np.generic):
-        return f"dtype({np.dtype(value)})"
-    if isinstance(value, np.generic):
-        return f"{np.dtype(type(value))}({format_attr(value.item())})"
     if isinstance(value, enum.Enum):
         return f"Enum({qualified_name(type(value))}.{value.name})"
     if isinstance(value, np.ndarray):

@@ -298,6 +298,8 @@ def unify(a: Type, b: Type) -> Type | None:
     if isinstance(a, TensorType) and isinstance(b, TensorType):
         return TensorType(*(getattr(a, f) if getattr(a, f) == getattr(b, f) else None
                             for f in ("dtype", "sizes", "layout", "ndarray")))
+    if (isinstance(a, TensorType) and is_number(b)) or (isinstance(b, TensorType) and is_number(a)):
+        return TENSOR     # `s = 0.0; s += x[i]`: a Python number that becomes a NumPy value
     if NoneType in (a, b):
         other = b if a == NoneType else a
         return other if isinstance(other, OptionalType) else OptionalType(other)

@@ -96,13 +96,3 @@ def constant_value(value: Value) -> object:
     """The value of a prim::Constant output, or NOT_CONSTANT."""
     node = value.node
     return node.attrs["value"] if node.kind == "prim::Constant" else NOT_CONSTANT
-
-
-def remove_node(node: Node) -> None:
-    """`node.destroy()` for a node whose outputs are unused, safe for blocks that return
-    values defined inside them: Block.destroy clears those values' use lists before it
-    drops its return node's inputs, which then fails, so detach every block result first."""
-    for owner in (node, *(inner for block in node.blocks for inner in block.walk())):
-        for block in owner.blocks:
-            block.return_node.drop_inputs()
-    node.destroy()

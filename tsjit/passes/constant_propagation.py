@@ -29,7 +29,6 @@ from .analysis import (
     constant_value,
     is_immutable_constant,
     is_mutable_type,
-    remove_node,
 )
 
 # Bits of an int, items of a str or tuple: the largest value worth folding.
@@ -75,7 +74,7 @@ def _resolve_constant_control(node: Node) -> bool:
         return False
     for out, result in zip(node.outputs, results):
         out.replace_all_uses_with(result)
-    remove_node(node)
+    node.destroy()
     return True
 
 

@@ -16,7 +16,7 @@ on which the program returns.
 from __future__ import annotations
 
 from ..ir.graph import Block, Graph, Node, Value
-from .analysis import is_pure, remove_node
+from .analysis import is_pure
 
 IF, LOOP = "prim::If", "prim::Loop"
 
@@ -103,7 +103,7 @@ def _sweep(block: Block, live: _Liveness) -> None:
     """Delete unmarked nodes, last first, so that a node's users are gone before it."""
     for node in reversed(list(block.nodes)):
         if node not in live.nodes:
-            remove_node(node)
+            node.destroy()
         elif node.kind == IF:
             _sweep_if(node, live)
         elif node.kind == LOOP:
