@@ -539,7 +539,7 @@ def test_where_dtype_matches_numpy():
 def test_np_clip_type_matches_numpy():
     """np.clip makes `a` an array first (a strong operand), unlike the clip ufunc."""
     op = lookup_python(np.clip)
-    for (a, ta), (lo, tlo), (hi, thi) in itertools.product(FORMS[::2] + FORMS[-3:], repeat=3):
+    for (a, ta), (lo, tlo), (hi, thi) in itertools.product(FORMS, repeat=3):
         try:
             with np.errstate(all="ignore"):
                 expected = np.clip(a, lo, hi)
@@ -553,7 +553,7 @@ def test_every_ufunc_type_rule_matches_numpy():
     """The ufunc ops' refined result types on every dtype pair, scalars and arrays."""
     for ufunc in numpy_elementwise.UFUNCS:
         op = lookup_python(ufunc)
-        for combo in itertools.product(FORMS[::3] + FORMS[-3:], repeat=ufunc.nin):
+        for combo in itertools.product(FORMS, repeat=ufunc.nin):
             values, types = zip(*combo)
             try:
                 with np.errstate(all="ignore"):

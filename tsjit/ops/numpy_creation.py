@@ -29,20 +29,11 @@ from .numpy_rules import (
     define,
     dtype_or,
     flags,
+    shape_sizes,
     sizes_of,
     tensor,
 )
 from .promotion import operand_dtype
-
-
-def _shape_sizes(call: CallTypes, name: str = "shape") -> tuple[int | None, ...] | None:
-    """The sizes a `shape` argument makes: an int or a tuple, extents known when constant."""
-    t, value = call[name], call.const(name)
-    if t == IntType:
-        return (value if isinstance(value, int) else None,)
-    if isinstance(t, TupleType):
-        return value if isinstance(value, tuple) else (None,) * len(t.elems)
-    return None
 
 
 def _value_dtype(t: Type) -> np.dtype | None:
@@ -55,7 +46,7 @@ def _value_dtype(t: Type) -> np.dtype | None:
 
 def _filled(call: CallTypes) -> Type:
     fill = _value_dtype(call["fill_value"]) if "fill_value" in call.slots else np.float64
-    return tensor(dtype_or(call, fill), _shape_sizes(call), True)
+    return tensor(dtype_or(call, fill), shape_sizes(call["shape"], call.const("shape")), True)
 
 
 for _fn in (np.zeros, np.ones, np.empty):
@@ -68,7 +59,8 @@ define("numpy::full", "shape, fill_value, dtype=None, order='C'", _filled, "np.f
 def _like_result(call: CallTypes) -> Type:
     """zeros_like & co.: the prototype's dtype and sizes unless dtype=/shape= say else."""
     prototype = call.types[0]
-    sizes = sizes_of(prototype) if call["shape"] == NoneType else _shape_sizes(call)
+    sizes = sizes_of(prototype) if call["shape"] == NoneType else shape_sizes(
+        call["shape"], call.const("shape"))
     return tensor(dtype_or(call, _value_dtype(prototype)), sizes, True)
 
 
@@ -79,18 +71,19 @@ for _fn, _head in [(np.zeros_like, "a"), (np.ones_like, "a"), (np.empty_like, "p
            kinds={"shape": OPTIONAL_SHAPE}, python=(_fn,))
 
 
-def _square(call: CallTypes) -> Type:
-    n = call.const("N" if "N" in call.slots else "n")
-    m = call.const("M") if "M" in call.slots else None
-    side = n if isinstance(n, int) else None
-    return tensor(dtype_or(call, np.float64),
-                  (side, side if m is None else m if isinstance(m, int) else None), True)
+def _eye_result(call: CallTypes) -> Type:
+    """np.eye(N, M) is N x M, M defaulting to N; np.identity(n) is n x n."""
+    rows = call.const("N") if "N" in call.slots else call.const("n")
+    cols = call.const("M") if "M" in call.slots else None
+    rows = rows if type(rows) is int else None
+    cols = rows if cols is None else cols if type(cols) is int else None
+    return tensor(dtype_or(call, np.float64), (rows, cols), True)
 
 
-define("numpy::eye", "N, M=None, k=0, dtype=None, order='C'", _square, "np.eye",
+define("numpy::eye", "N, M=None, k=0, dtype=None, order='C'", _eye_result, "np.eye",
        kinds={"M": Kind("an int or None", lambda t: t in (IntType, NoneType))},
        python=(np.eye,))
-define("numpy::identity", "n, dtype=None", _square, "np.identity", python=(np.identity,))
+define("numpy::identity", "n, dtype=None", _eye_result, "np.identity", python=(np.identity,))
 
 
 # -- ranges --

@@ -18,6 +18,7 @@ from .numpy_rules import (
     UNKNOWN,
     CallTypes,
     define,
+    dtype_of,
     element_count,
     flags,
     normalize_axes,
@@ -57,8 +58,8 @@ def reduction(fn: Callable) -> Rule:
     return result
 
 
-def scan(fn: Callable) -> Rule:
-    """cumsum-like: the input's sizes along an axis, flattened when axis is None."""
+def along_axis(fn: Callable) -> Rule:
+    """cumsum, sort: the input's sizes along an axis, flattened when axis is None."""
     def result(call: CallTypes) -> Type:
         sizes, axis = sizes_of(call.types[0]), call.const("axis")
         if axis is None:
@@ -98,11 +99,12 @@ for _fn, _sig, _method in [
     (np.count_nonzero, "a, axis=None, *, keepdims=False", False),
 ]:
     _also = {np.max: (np.amax,), np.min: (np.amin,)}.get(_fn, ())
-    _define_reduction(_fn, _sig, reduction, method=_method, also=_also, no_value=("initial",))
+    _define_reduction(_fn, _sig, reduction, method=_method, also=_also,
+                      no_value=("initial",) if "initial" in _sig else ())
 
 for _fn, _method in [(np.cumsum, True), (np.cumprod, True), (np.nancumsum, False),
                      (np.nancumprod, False)]:
-    _define_reduction(_fn, _SCAN, scan, method=_method)
+    _define_reduction(_fn, _SCAN, along_axis, method=_method)
 
 
 def _quantile_rule(fn: Callable) -> Rule:
@@ -148,10 +150,10 @@ define("numpy::diff", "a, n=1, axis=-1, prepend=None, append=None", _diff_result
 
 
 def _trace_result(call: CallTypes) -> Type:
-    rank = None if sizes_of(call["a"]) is None else len(sizes_of(call["a"]))
-    sizes = None if rank is None else (None,) * max(rank - 2, 0)
-    return tensor(_result_dtype(np.trace, call), sizes,
-                  None if sizes is None else len(sizes) > 0)
+    """A sum over a diagonal removes two axes."""
+    sizes = sizes_of(call["a"])
+    kept = None if sizes is None else (None,) * max(len(sizes) - 2, 0)
+    return tensor(_result_dtype(np.trace, call), kept, None if kept is None else len(kept) > 0)
 
 
 define("numpy::trace", "a, offset=0, axis1=0, axis2=1, dtype=None, out=None", _trace_result,
@@ -160,23 +162,11 @@ define("numpy::trace", "a, offset=0, axis1=0, axis2=1, dtype=None, out=None", _t
 
 # -- sorting and searching --
 
-def _sorted_rule(fn: Callable) -> Rule:
-    """Sizes of the input along an axis; flattened with axis=None."""
-    def result(call: CallTypes) -> Type:
-        sizes, axis = sizes_of(call["a"]), call.const("axis")
-        if axis is None:
-            sizes = None if sizes is None else (element_count(sizes),)
-        elif axis is UNKNOWN:
-            sizes = None
-        return tensor(_result_dtype(fn, call), sizes, True)
-    return result
-
-
 _SORT = "a, axis=-1, kind=None, order=None, *, stable=None"
-define("numpy::sort", _SORT, _sorted_rule(np.sort), "np.sort", python=(np.sort,))
+define("numpy::sort", _SORT, along_axis(np.sort), "np.sort", python=(np.sort,))
 define("ndarray::sort", _SORT, lambda call: None, ".sort", methods=((TensorType, "sort"),),
        writes=(0,))
-define("numpy::argsort", _SORT, _sorted_rule(np.argsort), "np.argsort", python=(np.argsort,),
+define("numpy::argsort", _SORT, along_axis(np.argsort), "np.argsort", python=(np.argsort,),
        methods=((TensorType, "argsort"),))
 
 
@@ -184,9 +174,8 @@ def _unique_result(call: CallTypes) -> Type:
     extra = flags(call, "return_index", "return_inverse", "return_counts")
     if extra is None:
         return AnyType
-    values = tensor(operand_dtype(call["ar"]) if call["axis"] == NoneType and isinstance(
-        operand_dtype(call["ar"]), np.dtype) else None,
-        (None,) if call["axis"] == NoneType else None, True)
+    flat = call["axis"] == NoneType
+    values = tensor(dtype_of(call["ar"]), (None,) if flat else None, True)
     return TupleType((values,) + (tensor(np.intp),) * sum(extra)) if any(extra) else values
 
 

@@ -86,7 +86,7 @@ ARRAYS = Kind("a sequence of arrays", lambda t: isinstance(t, TensorType) or t =
     isinstance(t, (ListType, VarTupleType, TupleType)) and _is_array_like(t)))
 INDEX = Kind("an int", _is_index)
 AXIS = Kind("an int, a tuple of ints or None",
-            lambda t: _is_index(t) or t in (NoneType,) or (
+            lambda t: _is_index(t) or t == NoneType or (
                 isinstance(t, (TupleType, VarTupleType)) and _is_index_sequence(t)))
 AXES = Kind("an int or a tuple of ints", lambda t: AXIS.accepts(t) and t != NoneType)
 SHAPE = Kind("an int or a sequence of ints", lambda t: _is_index(t) or _is_index_sequence(t))
@@ -189,8 +189,7 @@ Sizes = tuple[int | None, ...] | None
 
 def tensor(dtype: np.dtype | None = None, sizes: Sizes = None,
            ndarray: bool | None = None) -> TensorType:
-    """A result type; `ndarray` defaults to what the rank implies for a fresh result
-    (rank 0: a NumPy scalar), unless given."""
+    """A result type from what a rule knows (None: unknown)."""
     return TensorType(None if dtype is None else np.dtype(dtype).name,
                       None if sizes is None else tuple(sizes), None, ndarray)
 
@@ -242,6 +241,16 @@ def normalize_axes(axis: object, rank: int) -> tuple[int, ...] | None:
         return None
     out = tuple(sorted(a % rank for a in axes))
     return out if len(set(out)) == len(out) else None
+
+
+def shape_sizes(shape: Type, value: object) -> Sizes:
+    """The sizes a shape argument names: an int or a tuple of ints (`value` when it is a
+    constant); None for other shape types (a sequence of unknown length)."""
+    if shape == IntType:
+        return (value if type(value) is int else None,)
+    if isinstance(shape, TupleType):
+        return (None,) * len(shape.elems) if value is UNKNOWN else tuple(value)
+    return None
 
 
 def reduced_sizes(sizes: Sizes, axis: object, keepdims: object) -> Sizes:
@@ -313,15 +322,11 @@ def same_as(param: str, *, ndarray: bool | None = None) -> Callable[[CallTypes],
     return result
 
 
-def tensor_result(call: CallTypes) -> TensorType:
-    return TENSOR
-
-
 def _is_refined(t: Type) -> bool:
     return (isinstance(t, TensorType) and t.is_refined) or any(map(_is_refined, t.contained()))
 
 
-def _unrefined(t: Type | Sequence[Type] | None) -> Type | Sequence[Type] | None:
+def _unrefined(t: Type | None) -> Type | None:
     """The front end types every NumPy result plain Tensor: refinements are what profiling
     learns, so a result is refined only when an argument is."""
     if t is None:
@@ -332,8 +337,6 @@ def _unrefined(t: Type | Sequence[Type] | None) -> Type | Sequence[Type] | None:
         return TupleType(tuple(map(_unrefined, t.elems)), t.names, t.py_class)
     if isinstance(t, (ListType, VarTupleType)):
         return type(t)(_unrefined(t.elem))
-    if not isinstance(t, Type):
-        return [_unrefined(e) for e in t]
     return t
 
 
@@ -369,8 +372,7 @@ def call_template(callee: str, signature: str, *, omit: Sequence[str] = (),
     then by keyword; positional-only and variadic ones always by position.  `omit` names
     parameters never passed (out=, always None).  `no_value` names parameters whose NumPy
     default is "no value" (np._NoValue), which an explicit None does not mean: None stands
-    for it.  `method`: `callee` is
-    ".name" called on the first argument.
+    for it.  `method`: `callee` is ".name" called on the first argument.
     """
     params = parse_params(signature)
     spec = ast.parse(f"def f({signature}): pass").body[0].args
@@ -402,7 +404,7 @@ def call_template(callee: str, signature: str, *, omit: Sequence[str] = (),
 
 # -- definition --
 
-ResultRule = Callable[[CallTypes], Type | Sequence[Type] | None]
+ResultRule = Callable[[CallTypes], Type | None]   # None: the op has no result
 
 
 def define(name: str, signature: str, result: ResultRule, call: str | Callable, *,

@@ -29,13 +29,13 @@ from .numpy_rules import (
     SHAPE,
     UNKNOWN,
     CallTypes,
-    Kind,
     define,
     dtype_of,
     dtype_or,
     element_count,
     normalize_axes,
     same_as,
+    shape_sizes,
     sizes_of,
     tensor,
 )
@@ -121,36 +121,39 @@ define("numpy::moveaxis", "a, source, destination", lambda call: _permuted(call,
 
 # -- reshaping --
 
-def _target_shape(call: CallTypes, shape: tuple[Type, ...], values: object) -> Sizes:
-    """The sizes a reshape produces: its rank from the shape's type, extents from its
-    constant value (-1 resolved against the input's element count)."""
-    if len(shape) == 1 and isinstance(shape[0], TupleType):
-        shape = shape[0].elems
-        values = values[0] if values is not UNKNOWN else UNKNOWN
-    elif len(shape) == 1 and shape[0] != IntType:
+def _target_shape(call: CallTypes, shape: Type, value: object) -> Sizes:
+    """The sizes of a reshape of the first argument to `shape` (an int or a tuple of ints,
+    `value` when constant): the rank from the type, extents from the value, -1 resolved
+    against the input's element count."""
+    named = shape_sizes(shape, value)
+    if named is None:
         return None
-    extents = [None] * len(shape) if values is UNKNOWN else [
-        None if v == -1 else v for v in values]
+    extents = [None if e == -1 else e for e in named]
     total = element_count(sizes_of(call.types[0]))
-    if values is not UNKNOWN and extents.count(None) == 1 and total is not None:
-        rest = element_count(tuple(e for e in extents if e is not None))
-        if rest:
-            extents[extents.index(None)] = total // rest
+    rest = element_count(tuple(e for e in extents if e is not None))
+    if value is not UNKNOWN and extents.count(None) == 1 and total is not None and rest:
+        extents[extents.index(None)] = total // rest
     return tuple(extents)
 
 
-def _reshaped(sizes: Sizes, call: CallTypes) -> Type:
-    return _like(call, sizes, None if sizes in (None, ()) else True)
+def _method_shape(call: CallTypes) -> tuple[Type, object]:
+    """x.reshape(2, 3) and x.reshape((2, 3)): the shape as one argument."""
+    shapes, values = call.all_of("shape"), call.const("shape")
+    if len(shapes) == 1:
+        return shapes[0], UNKNOWN if values is UNKNOWN else values[0]
+    return TupleType(shapes), values
+
+
+def _reshaped(call: CallTypes, shape: Type, value: object) -> Type:
+    sizes = _target_shape(call, shape, value)
+    return _like(call, sizes, True if sizes else None)   # a 0-d result may be a scalar
 
 
 define("numpy::reshape", "a, /, shape, order='C', *, copy=None",
-       lambda call: _reshaped(_target_shape(call, (call["shape"],), (call.const("shape"),)
-                                            if call.const("shape") is not UNKNOWN
-                                            else UNKNOWN), call),
+       lambda call: _reshaped(call, call["shape"], call.const("shape")),
        "np.reshape", python=(np.reshape,), views=True)
 define("ndarray::reshape", "a, /, *shape, order='C', copy=None",
-       lambda call: _reshaped(_target_shape(call, call.all_of("shape"), call.const("shape")),
-                              call),
+       lambda call: _reshaped(call, *_method_shape(call)),
        ".reshape", kinds={"shape": SHAPE}, methods=((TensorType, "reshape"),), views=True)
 
 
@@ -191,9 +194,7 @@ def _expanded(call: CallTypes) -> Type:
                              for d in range(len(sizes) + len(axes))))
 
 
-define("numpy::expand_dims", "a, axis", _expanded, "np.expand_dims",
-       kinds={"axis": Kind("an int or a tuple of ints",
-                           lambda t: t != NoneType and SHAPE.accepts(t))},
+define("numpy::expand_dims", "a, axis", _expanded, "np.expand_dims", kinds={"axis": SHAPE},
        python=(np.expand_dims,), views=True)
 
 
@@ -207,12 +208,8 @@ for _fn in (np.flip, np.fliplr, np.flipud):
            f"np.{_fn.__name__}", python=(_fn,), views=True)
 
 
-def _broadcast_to_result(call: CallTypes) -> Type:
-    return _like(call, _target_shape(call, (call["shape"],), UNKNOWN if call.const(
-        "shape") is UNKNOWN else (call.const("shape"),)))
-
-
-define("numpy::broadcast_to", "array, shape, subok=False", _broadcast_to_result,
+define("numpy::broadcast_to", "array, shape, subok=False",
+       lambda call: _like(call, _target_shape(call, call["shape"], call.const("shape"))),
        "np.broadcast_to", python=(np.broadcast_to,), views=True)
 define("numpy::broadcast_arrays", "*args, subok=False",
        lambda call: TupleType((tensor(),) * len(call.all_of("args"))),
@@ -337,7 +334,7 @@ define("numpy::take_along_axis", "arr, indices, axis=-1",
 
 # x.item() and x.tolist() give Python values whose type depends on the dtype.
 define("ndarray::item", "a, *args", lambda call: AnyType, ".item",
-       kinds={"args": Kind("an int", lambda t: SHAPE.accepts(t))},
+       kinds={"args": SHAPE},
        methods=((TensorType, "item"),))
 define("ndarray::tolist", "a", lambda call: AnyType, ".tolist",
        methods=((TensorType, "tolist"),))
