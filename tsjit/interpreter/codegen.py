@@ -118,13 +118,11 @@ class _Writer:
         else:
             self.emit(code, node.source)
 
-    def block_end(self, block: Block, targets: list[str], results: list[Value]) -> None:
-        self.assign(targets, [self.expr(v) for v in results])
-        self.delete(self.released("at_end", block))
-
     def branch(self, block: Block, targets: list[str]) -> None:
+        """An If branch, ending with the assignment of its results to the If's outputs."""
         self.block(block)
-        self.block_end(block, targets, block.outputs)
+        self.assign(targets, [self.expr(v) for v in block.outputs])
+        self.delete(self.released("at_end", block))
 
     def if_(self, node: Node) -> None:
         targets = [self.vars[v] for v in node.outputs]
