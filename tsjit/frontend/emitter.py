@@ -186,6 +186,8 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
 
     def assign_target(self, target: ast.expr, value, src: SourceRange) -> None:
         if isinstance(target, ast.Name):
+            if isinstance(value, Value) and value.name is None and "'" not in target.id:
+                value.name = target.id
             self.frame.assign(target.id, value, self.src(target))
         elif isinstance(target, (ast.Tuple, ast.List)):
             self.unpack(target.elts, value, src)

@@ -34,8 +34,8 @@ register("prim::TupleConstruct", "*elems",
          lambda types, attrs: TupleType(tuple(types)),
          lambda a, attrs: f"{attrs['cls']}({_join(a)})" if "cls" in attrs else
          f"({_join(a)},)" if len(a) == 1 else f"({_join(a)})", may_raise=False)
-register("prim::TupleUnpack", "tup", None, "{0}", may_raise=False)
-register("prim::ListUnpack", "seq", None, "{0}")
+register("prim::TupleUnpack", "tup", None, "{0}", may_raise=False, attrs={"unpacks": True})
+register("prim::ListUnpack", "seq", None, "{0}", attrs={"unpacks": True})
 register("prim::ListConstruct", "*elems", None, lambda a, attrs: f"[{_join(a)}]",
          may_raise=False)
 register("prim::DictConstruct", "*items", None,

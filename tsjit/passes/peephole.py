@@ -136,4 +136,19 @@ def double_negation(node: Node) -> bool:
     return True
 
 
-RULES: list[Rule] = [power_to_multiplication, arithmetic_identity, double_negation]
+def unit_range_index(node: Node) -> bool:
+    """`for i in range(n)`: the loop variable `0 + k * 1` is the iteration count k."""
+    if node.kind != "aten::__derive_index":
+        return False
+    iteration, start, step = node.inputs
+    if constant_value(start) != 0 or constant_value(step) != 1 or \
+            type(constant_value(start)) is not int or type(constant_value(step)) is not int:
+        return False
+    iteration.name = iteration.name or node.output.name
+    node.output.replace_all_uses_with(iteration)
+    node.destroy()
+    return True
+
+
+RULES: list[Rule] = [power_to_multiplication, arithmetic_identity, double_negation,
+                     unit_range_index]
