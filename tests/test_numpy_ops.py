@@ -442,10 +442,17 @@ _KIND = inspect.Parameter
 
 def _check_parameters(op: OpDef, theirs: list[inspect.Parameter], label: str) -> None:
     """Our parameters are NumPy's, in NumPy's order, bound the same way; the ones we leave
-    out are keyword-only (leaving them out shifts no positional argument)."""
+    out are keyword-only (leaving them out shifts no positional argument).  Parameters
+    NumPy takes through **kwargs (ndarray.sum's keepdims) are checked on the function;
+    positional-only ones match by position (ndarray.dot's `other` is our `b`)."""
+    takes_kwargs = any(q.kind == _KIND.VAR_KEYWORD for q in theirs)
+    theirs = [q.replace(name=op.params[i].name) if q.kind == _KIND.POSITIONAL_ONLY else q
+              for i, q in enumerate(theirs) if q.kind != _KIND.VAR_KEYWORD]
     names = [q.name for q in theirs]
     positions = []
     for p in op.params:
+        if p.name not in names and takes_kwargs:
+            continue
         assert p.name in names, f"{label}: NumPy has no parameter {p.name}"
         q = theirs[names.index(p.name)]
         positions.append(names.index(p.name))
@@ -463,8 +470,8 @@ def _check_parameters(op: OpDef, theirs: list[inspect.Parameter], label: str) ->
                 f"{label}: default of {p.name} is {default!r}, NumPy's is {q.default!r}"
     assert positions == sorted(positions), f"{label}: parameters out of NumPy's order"
     for q in theirs:
-        assert q.name in names and q.name in {p.name for p in op.params} or q.kind in (
-            _KIND.KEYWORD_ONLY, _KIND.VAR_KEYWORD), f"{label}: {q.name} left out"
+        assert q.name in {p.name for p in op.params} or q.kind == _KIND.KEYWORD_ONLY, \
+            f"{label}: {q.name} left out"
 
 
 def test_function_parameters_match_numpy():
@@ -484,12 +491,10 @@ def test_function_parameters_match_numpy():
                                         and inspect.isroutine(getattr(np.ndarray,
                                                                       n.split("::")[1]))))
 def test_method_parameters_match_numpy(name):
-    """Methods whose op is their own (not shared with a function) bind like ndarray's."""
+    """ndarray methods bind like ndarray's (the receiver aside)."""
     theirs = list(inspect.signature(getattr(np.ndarray, name)).parameters.values())
     op = NUMPY_OPS[f"ndarray::{name}"]
-    ours_without_receiver = OpDef(op.name, op.params[1:], None, "")
-    _check_parameters(ours_without_receiver, [q for q in theirs[1:]
-                                              if q.kind != _KIND.VAR_KEYWORD], name)
+    _check_parameters(OpDef(op.name, op.params[1:], None, ""), theirs[1:], name)
 
 
 # -- promotion against NumPy, every dtype pair --

@@ -172,8 +172,7 @@ _CLIP_TRAITS = {"elementwise": True, "attrs": {"kernel": "clip", "ufunc": CLIP}}
 define("numpy::clip", "a, a_min=None, a_max=None, out=None, *, min=None, max=None",
        _np_clip_result, _np_clip_call, kinds=_BOUNDS, python=(np.clip,), **_CLIP_TRAITS)
 define("ndarray::clip", "a, min=None, max=None, out=None",
-       lambda call: _clip_type(*call.types[:3]), ".clip", kinds=_BOUNDS,
-       methods=((TensorType, "clip"),), **_CLIP_TRAITS)
+       lambda call: _clip_type(*call.types[:3]), ".clip", kinds=_BOUNDS, **_CLIP_TRAITS)
 
 
 # -- rounding, closeness, casts --
@@ -191,7 +190,7 @@ def _round_result(call: CallTypes) -> Type:
 
 
 define("numpy::round", "a, decimals=0, out=None", _round_result, "np.round",
-       python=(np.round, np.around), methods=((TensorType, "round"),))
+       python=(np.round, np.around), method="round")
 
 
 def _isclose_result(call: CallTypes) -> Type:
@@ -216,7 +215,7 @@ def _cast_result(call: CallTypes) -> Type:
 _CAST_TRAITS = {"elementwise": True, "views": True,   # copy=False may return the input
                 "attrs": {"kernel": "cast"}}
 define("ndarray::astype", "a, dtype, order='K', casting='unsafe', subok=True, copy=True",
-       _cast_result, ".astype", methods=((TensorType, "astype"),), **_CAST_TRAITS)
+       _cast_result, ".astype", **_CAST_TRAITS)
 define("numpy::astype", "x, dtype, /, *, copy=True", _cast_result, "np.astype",
        python=(np.astype,), **_CAST_TRAITS)
 

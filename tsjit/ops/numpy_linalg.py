@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..ir.types import StrType, TensorType, Type
+from ..ir.types import StrType, Type
 from .numpy_reductions import reduction
 from .numpy_rules import (
     ANYTHING,
@@ -57,7 +57,7 @@ def _matmul_rank(ra: int, rb: int) -> int | None:
 
 
 define("numpy::dot", "a, b, out=None", _product(_dot_rank), "np.dot", python=(np.dot,),
-       methods=((TensorType, "dot"),))
+       method="dot")
 define("numpy::inner", "a, b, /", _product(_dot_rank), "np.inner", python=(np.inner,))
 define("numpy::vdot", "a, b, /", _product(lambda ra, rb: 0), "np.vdot", python=(np.vdot,))
 define("numpy::outer", "a, b, out=None", _product(lambda ra, rb: 2), "np.outer",

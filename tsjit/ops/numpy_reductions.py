@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..ir.types import AnyType, NoneType, TensorType, TupleType, Type, VarTupleType, is_number
+from ..ir.types import AnyType, NoneType, TupleType, Type, VarTupleType, is_number
 from .numpy_rules import (
     OPTIONAL_ARRAY,
     UNKNOWN,
@@ -75,7 +75,7 @@ def _define_reduction(fn: Callable, signature: str, rule: Callable[[Callable], R
     """Register np.<fn> (and `also`, and ndarray.<fn> when `method`) with `rule(fn)`."""
     name = fn.__name__
     define(f"numpy::{name}", signature, rule(fn), f"np.{name}", python=(fn, *also),
-           methods=((TensorType, name),) if method else (), **options)
+           method=name if method else None, **options)
 
 
 _SUM = "a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True"
@@ -157,17 +157,16 @@ def _trace_result(call: CallTypes) -> Type:
 
 
 define("numpy::trace", "a, offset=0, axis1=0, axis2=1, dtype=None, out=None", _trace_result,
-       "np.trace", python=(np.trace,), methods=((TensorType, "trace"),))
+       "np.trace", python=(np.trace,), method="trace")
 
 
 # -- sorting and searching --
 
 _SORT = "a, axis=-1, kind=None, order=None, *, stable=None"
 define("numpy::sort", _SORT, along_axis(np.sort), "np.sort", python=(np.sort,))
-define("ndarray::sort", _SORT, lambda call: None, ".sort", methods=((TensorType, "sort"),),
-       writes=(0,))
+define("ndarray::sort", _SORT, lambda call: None, ".sort", writes=(0,))
 define("numpy::argsort", _SORT, along_axis(np.argsort), "np.argsort", python=(np.argsort,),
-       methods=((TensorType, "argsort"),))
+       method="argsort")
 
 
 def _unique_result(call: CallTypes) -> Type:
@@ -185,7 +184,7 @@ define("numpy::unique", "ar, return_index=False, return_inverse=False, return_co
 
 _POSITIONS = tensor(np.intp, (None,), True)
 define("numpy::nonzero", "a", lambda call: VarTupleType(_POSITIONS), "np.nonzero",
-       python=(np.nonzero,), methods=((TensorType, "nonzero"),))
+       python=(np.nonzero,), method="nonzero")
 define("numpy::flatnonzero", "a", lambda call: _POSITIONS, "np.flatnonzero",
        python=(np.flatnonzero,))
 
@@ -205,7 +204,7 @@ def _searchsorted_result(call: CallTypes) -> Type:
 
 define("numpy::searchsorted", "a, v, side='left', sorter=None", _searchsorted_result,
        "np.searchsorted", kinds={"sorter": OPTIONAL_ARRAY}, python=(np.searchsorted,),
-       methods=((TensorType, "searchsorted"),))
+       method="searchsorted")
 
 
 def _bincount_result(call: CallTypes) -> Type:

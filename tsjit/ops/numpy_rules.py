@@ -409,13 +409,20 @@ ResultRule = Callable[[CallTypes], Type | None]   # None: the op has no result
 
 def define(name: str, signature: str, result: ResultRule, call: str | Callable, *,
            kinds: dict[str, Kind] | None = None, no_value: Sequence[str] = (),
-           **binding: object) -> OpDef:
+           method: str | None = None, **binding: object) -> OpDef:
     """Register NumPy op `name` with NumPy's parameter list `signature`.
 
-    `call`: "np.fn" (a function call), ".name" (a method call on the first argument), a
+    `call`: "np.fn" (a function call), ".name" (ndarray method `name`, bound as such), a
     registry template string, or a template callable.  `kinds` overrides KIND_BY_NAME for
-    this op.  Other keywords (python=, methods=, attributes=, traits) go to `register`.
+    this op.  `method`: the ndarray method taking the same parameters (x.sum for np.sum);
+    it becomes op `ndarray::<method>` calling the method itself, which skips the
+    function's Python wrapper (np.sum(x) costs 2.5x x.sum() on a small array).  Other
+    keywords (python=, attributes=, traits) go to `register`.
     """
+    if method is not None:
+        traits = {k: v for k, v in binding.items() if k != "python"}
+        define(f"ndarray::{method}", signature, result, f".{method}", kinds=kinds,
+               no_value=no_value, **traits)
     params = parse_params(signature)
     kinds = {p.name: (kinds or {}).get(p.name) or KIND_BY_NAME[p.name] for p in params}
 
@@ -435,4 +442,6 @@ def define(name: str, signature: str, result: ResultRule, call: str | Callable, 
                            method=call.startswith("."))
     else:
         py = call
+    if isinstance(call, str) and call.startswith("."):
+        binding["methods"] = ((TensorType, call[1:]),)
     return register(name, signature, infer, py, **binding)

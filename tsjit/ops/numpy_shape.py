@@ -99,7 +99,7 @@ define("numpy::transpose", "a, axes=None", lambda call: _permuted(call, call.con
        "np.transpose", python=(np.transpose,), views=True)
 define("ndarray::transpose", "a, /, *axes",
        lambda call: _permuted(call, _method_axes(call.const("axes"))), ".transpose",
-       kinds={"axes": OPTIONAL_SHAPE}, methods=((TensorType, "transpose"),), views=True)
+       kinds={"axes": OPTIONAL_SHAPE}, views=True)
 
 
 def _swapped(call: CallTypes) -> Type:
@@ -114,7 +114,7 @@ def _swapped(call: CallTypes) -> Type:
 
 
 define("numpy::swapaxes", "a, axis1, axis2", _swapped, "np.swapaxes", python=(np.swapaxes,),
-       methods=((TensorType, "swapaxes"),), views=True)
+       method="swapaxes", views=True)
 define("numpy::moveaxis", "a, source, destination", lambda call: _permuted(call, UNKNOWN),
        "np.moveaxis", python=(np.moveaxis,), views=True)
 
@@ -154,7 +154,7 @@ define("numpy::reshape", "a, /, shape, order='C', *, copy=None",
        "np.reshape", python=(np.reshape,), views=True)
 define("ndarray::reshape", "a, /, *shape, order='C', copy=None",
        lambda call: _reshaped(call, *_method_shape(call)),
-       ".reshape", kinds={"shape": SHAPE}, methods=((TensorType, "reshape"),), views=True)
+       ".reshape", kinds={"shape": SHAPE}, views=True)
 
 
 def _flat(call: CallTypes) -> Type:
@@ -162,10 +162,9 @@ def _flat(call: CallTypes) -> Type:
     return _like(call, None if sizes is None else (element_count(sizes),))
 
 
-define("numpy::ravel", "a, order='C'", _flat, "np.ravel", python=(np.ravel,),
-       methods=((TensorType, "ravel"),), views=True)
-define("ndarray::flatten", "a, order='C'", _flat, ".flatten",
-       methods=((TensorType, "flatten"),))
+define("numpy::ravel", "a, order='C'", _flat, "np.ravel", python=(np.ravel,), method="ravel",
+       views=True)
+define("ndarray::flatten", "a, order='C'", _flat, ".flatten")
 
 
 def _squeezed(call: CallTypes) -> Type:
@@ -179,7 +178,7 @@ def _squeezed(call: CallTypes) -> Type:
 
 
 define("numpy::squeeze", "a, axis=None", _squeezed, "np.squeeze", python=(np.squeeze,),
-       methods=((TensorType, "squeeze"),), views=True)
+       method="squeeze", views=True)
 
 
 def _expanded(call: CallTypes) -> Type:
@@ -269,7 +268,7 @@ for _fn in (np.split, np.array_split):
 
 define("numpy::tile", "A, reps", lambda call: _like(call, None), "np.tile", python=(np.tile,))
 define("numpy::repeat", "a, repeats, axis=None", lambda call: _like(call, None), "np.repeat",
-       python=(np.repeat,), methods=((TensorType, "repeat"),))
+       python=(np.repeat,), method="repeat")
 define("numpy::roll", "a, shift, axis=None", same_as("a", ndarray=True), "np.roll",
        python=(np.roll,))
 
@@ -278,8 +277,7 @@ define("numpy::roll", "a, shift, axis=None", same_as("a", ndarray=True), "np.rol
 
 define("numpy::copy", "a, order='K', subok=False", same_as("a", ndarray=True), "np.copy",
        python=(np.copy,))
-define("ndarray::copy", "a, order='C'", same_as("a"), ".copy",
-       methods=((TensorType, "copy"),))
+define("ndarray::copy", "a, order='C'", same_as("a"), ".copy")
 
 
 def _contiguous(call: CallTypes) -> Type:
@@ -300,8 +298,7 @@ def _view_result(call: CallTypes) -> Type:
     return tensor(dtype_or(call, None), None, None)
 
 
-define("ndarray::view", "a, dtype=None", _view_result, ".view",
-       methods=((TensorType, "view"),), views=True)
+define("ndarray::view", "a, dtype=None", _view_result, ".view", views=True)
 
 
 # -- diagonals, triangles, gathering --
@@ -321,10 +318,9 @@ define("numpy::diag", "v, k=0", _diag_result, "np.diag", python=(np.diag,),
 define("numpy::diagonal", "a, offset=0, axis1=0, axis2=1",
        lambda call: _like(call, None if _rank(call["a"]) is None
                           else (None,) * (_rank(call["a"]) - 1)),
-       "np.diagonal", python=(np.diagonal,), methods=((TensorType, "diagonal"),), views=True)
+       "np.diagonal", python=(np.diagonal,), method="diagonal", views=True)
 define("numpy::take", "a, indices, axis=None, out=None, mode='raise'",
-       lambda call: _like(call, None, None), "np.take", python=(np.take,),
-       methods=((TensorType, "take"),))
+       lambda call: _like(call, None, None), "np.take", python=(np.take,), method="take")
 define("numpy::take_along_axis", "arr, indices, axis=-1",
        lambda call: _like(call, sizes_of(call["indices"])), "np.take_along_axis",
        python=(np.take_along_axis,))
@@ -334,12 +330,9 @@ define("numpy::take_along_axis", "arr, indices, axis=-1",
 
 # x.item() and x.tolist() give Python values whose type depends on the dtype.
 define("ndarray::item", "a, *args", lambda call: AnyType, ".item",
-       kinds={"args": SHAPE},
-       methods=((TensorType, "item"),))
-define("ndarray::tolist", "a", lambda call: AnyType, ".tolist",
-       methods=((TensorType, "tolist"),))
-define("ndarray::fill", "a, value", lambda call: None, ".fill",
-       methods=((TensorType, "fill"),), writes=(0,))
+       kinds={"args": SHAPE})
+define("ndarray::tolist", "a", lambda call: AnyType, ".tolist")
+define("ndarray::fill", "a, value", lambda call: None, ".fill", writes=(0,))
 define("numpy::copyto", "dst, src, casting='same_kind', where=True", lambda call: None,
        "np.copyto", python=(np.copyto,), writes=(0,))
 define("numpy::fill_diagonal", "a, val, wrap=False", lambda call: None, "np.fill_diagonal",
