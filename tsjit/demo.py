@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-from typing import List
 
 import numpy as np
 
@@ -23,7 +22,7 @@ def collatz_steps(n: int) -> int:
     return total
 
 
-def first_index(xs: List[int], target: int) -> int:
+def first_index(xs: list[int], target: int) -> int:
     for i, v in enumerate(xs):
         if v == target:
             return i

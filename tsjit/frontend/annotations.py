@@ -65,15 +65,15 @@ def to_type(ann: object, class_type_of=None) -> Type:
         args = typing.get_args(ann)
         return to_type(args[0], class_type_of) if args else AnyType
     origin, args = typing.get_origin(ann), typing.get_args(ann)
-    if origin in (list, typing.List):
+    if origin in (list, list):
         return ListType(to_type(args[0], class_type_of) if args else TENSOR)
-    if origin in (dict, typing.Dict):
+    if origin in (dict, dict):
         key, value = (to_type(a, class_type_of) for a in args) if args else (StrType, TENSOR)
         if key not in _DICT_KEYS and key != TENSOR:
             raise AnnotationError(f"dict keys must be str, int, float, bool, Tensor or Any; "
                                   f"{key.annotation} is not supported as a dict key type")
         return DictType(key, value)
-    if origin in (tuple, typing.Tuple):
+    if origin in (tuple, tuple):
         if len(args) == 2 and args[1] is Ellipsis:
             return VarTupleType(to_type(args[0], class_type_of))
         if args == ((),):

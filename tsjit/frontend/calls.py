@@ -31,8 +31,15 @@ from ..ir.types import (
     make_union,
     union_options,
 )
-from ..ops.registry import NO_DEFAULT, OpDef, OpTypeError, infer_types, lookup_attribute, \
-    lookup_method, lookup_python
+from ..ops.registry import (
+    NO_DEFAULT,
+    OpDef,
+    OpTypeError,
+    infer_types,
+    lookup_attribute,
+    lookup_method,
+    lookup_python,
+)
 from .annotations import AnnotationError, to_type
 from .control_flow import _contains_list
 from .environment import RETURNED

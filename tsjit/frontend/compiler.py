@@ -139,8 +139,8 @@ class Compiler:
         found = self.functions.get(key)
         if found is not None:
             return found
-        from .emitter import FunctionEmitter
         from ..passes import run_canonical_passes
+        from .emitter import FunctionEmitter
         source = ParsedSource(fn)
         if not isinstance(source.definition, ast.FunctionDef):
             raise CompilationError(f"{fn!r} is not a function definition")

@@ -13,8 +13,16 @@ from collections.abc import Callable
 
 from ..ir.graph import Node, SourceRange, Value
 from ..ir.types import IntType, Type, UninitializedType, unify
-from .environment import BROKE, EXIT_STRENGTH, RAISED, RETURNED, Binding, Frame, is_synthetic, \
-    undefined
+from .environment import (
+    BROKE,
+    EXIT_STRENGTH,
+    RAISED,
+    RETURNED,
+    Binding,
+    Frame,
+    is_synthetic,
+    undefined,
+)
 from .errors import CompilationError
 
 INT64_MAX = 2**63 - 1
@@ -149,7 +157,7 @@ class ControlFlowMixin:
             if flags and rest and not self.frame.exited:
                 src = self.src(rest[0])
                 cond = self.any_flag(flags, src)
-                self.emit_if(cond, lambda: None, lambda: self.emit_statements(rest), src,
+                self.emit_if(cond, lambda: None, lambda rest=rest: self.emit_statements(rest), src,
                              then_exited=RETURNED if flags == ["$ret"] else BROKE)
                 return
 
@@ -282,7 +290,8 @@ class ControlFlowMixin:
         results = []
         for block, fn in zip((node.add_block(), node.add_block()), (then_fn, else_fn)):
             produced: list[Value] = []
-            self.run_in_frame(Frame(block, self.frame), lambda fn=fn: produced.append(fn()))
+            self.run_in_frame(Frame(block, self.frame),
+                              lambda fn=fn, out=produced: out.append(fn()))
             results.append((block, produced[0]))
         joined = unify(results[0][1].type, results[1][1].type)
         if joined is None:

@@ -34,7 +34,7 @@ from ..ops.registry import OpTypeError, infer_types, op
 from .annotations import AnnotationError, evaluate, to_type
 from .calls import CallMixin
 from .control_flow import ControlFlowMixin
-from .environment import BROKE, RAISED, Frame
+from .environment import RAISED, Frame
 from .errors import CompilationError
 from .expressions import BINARY, ExpressionMixin
 from .resolution import Resolver

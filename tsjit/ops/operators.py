@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import operator
 
+from ..ir.types import TENSOR as T
 from ..ir.types import (
     AnyType,
     BoolType,
@@ -25,7 +26,6 @@ from ..ir.types import (
     is_number,
     is_subtype,
 )
-from ..ir.types import TENSOR as T
 from .registry import OpTypeError, register
 
 SYMBOLS = {
