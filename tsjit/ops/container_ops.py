@@ -26,7 +26,7 @@ from ..ir.types import (
     make_union,
     unify,
 )
-from .builtin_ops import INDEX, check_args, iterated_type, register_method, require_orderable
+from .python_calls import INDEX, check_args, iterated_type, register_method, require_orderable
 from .registry import OpTypeError, register
 
 MAXSIZE = 9223372036854775807   # sys.maxsize: the default end of list.index / tuple.index

@@ -23,7 +23,7 @@ from ..ir.types import (
     TupleType,
     is_number,
 )
-from .builtin_ops import (
+from .python_calls import (
     INDEX,
     OPTIONAL_INDEX,
     REAL,

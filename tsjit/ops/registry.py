@@ -76,6 +76,8 @@ class OpDef:
     def schema(self) -> str:
         parts = []
         for p in self.params:
+            if p.kwonly and not any(q.variadic or q.kwonly for q in self.params[:len(parts)]):
+                parts.append("*")
             text = ("*" if p.variadic else "") + p.name
             if p.default is not NO_DEFAULT:
                 text += f"={p.default!r}"

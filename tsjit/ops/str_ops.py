@@ -11,7 +11,7 @@ f-strings need no op of their own: the front end turns each `{x!r:>{w}}` field i
 from __future__ import annotations
 
 from ..ir.types import BoolType, IntType, ListType, StrType, TupleType, VarTupleType
-from .builtin_ops import (
+from .python_calls import (
     INDEX,
     OPTIONAL_INDEX,
     OPTIONAL_STR,
