@@ -36,7 +36,6 @@ from ..ir.types import (
     Type,
     VarTupleType,
     is_number,
-    is_subtype,
 )
 from .operators import binary_rule, numeric_result
 from .python_calls import (

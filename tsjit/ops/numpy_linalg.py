@@ -16,26 +16,21 @@ from .numpy_rules import (
     OPTIONAL_NUMBER,
     CallTypes,
     Kind,
+    ResultRule,
     define,
     probe_dtype,
+    rank_of,
     sizes_of,
     tensor,
 )
 from .promotion import common_dtype, operand_dtype, ufunc_loop
 
-Rule = Callable[[CallTypes], Type]
 
-
-def _rank(t: Type) -> int | None:
-    sizes = sizes_of(t)
-    return None if sizes is None else len(sizes)
-
-
-def _product(rank_rule: Callable[[int, int], int | None]) -> Rule:
+def _product(rank_rule: Callable[[int, int], int | None]) -> ResultRule:
     """A product of the first two arguments: their promoted dtype, the rank NumPy gives."""
     def result(call: CallTypes) -> Type:
         a, b = call.types[:2]
-        ra, rb = _rank(a), _rank(b)
+        ra, rb = rank_of(a), rank_of(b)
         rank = None if ra is None or rb is None else rank_rule(ra, rb)
         return tensor(common_dtype([a, b]), None if rank is None else (None,) * rank,
                       None if rank is None else rank > 0)
@@ -112,7 +107,7 @@ def _solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _det_result(call: CallTypes) -> Type:
-    rank = _rank(call["a"])
+    rank = rank_of(call["a"])
     sizes = None if rank is None else (None,) * (rank - 2)
     return tensor(_linalg_dtype(_det, call["a"]), sizes, None if sizes is None else rank > 2)
 

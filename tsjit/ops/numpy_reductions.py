@@ -17,6 +17,7 @@ from .numpy_rules import (
     OPTIONAL_ARRAY,
     UNKNOWN,
     CallTypes,
+    ResultRule,
     define,
     dtype_of,
     element_count,
@@ -29,8 +30,6 @@ from .numpy_rules import (
     tensor,
 )
 from .promotion import operand_dtype
-
-Rule = Callable[[CallTypes], Type]
 
 
 def _result_dtype(fn: Callable, call: CallTypes, **fixed: object) -> np.dtype | None:
@@ -48,7 +47,7 @@ def _const(call: CallTypes, name: str, default: object) -> object:
     return call.const(name) if name in call.slots else default
 
 
-def reduction(fn: Callable) -> Rule:
+def reduction(fn: Callable) -> ResultRule:
     """Along `axis` (None: all), keeping reduced axes as 1 with keepdims; rank 0 is a
     NumPy scalar."""
     def result(call: CallTypes) -> Type:
@@ -58,7 +57,7 @@ def reduction(fn: Callable) -> Rule:
     return result
 
 
-def along_axis(fn: Callable) -> Rule:
+def along_axis(fn: Callable) -> ResultRule:
     """cumsum, sort: the input's sizes along an axis, flattened when axis is None."""
     def result(call: CallTypes) -> Type:
         sizes, axis = sizes_of(call.types[0]), call.const("axis")
@@ -70,7 +69,7 @@ def along_axis(fn: Callable) -> Rule:
     return result
 
 
-def _define_reduction(fn: Callable, signature: str, rule: Callable[[Callable], Rule], *,
+def _define_reduction(fn: Callable, signature: str, rule: Callable[[Callable], ResultRule], *,
                       method: bool = False, also: tuple = (), **options: object) -> None:
     """Register np.<fn> (and `also`, and ndarray.<fn> when `method`) with `rule(fn)`."""
     name = fn.__name__
@@ -107,7 +106,7 @@ for _fn, _method in [(np.cumsum, True), (np.cumprod, True), (np.nancumsum, False
     _define_reduction(_fn, _SCAN, along_axis, method=_method)
 
 
-def _quantile_rule(fn: Callable) -> Rule:
+def _quantile_rule(fn: Callable) -> ResultRule:
     """A scalar q reduces like np.median; an array q adds its axes in front."""
     median_like = reduction(lambda a, **kw: fn(a, 0.5, **kw))
 

@@ -213,6 +213,11 @@ def sizes_of(t: Type) -> Sizes:
     return None
 
 
+def rank_of(t: Type) -> int | None:
+    sizes = sizes_of(t)
+    return None if sizes is None else len(sizes)
+
+
 def broadcast(*all_sizes: Sizes) -> Sizes:
     """The broadcast shape, with None for an extent the sizes do not determine."""
     if any(s is None for s in all_sizes):

@@ -8,8 +8,6 @@ constant arguments make them certain.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from ..ir.types import (
@@ -29,11 +27,13 @@ from .numpy_rules import (
     SHAPE,
     UNKNOWN,
     CallTypes,
+    ResultRule,
     define,
     dtype_of,
     dtype_or,
     element_count,
     normalize_axes,
+    rank_of,
     same_as,
     shape_sizes,
     sizes_of,
@@ -41,18 +41,12 @@ from .numpy_rules import (
 )
 from .promotion import common_dtype
 
-Rule = Callable[[CallTypes], Type]
 Sizes = tuple[int | None, ...] | None
 
 
 def _like(call: CallTypes, sizes: Sizes, ndarray: bool | None = True) -> TensorType:
     """A result with the first argument's dtype."""
     return tensor(dtype_of(call.types[0]), sizes, ndarray)
-
-
-def _rank(t: Type) -> int | None:
-    sizes = sizes_of(t)
-    return None if sizes is None else len(sizes)
 
 
 def _scalar_kept(t: Type) -> bool | None:
@@ -198,7 +192,7 @@ define("numpy::expand_dims", "a, axis", _expanded, "np.expand_dims", kinds={"axi
 
 
 def _same_rank(call: CallTypes) -> Type:
-    rank = _rank(call.types[0])
+    rank = rank_of(call.types[0])
     return _like(call, None if rank is None else (None,) * rank)
 
 
@@ -238,12 +232,12 @@ def _elements(t: Type) -> list[Type] | None:
     return None
 
 
-def _joined(extra_rank: int) -> Rule:
+def _joined(extra_rank: int) -> ResultRule:
     """concatenate (extra_rank 0) and stack (1): the promoted dtype of the inputs."""
     def result(call: CallTypes) -> Type:
         elems = _elements(call.types[0])
         dtype = dtype_or(call, None if elems is None else common_dtype(elems))
-        ranks = {_rank(e) for e in elems or ()}
+        ranks = {rank_of(e) for e in elems or ()}
         rank = ranks.pop() if len(ranks) == 1 else None
         return tensor(dtype, None if rank is None else (None,) * (rank + extra_rank), True)
     return result
@@ -309,15 +303,15 @@ for _fn in (np.tril, np.triu):
 
 
 def _diag_result(call: CallTypes) -> Type:
-    rank = _rank(call["v"])
+    rank = rank_of(call["v"])
     return _like(call, {1: (None, None), 2: (None,)}.get(rank))
 
 
 define("numpy::diag", "v, k=0", _diag_result, "np.diag", python=(np.diag,),
        views=True)   # of a matrix: a view of its diagonal
 define("numpy::diagonal", "a, offset=0, axis1=0, axis2=1",
-       lambda call: _like(call, None if _rank(call["a"]) is None
-                          else (None,) * (_rank(call["a"]) - 1)),
+       lambda call: _like(call, None if rank_of(call["a"]) is None
+                          else (None,) * (rank_of(call["a"]) - 1)),
        "np.diagonal", python=(np.diagonal,), method="diagonal", views=True)
 define("numpy::take", "a, indices, axis=None, out=None, mode='raise'",
        lambda call: _like(call, None, None), "np.take", python=(np.take,), method="take")
