@@ -10,6 +10,7 @@ import itertools
 import numpy as np
 import pytest
 
+from tsjit.interpreter.rendering import Renderer
 from tsjit.ir.types import (
     TENSOR,
     AnyType,
@@ -102,29 +103,15 @@ def bind(op: OpDef, args: tuple, kwargs: dict) -> list:
     return inputs
 
 
-def literal(value: object) -> str | None:
-    """How the interpreter writes a constant inline, if it can (None otherwise)."""
-    if type(value) in (int, float, bool, str, type(None)):
-        text = repr(value)
-        return f"({text})" if text.startswith("-") else text
-    if type(value) is tuple:
-        parts = [literal(v) for v in value]
-        return None if None in parts else f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
-    return None
-
-
 def run_template(op: OpDef, inputs: list, inline_constants: bool) -> object:
-    names = [f"a{i}" for i in range(len(inputs))]
-    if inline_constants:
-        names = [literal(v) or n for n, v in zip(names, inputs)]
-    code = op.emit_python(names, {})
-    namespace = {"np": np, **{f"a{i}": v for i, v in enumerate(inputs)}}
+    """Evaluate the op's template on inputs held in variables, or with the non-array
+    inputs written as the interpreter writes constants (literals inline)."""
+    renderer = Renderer()
+    names = [renderer.operand(v) if inline_constants and not isinstance(v, (np.ndarray, list))
+             else f"a{i}" for i, v in enumerate(inputs)]
+    namespace = {"np": np, **renderer.bound, **{f"a{i}": v for i, v in enumerate(inputs)}}
     with np.errstate(all="ignore"):
-        if op.infer is not None and not op.infer([type_of(v) for v in inputs],
-                                                 {CONSTANTS: {}}) and op.writes:
-            exec(code, namespace)
-            return None
-        return eval(code, namespace)
+        return eval(op.emit_python(names, {}), namespace)
 
 
 def infer(op: OpDef, inputs: list, refined: bool) -> Type | None:
@@ -387,32 +374,42 @@ def test_results_are_plain_tensor_unless_an_argument_is_refined():
 
 # -- type rules reject what NumPy always rejects --
 
+# (op, argument types, an eager call with such arguments, which NumPy rejects)
+_SUM_REST = [NoneType, NoneType, BoolType, NoneType, BoolType]
 REJECTED = [
-    ("numpy::exp", [StrType, NoneType, NoneType]),
-    ("numpy::add", [TENSOR, NoneType, NoneType, NoneType]),
-    ("numpy::bitwise_and", [FloatType, IntType, NoneType, NoneType]),
-    ("numpy::left_shift", [TENSOR, FloatType, NoneType, NoneType]),
-    ("numpy::exp", [TENSOR, TENSOR, NoneType]),                       # out=
-    ("numpy::sum", [TENSOR, FloatType, NoneType, NoneType, BoolType, NoneType, BoolType]),
-    ("numpy::sum", [TENSOR, BoolType, NoneType, NoneType, BoolType, NoneType, BoolType]),
-    ("numpy::sum", [TENSOR, ListType(IntType), NoneType, NoneType, BoolType, NoneType,
-                    BoolType]),
-    ("numpy::sum", [TENSOR, NoneType, IntType, NoneType, BoolType, NoneType, BoolType]),
-    ("numpy::zeros", [FloatType, NoneType, StrType]),
-    ("numpy::zeros", [TupleType((IntType, FloatType)), NoneType, StrType]),
-    ("numpy::where", [TENSOR, TENSOR, NoneType]),
-    ("numpy::clip", [TENSOR, IntType, IntType, NoneType, IntType, NoneType]),
-    ("ndarray::astype", [TENSOR, IntType, StrType, StrType, BoolType, BoolType]),
-    ("numpy::concatenate", [StrType, IntType, NoneType, NoneType, StrType]),
-    ("numpy::reshape", [TENSOR, FloatType, StrType, NoneType]),
-    ("numpy::sqrt", [TupleType((StrType,)), NoneType, NoneType]),
+    ("numpy::exp", [StrType, NoneType, NoneType], "np.exp('a')"),
+    ("numpy::add", [TENSOR, NoneType, NoneType, NoneType], "np.add(F2, None)"),
+    ("numpy::bitwise_and", [FloatType, IntType, NoneType, NoneType], "np.bitwise_and(1.5, 2)"),
+    ("numpy::left_shift", [TENSOR, FloatType, NoneType, NoneType], "np.left_shift(IV, 1.5)"),
+    ("numpy::sum", [TENSOR, FloatType, *_SUM_REST], "np.sum(F2, axis=1.5)"),
+    ("numpy::sum", [TENSOR, BoolType, *_SUM_REST], "np.sum(F2, axis=True)"),
+    ("numpy::sum", [TENSOR, ListType(IntType), *_SUM_REST], "np.sum(F2, axis=[0])"),
+    ("numpy::sum", [TENSOR, NoneType, IntType, *_SUM_REST[1:]], "np.sum(F2, dtype=5)"),
+    ("numpy::zeros", [FloatType, NoneType, StrType], "np.zeros(2.5)"),
+    ("numpy::zeros", [TupleType((IntType, FloatType)), NoneType, StrType], "np.zeros((2, .5))"),
+    ("numpy::where", [TENSOR, TENSOR, NoneType], "np.where(M, F2)"),
+    ("numpy::clip", [TENSOR, IntType, IntType, NoneType, IntType, NoneType],
+     "np.clip(F2, 1, 2, min=1)"),
+    ("ndarray::astype", [TENSOR, IntType, StrType, StrType, BoolType, BoolType], "F2.astype(5)"),
+    ("numpy::concatenate", [StrType, IntType, NoneType, NoneType, StrType],
+     "np.concatenate('ab', 1)"),
+    ("numpy::reshape", [TENSOR, FloatType, StrType, NoneType], "np.reshape(F2, 2.5)"),
+    ("numpy::sqrt", [TupleType((StrType,)), NoneType, NoneType], "np.sqrt(('a',))"),
 ]
 
 
-@pytest.mark.parametrize("name, types", REJECTED)
-def test_type_rule_rejects(name, types):
+@pytest.mark.parametrize("name, types, eager", REJECTED)
+def test_type_rule_rejects_what_numpy_rejects(name, types, eager):
+    with pytest.raises((TypeError, ValueError)):
+        eval(eager, globals())
     with pytest.raises(OpTypeError):
         OPS[name].infer(types, {})
+
+
+def test_out_arguments_are_not_supported():
+    """out= would make every call a write; script code assigns the result instead."""
+    with pytest.raises(OpTypeError, match="out="):
+        OPS["numpy::exp"].infer([TENSOR, TENSOR, NoneType], {})
 
 
 ACCEPTED = [
