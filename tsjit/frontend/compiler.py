@@ -45,6 +45,9 @@ class CompiledCallable:
         self.executor = None        # set by the API layer; runs the graph
 
     def __call__(self, *args):
+        if self.executor is None:       # a helper that was compiled but never inlined
+            from ..executor import GraphExecutor
+            self.executor = GraphExecutor(self.graph, self.name)
         return self.executor(*args)
 
     @property

@@ -12,7 +12,7 @@ import ast
 from collections.abc import Callable
 
 from ..ir.graph import Node, SourceRange, Value
-from ..ir.types import IntType, Type, UninitializedType, unify
+from ..ir.types import IntType, Type, UninitializedType, unify, widen
 from .environment import (
     BROKE,
     EXIT_STRENGTH,
@@ -245,7 +245,7 @@ class ControlFlowMixin:
             if not isinstance(final, Value):
                 final = param
             if final.type != param.type:
-                joined = unify(param.type, final.type)
+                joined = widen(param.type, final.type)
                 if param.type == UninitializedType:
                     self._retype_placeholder(node, param, final.type)
                 elif joined is not None and joined != param.type:

@@ -298,8 +298,6 @@ def unify(a: Type, b: Type) -> Type | None:
     if isinstance(a, TensorType) and isinstance(b, TensorType):
         return TensorType(*(getattr(a, f) if getattr(a, f) == getattr(b, f) else None
                             for f in ("dtype", "sizes", "layout", "ndarray")))
-    if (isinstance(a, TensorType) and is_number(b)) or (isinstance(b, TensorType) and is_number(a)):
-        return TENSOR     # `s = 0.0; s += x[i]`: a Python number that becomes a NumPy value
     if NoneType in (a, b):
         other = b if a == NoneType else a
         return other if isinstance(other, OptionalType) else OptionalType(other)
@@ -315,6 +313,16 @@ def unify(a: Type, b: Type) -> Type | None:
         elem = unify(a.elem, b.elem)
         return ListType(elem) if isinstance(elem, TensorType) else None
     return None
+
+
+def widen(a: Type, b: Type) -> Type | None:
+    """`unify`, plus what a loop-carried variable may become: a Python number that
+    turns into a NumPy value (`s = 0.0; s += x[i]` makes s a np.float64)."""
+    joined = unify(a, b)
+    if joined is None and (isinstance(a, TensorType) or isinstance(b, TensorType)) and (
+            is_number(a) or is_number(b)):
+        return TENSOR
+    return joined
 
 
 def make_union(options: list[Type]) -> Type:
