@@ -154,7 +154,7 @@ def all_magnitudes(dtype: type, count: int) -> np.ndarray:
 def special_values(dtype: type) -> np.ndarray:
     info = np.finfo(dtype)
     tiny = info.smallest_subnormal
-    values = [0.0, np.inf, np.nan, 1.0, 0.5, 2.0, 10.0, tiny, 2 * tiny, info.smallest_normal,
+    values = [0.0, np.inf, np.nan, 1.0, 0.5, 2.0, 3.0, 10.0, tiny, 2 * tiny, info.smallest_normal,
               info.smallest_normal - tiny, info.eps, info.max, np.pi, 1e-3, 1e3]
     values += [float(np.nextafter(dtype(v), dtype(np.inf))) for v in (1.0, -1.0)]
     values += [float(np.nextafter(dtype(v), dtype(-np.inf))) for v in (1.0, -1.0)]

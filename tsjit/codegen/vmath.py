@@ -7,17 +7,19 @@ pi/2), a polynomial (vmath_poly), reconstruction, and ``select``s for special va
 calls, no branches, no loops, so a float32 loop becomes ``<16 x float>`` code.
 
 Accuracy: within 4 ulp of the correctly rounded result over the whole domain (tests measure
-1-2 ulp), including signed zeros, infinities, NaN and denormal inputs and outputs.
-Exceptions, by design:
-- sin, cos, tan: exact argument reduction for |x| < 2**27 (about 1.3e8) in both precisions.
-  Beyond that the reduced argument carries an absolute error of about |x| * 2**-53, growing
-  until it is meaningless near |x| = 2**51; from there on the functions return their value
-  at +-0. So sin and cos stay within [-1, 1] for every finite input, inaccurate beyond 2**27.
-- float32 sin/cos/tan/pow reduce (or compute entirely) in float64: fewer pieces, more range.
+at most 2 ulp), including signed zeros, infinities, NaN and denormal inputs and outputs;
+special values follow NumPy (C99 Annex F). One exception, by design: sin, cos and tan reduce
+their argument exactly only for |x| < 2**27 (about 1.3e8), in both precisions. Beyond, the
+reduced argument carries an absolute error of about |x| * 2**-53, which grows until it is
+meaningless at |x| = 2**51; from there on they return their value at +-0. So sin and cos
+stay within [-1, 1] for every finite input, but are inaccurate beyond 2**27.
 
-``llvm.fmuladd`` (fused where the CPU has FMA) evaluates polynomials; ``llvm.fma`` is used
-only where an exact product is the algorithm (float64 pow's double-double logarithm).
-No fast-math flags are set: the results do not depend on how the kernel is compiled.
+float32 sin, cos and tan reduce their argument in float64 (fewer pieces of pi/2, more
+range), and float32 pow computes in float64 throughout (x**y needs log x to ~2**-35).
+``llvm.fmuladd`` (fused where the CPU has FMA) evaluates polynomials; ``llvm.fma`` appears
+only where an exact product is the algorithm (double-double arithmetic in float64 pow, x*x
+for erf), so a CPU without FMA would get correct but slow library calls there. No fast-math
+flags are set: results do not depend on how the surrounding kernel is compiled.
 """
 
 from __future__ import annotations
@@ -138,9 +140,6 @@ class _Emit:
     def cmp(self, op: str, x, y):
         return self.b.fcmp_ordered(op, self.v(x), self.v(y))
 
-    def isnan(self, x):
-        return self.b.fcmp_unordered("uno", x, x)
-
     def sel(self, cond, x, y):
         return self.b.select(cond, self.v(x), self.v(y))
 
@@ -204,19 +203,18 @@ _NAN = float("nan")
 # ---------------------------------------------------------------- exp family
 
 
-def _exp_reduce(em: _Emit, x) -> tuple[ir.Value, ir.Value]:
-    """(expm1(r), n) with x = n*ln2 + r, |r| <= ln2/2 (x already clamped to a range
-    where n fits the formats' exponent arithmetic)."""
+def _exp_reduce(em: _Emit, x, x_lo=None) -> tuple[ir.Value, ir.Value]:
+    """(expm1(r), n) with x + x_lo = n*ln2 + r, |r| <= ln2/2 (x already clamped to a range
+    where n fits the formats' exponent arithmetic; |x_lo| at most an ulp of x)."""
     ln2_hi, ln2_lo = em.fmt.split(K.LN2)
     n_f, n = em.round_int(em.mul(x, em.fmt.const(K.LOG2_E)))
-    r = em.sub(em.sub(x, em.mul(n_f, ln2_hi)), em.mul(n_f, ln2_lo))
-    return _expm1_poly(em, r), n
+    r = em.mla(n_f, -ln2_lo, em.mla(n_f, -ln2_hi, x))  # n * ln2_hi is exact
+    return _expm1_poly(em, r if x_lo is None else em.add(r, x_lo)), n
 
 
 def _expm1_poly(em: _Emit, r):
-    """expm1(r) for |r| <= ln2/2: r + (r^2/2 + r^3 P(r)), the exact r added last."""
-    r2 = em.mul(r, r)
-    return em.add(r, em.mla(em.mul(r2, r), em.poly(r, K.EXPM1[em.fmt.name]), em.mul(r2, 0.5)))
+    """expm1(r) for |r| <= ln2/2: r + r^2 (1/2 + r P(r)), the exact r added last."""
+    return em.mla(em.mul(r, r), em.poly(r, (0.5, *K.EXPM1[em.fmt.name])), r)
 
 
 # Below the low bound exp underflows to 0 (expm1 rounds to -1); above the high bound both
@@ -225,8 +223,13 @@ _EXP_RANGE = {"float32": (-104.0, 89.0), "float64": (-746.0, 710.0)}
 _EXPM1_LOW = {"float32": -20.0, "float64": -40.0}
 
 
-def _exp(em: _Emit, x):
-    e, n = _exp_reduce(em, em.clamp(x, *_EXP_RANGE[em.fmt.name]))
+def _exp(em: _Emit, x, x_lo=None):
+    """exp(x + x_lo); x_lo (pow's double-double exponent) is ignored where exp is 0 or inf,
+    since it may then be inf or NaN itself."""
+    low, high = _EXP_RANGE[em.fmt.name]
+    if x_lo is not None:
+        x_lo = em.sel(em.b.and_(em.cmp(">", x, low), em.cmp("<", x, high)), x_lo, 0.0)
+    e, n = _exp_reduce(em, em.clamp(x, low, high), x_lo)
     return em.ldexp(em.add(e, 1.0), n)
 
 
@@ -317,14 +320,13 @@ def _log_base(em: _Emit, x, base: _LogBase, correction=None):
         c_hi, c_lo = fmt.split(base.log_of_e, head_bits=fmt.short_bits)
         val_hi = em.mul(hi, c_hi)
         val_lo = em.mla(lo, c_hi, em.mul(em.add(lo, hi), c_lo))
-    if base.log_of_2 is None:
-        y_hi, y_lo = k, 0.0
-    else:
+    y_hi = k
+    if base.log_of_2 is not None:
         b_hi, b_lo = fmt.split(base.log_of_2)
-        y_hi, y_lo = em.mul(k, b_hi), em.mul(k, b_lo)
+        y_hi = em.mul(k, b_hi)
+        val_lo = em.mla(k, b_lo, val_lo)
     w = em.add(y_hi, val_hi)
-    val_lo = em.add(val_lo, em.add(em.add(em.sub(y_hi, w), val_hi), y_lo))
-    return em.add(w, val_lo)
+    return em.add(w, em.add(val_lo, em.add(em.sub(y_hi, w), val_hi)))
 
 
 def _log_special(em: _Emit, x, value):
@@ -381,19 +383,6 @@ def _log_double_double(em: _Emit, a) -> tuple[ir.Value, ir.Value]:
     return hi, em.sub(lo, em.sub(hi, total))
 
 
-def _exp_double_double(em: _Emit, p, p_lo):
-    """exp(p + p_lo) with |p_lo| <= ulp(p) (exp's reduction, p_lo added to r)."""
-    low, high = _EXP_RANGE[em.fmt.name]
-    clamped = em.clamp(p, low, high)
-    ln2_hi, ln2_lo = em.fmt.split(K.LN2)
-    n_f, n = em.round_int(em.mul(clamped, em.fmt.const(K.LOG2_E)))
-    r = em.sub(em.sub(clamped, em.mul(n_f, ln2_hi)), em.mul(n_f, ln2_lo))
-    if p_lo is not None:  # beyond the clamp p_lo may be inf or NaN, and exp is 0 or inf
-        inside = em.b.and_(em.cmp(">", p, low), em.cmp("<", p, high))
-        r = em.add(r, em.sel(inside, p_lo, 0.0))
-    return em.ldexp(em.add(_expm1_poly(em, r), 1.0), n)
-
-
 def _pow_float64(em: _Emit, x, y, extended: bool):
     """x**y with C99 / NumPy special cases, in float64. ``extended`` carries log|x| and
     y*log|x| as double-doubles, needed for float64 results (|y log x| reaches 745, so its
@@ -407,7 +396,7 @@ def _pow_float64(em: _Emit, x, y, extended: bool):
         p_lo = em.mla(y, em.sel(finite_positive, log_lo, 0.0), em.fma(y, log_hi, em.neg(p)))
     else:
         p, p_lo = em.mul(y, _log_special(em, ax, _log_base(em, ax, _LN))), None
-    magnitude = _exp_double_double(em, p, p_lo)
+    magnitude = _exp(em, p, p_lo)
     # y odd: an integer whose half is not; |y| >= 2**53 and +-inf count as even integers
     y_integer = em.cmp("==", em.floor(y), y)
     half = em.mul(y, 0.5)
