@@ -270,7 +270,8 @@ def is_subtype(sub: Type, sup: Type) -> bool:
         return True
     if isinstance(sup, TensorType) and isinstance(sub, TensorType):
         return all(getattr(sup, f) is None or getattr(sup, f) == getattr(sub, f)
-                   for f in ("dtype", "sizes", "layout", "ndarray"))
+                   for f in ("dtype", "layout", "ndarray")) and _sizes_within(sub.sizes,
+                                                                             sup.sizes)
     if isinstance(sup, OptionalType):
         return sub == NoneType or is_subtype(sub, sup.elem) or (
             isinstance(sub, OptionalType) and is_subtype(sub.elem, sup.elem))
@@ -286,6 +287,14 @@ def is_subtype(sub: Type, sup: Type) -> bool:
     return False
 
 
+def _sizes_within(sub: tuple | None, sup: tuple | None) -> bool:
+    """Per dimension: the same rank, each known extent of `sup` equal in `sub`."""
+    if sup is None:
+        return True
+    return sub is not None and len(sub) == len(sup) and all(
+        s is None or s == t for s, t in zip(sup, sub))
+
+
 def unify(a: Type, b: Type) -> Type | None:
     """The least type that holds both, as TorchScript unifies branch and loop types.
 
@@ -296,8 +305,13 @@ def unify(a: Type, b: Type) -> Type | None:
     if is_subtype(b, a):
         return a
     if isinstance(a, TensorType) and isinstance(b, TensorType):
+        sizes = None
+        if a.sizes is not None and b.sizes is not None and len(a.sizes) == len(b.sizes):
+            sizes = tuple(x if x == y else None for x, y in zip(a.sizes, b.sizes))
         return TensorType(*(getattr(a, f) if getattr(a, f) == getattr(b, f) else None
-                            for f in ("dtype", "sizes", "layout", "ndarray")))
+                            for f in ("dtype",)), sizes,
+                          *(getattr(a, f) if getattr(a, f) == getattr(b, f) else None
+                            for f in ("layout", "ndarray")))
     if NoneType in (a, b):
         other = b if a == NoneType else a
         return other if isinstance(other, OptionalType) else OptionalType(other)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import operator
 
+import numpy as np
+
 from ..ir.types import TENSOR as T
 from ..ir.types import (
     AnyType,
@@ -33,6 +35,27 @@ SYMBOLS = {
     "pow": "**", "lshift": "<<", "rshift": ">>", "and_": "&", "or_": "|", "xor": "^",
     "matmul": "@",
 }
+
+
+# The fuser's view of each operator on arrays: (kernel op name, the NumPy ufunc).
+KERNELS = {
+    "add": ("add", np.add), "sub": ("sub", np.subtract), "mul": ("mul", np.multiply),
+    "truediv": ("truediv", np.true_divide), "floordiv": ("floordiv", np.floor_divide),
+    "mod": ("mod", np.remainder), "pow": ("pow", np.power),
+    "lshift": ("left_shift", np.left_shift), "rshift": ("right_shift", np.right_shift),
+    "and_": ("bitwise_and", np.bitwise_and), "or_": ("bitwise_or", np.bitwise_or),
+    "xor": ("bitwise_xor", np.bitwise_xor), "eq": ("eq", np.equal),
+    "ne": ("ne", np.not_equal), "lt": ("lt", np.less), "le": ("le", np.less_equal),
+    "gt": ("gt", np.greater), "ge": ("ge", np.greater_equal), "neg": ("neg", np.negative),
+    "pos": ("pos", np.positive), "invert": ("invert", np.invert),
+}
+
+
+def _elementwise(name: str) -> dict:
+    if name not in KERNELS:
+        return {}
+    kernel, ufunc = KERNELS[name]
+    return {"elementwise": True, "attrs": {"kernel": kernel, "ufunc": ufunc}}
 
 
 def _type_name(t: Type) -> str:
@@ -98,13 +121,14 @@ def binary_rule(name: str):
 
 for _name, _sym in SYMBOLS.items():
     register(f"aten::{_name.rstrip('_')}", "a, b", binary_rule(_name), f"{{0}} {_sym} {{1}}",
-             python=(getattr(operator, _name),), elementwise=True)
+             python=(getattr(operator, _name),), **_elementwise(_name))
 
 # x op= y: in place for arrays and lists (the caller's object changes), a rebinding
 # for immutable values, exactly as Python's operator.i<op> does it.
 for _name, _sym in SYMBOLS.items():
     register(f"aten::i{_name.rstrip('_')}", "a, b", binary_rule(_name),
-             f"_operator.i{_name}({{0}}, {{1}})", writes=(0,))
+             f"_operator.i{_name}({{0}}, {{1}})", writes=(0,),
+             attrs=_elementwise(_name).get("attrs", {}))
 
 
 def compare_rule(types, attrs):
@@ -128,12 +152,25 @@ def ordering_rule(symbol: str):
     return infer
 
 
+def equality_may_raise(types) -> bool:
+    """`==` of plain values never raises; arrays (shape mismatch), class instances (their
+    __eq__) and Any may."""
+    return any(_holds_arbitrary(t) for t in types)
+
+
+def _holds_arbitrary(t: Type) -> bool:
+    if isinstance(t, TensorType) or t == AnyType or hasattr(t, "py_class"):
+        return True
+    return any(_holds_arbitrary(c) for c in t.contained())
+
+
 for _name, _sym in {"eq": "==", "ne": "!="}.items():
-    register(f"aten::{_name}", "a, b", compare_rule, f"{{0}} {_sym} {{1}}", may_raise=False,
-             python=(getattr(operator, _name),), elementwise=True)
+    register(f"aten::{_name}", "a, b", compare_rule, f"{{0}} {_sym} {{1}}",
+             python=(getattr(operator, _name),), may_raise=equality_may_raise,
+             **_elementwise(_name))
 for _name, _sym in {"lt": "<", "le": "<=", "gt": ">", "ge": ">="}.items():
     register(f"aten::{_name}", "a, b", ordering_rule(_sym), f"{{0}} {_sym} {{1}}",
-             python=(getattr(operator, _name),), elementwise=True)
+             python=(getattr(operator, _name),), **_elementwise(_name))
 
 
 def unary_rule(symbol: str):
@@ -149,10 +186,10 @@ def unary_rule(symbol: str):
     return infer
 
 
-register("aten::neg", "a", unary_rule("-"), "-{0}", python=(operator.neg,), elementwise=True)
-register("aten::pos", "a", unary_rule("+"), "+{0}", python=(operator.pos,), elementwise=True)
+register("aten::neg", "a", unary_rule("-"), "-{0}", python=(operator.neg,), **_elementwise("neg"))
+register("aten::pos", "a", unary_rule("+"), "+{0}", python=(operator.pos,), **_elementwise("pos"))
 register("aten::invert", "a", unary_rule("~"), "~{0}", python=(operator.invert,),
-         elementwise=True)
+         **_elementwise("invert"))
 
 
 def contains_rule(types, attrs):

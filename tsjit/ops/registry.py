@@ -51,15 +51,23 @@ class OpDef:
     py: str | Callable[[list[str], dict], str]
     writes: tuple[int, ...] = ()      # inputs whose contents the op mutates
     side_effect: bool = False         # observable effect besides writes (print, raise)
-    may_raise: bool = True            # removing an unused call could hide an exception
+    may_raise: bool | Callable[[Sequence[Type]], bool] = True   # an unused call may not go:
+    #   removing it could hide an exception (a callable decides from the input types)
     views: bool = False               # an output may share memory with an input
     elementwise: bool = False         # a per-element op the fuser may take
     attrs: dict = field(default_factory=dict)  # extra traits read by later layers
 
     @property
     def is_pure(self) -> bool:
-        """Safe to remove when unused, and to merge with an identical call."""
-        return not (self.writes or self.side_effect or self.may_raise)
+        """Safe to remove when unused, and to merge with an identical call, whatever
+        the inputs (see `is_pure_on` for a given call)."""
+        return not (self.writes or self.side_effect or self.may_raise is not False)
+
+    def is_pure_on(self, types: Sequence[Type]) -> bool:
+        """`is_pure` for a call with these input types."""
+        if self.writes or self.side_effect:
+            return False
+        return not (self.may_raise(types) if callable(self.may_raise) else self.may_raise)
 
     @property
     def has_effects(self) -> bool:

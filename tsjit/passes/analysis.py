@@ -42,7 +42,7 @@ _IMMUTABLE_SCALARS = (bool, int, float, complex, str, bytes, type(None))
 def is_pure(node: Node) -> bool:
     """The node's own op neither writes, has side effects, nor raises (nested blocks aside)."""
     op = OPS.get(node.kind)
-    return op is not None and op.is_pure
+    return op is not None and op.is_pure_on([v.type for v in node.inputs])
 
 
 def has_effects(node: Node) -> bool:
