@@ -283,7 +283,8 @@ class CallMixin:
             return self.unrolled_for(target, list(items), body, src)
         trip, bind = self.iteration(iterable, src)
         self.emit_loop(trip, self.const(True, src), body,
-                       lambda i: self.assign_target(target, bind(i), src), None, src)
+                       lambda i: self.assign_target(target, bind(i), src), None, src,
+                       target=target)
 
     def iteration(self, iterable, src: SourceRange):
         """(trip count, i -> loop variable) for a runtime iterable."""

@@ -99,6 +99,9 @@ class ControlFlowMixin:
         if all(b is outer for b in bindings):
             return
         defined = [b for b in bindings if b is not None and b.value is not None]
+        if not defined:             # undefined on every path: keep the first reason
+            parent.vars[name] = next(b for b in bindings if b is not None)
+            return
         if len(defined) < len(bindings) and not synthetic:
             missing = frames.index(flowing[[b in defined for b in bindings].index(False)])
             parent.vars[name] = undefined(
@@ -186,8 +189,13 @@ class ControlFlowMixin:
     # ---- loops
     def emit_loop(self, trip_count: Value, first_cond: Value, body_stmts: list[ast.stmt],
                   bind_iteration: Callable[[Value], None], next_cond: Callable[[], Value] | None,
-                  src: SourceRange, widened: dict[str, Type] | None = None) -> None:
+                  src: SourceRange, widened: dict[str, Type] | None = None,
+                  target: ast.expr | None = None) -> None:
         """Emit a prim::Loop whose body runs `bind_iteration(i)` then the statements.
+
+        `target` is what `bind_iteration` assigns (a for loop's target): a variable it
+        rebinds that exists before the loop is carried, so after the loop it holds the
+        last element, as in Python.
 
         `next_cond` computes the continue condition of a while loop at the end of the
         body; for loops continue unless a break/return flag is set.  A carried variable
@@ -204,7 +212,8 @@ class ControlFlowMixin:
         if may_return and self.frame.lookup("$retval") is None:
             placeholder = self.insert("prim::Uninitialized", [], [UninitializedType], src=src)
             self.frame.assign("$retval", placeholder.output, src)
-        names = [n for n in _assigned_names(body_stmts) if self._is_carried(n)]
+        rebound = _assigned_names([target, *body_stmts] if target else body_stmts)
+        names = [n for n in rebound if self._is_carried(n)]
         if may_return:
             names += [n for n in ("$ret", "$retval") if n not in names]
         if may_break and brk not in names:
@@ -252,7 +261,7 @@ class ControlFlowMixin:
                     node.destroy()
                     self.loop_depth -= 1
                     return self.emit_loop(trip_count, first_cond, body_stmts, bind_iteration,
-                                          next_cond, src, {**widened, name: joined})
+                                          next_cond, src, {**widened, name: joined}, target)
                 elif joined != param.type:
                     where = frame.lookup(name).source
                     raise CompilationError(
@@ -323,8 +332,9 @@ def _contains_list(stmts: list[ast.stmt], kinds: tuple, into_loops: bool) -> boo
     return any(_contains(s, kinds, into_loops) for s in stmts)
 
 
-def _assigned_names(stmts: list[ast.stmt]) -> list[str]:
-    """Names a loop body may rebind (in source order), for its carried values."""
+def _assigned_names(stmts: list[ast.AST]) -> list[str]:
+    """Names a loop (its target and body) may rebind, in source order: its carried
+    values."""
     names: list[str] = []
     for stmt in stmts:
         for node in ast.walk(stmt):

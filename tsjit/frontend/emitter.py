@@ -17,6 +17,7 @@ from ..ir.types import (
     AnyType,
     BoolType,
     ClassType,
+    DictType,
     DTypeType,
     EnumType,
     FloatType,
@@ -29,6 +30,8 @@ from ..ir.types import (
     Type,
     VarTupleType,
     is_subtype,
+    make_union,
+    union_options,
 )
 from ..ops.registry import OpTypeError, infer_types, op
 from .annotations import AnnotationError, evaluate, to_type
@@ -166,15 +169,23 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
         value = self.typed_expr(stmt.value, declared)
         self.assign_target(stmt.target, value, src)
 
-    def typed_expr(self, node: ast.expr, declared: Type) -> Value:
-        """An expression checked against (and typed as) an annotation."""
+    def typed_expr(self, node: ast.expr, declared: Type, what: str = "value") -> Value:
+        """An expression checked against (and typed as) an annotation.  List, dict and
+        tuple literals take their element types from it, as in TorchScript
+        (`xs: List[int] = []`, `return 0, []` in a function returning
+        Tuple[int, List[str]], `d: Optional[Dict[str, int]] = {}`)."""
         src = self.src(node)
-        if isinstance(node, ast.List):
-            return self.expr_List(node, declared)
-        if isinstance(node, ast.Dict):
-            return self.expr_Dict(node, declared)
-        value = self.expr(node)
-        return self.coerce(value, declared, src, "value")
+        hint = _literal_hint(node, declared)
+        if isinstance(hint, ListType):
+            value = self.expr_List(node, hint)
+        elif isinstance(hint, DictType):
+            value = self.expr_Dict(node, hint)
+        elif isinstance(hint, TupleType):
+            items = [self.typed_expr(e, t, what) for e, t in zip(node.elts, hint.elems)]
+            value = self.emit_op("prim::TupleConstruct", items, src=src)
+        else:
+            value = self.expr(node)
+        return self.coerce(value, declared, src, what)
 
     def coerce(self, value: Value, declared: Type, src: SourceRange, what: str) -> Value:
         if value.type == declared:
@@ -245,10 +256,10 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
         if len(items) < count - 1:
             raise CompilationError(f"not enough values to unpack (expected at least "
                                    f"{count - 1}, got {len(items)})", src)
-        middle = list(items[star:len(items) - after])
-        rest = self.list_literal(middle, None, src) if middle and all(
-            isinstance(m, Value) for m in middle) and len({m.type for m in middle}) == 1 else (
-            self.emit_op("prim::TupleConstruct", middle, src=src))
+        # Python always makes the starred target a list: of the items' union type
+        middle = [self.as_value(m, src) for m in items[star:len(items) - after]]
+        rest = self.list_literal(middle, ListType(make_union([m.type for m in middle]))
+                                 if middle else None, src)
         return [*items[:star], rest, *items[len(items) - after:]]
 
     def star_unpack_runtime(self, value: Value, count: int, star: int | None, src) -> list:
@@ -256,6 +267,11 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
             raise CompilationError(f"cannot unpack a value of type {value.type.annotation}", src)
         items = []
         after = count - star - 1
+        length = self.call_builtin(len, [value], src)
+        too_short = self.emit_op("aten::lt", [length, self.const(count - 1, src)], src=src)
+        message = f"not enough values to unpack (expected at least {count - 1})"
+        self.emit_if(too_short, lambda: self.emit_raise(ValueError, [self.const(message, src)],
+                                                        src), lambda: None, src)
         for i in range(star):
             items.append(self.emit_op("aten::__getitem__", [value, self.const(i, src)], src=src))
         stop = self.const(-after if after else None, src)
@@ -340,8 +356,7 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
         if value_node is None:
             value = self.const(None, src)
         elif self.return_type is not None:
-            value = self.typed_expr(value_node, self.return_type) if not isinstance(
-                value_node, ast.Tuple) else self.expr(value_node)
+            value = self.typed_expr(value_node, self.return_type, "the return value")
         else:
             value = self.expr(value_node)
         if self.return_type is not None and value.type != self.return_type:
@@ -367,7 +382,11 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
         obj = getattr(cls, "obj", None)
         if not (isinstance(obj, type) and issubclass(obj, BaseException)):
             raise CompilationError("raise needs an exception class such as ValueError", src)
-        self.insert("prim::RaiseException", args, [], {"cls": obj}, src)
+        self.emit_raise(obj, args, src)
+
+    def emit_raise(self, cls: type, args: list[Value], src: SourceRange) -> None:
+        """Raise `cls(*args)`; nothing after it on this path runs."""
+        self.insert("prim::RaiseException", args, [], {"cls": cls}, src)
         self.frame.exited = RAISED
 
     def stmt_Assert(self, stmt: ast.Assert) -> None:
@@ -375,9 +394,7 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
         cond, refine = self.condition(stmt.test)
 
         def fail():
-            args = [self.expr(stmt.msg)] if stmt.msg is not None else []
-            self.insert("prim::RaiseException", args, [], {"cls": AssertionError}, src)
-            self.frame.exited = RAISED
+            self.emit_raise(AssertionError, [self.expr(stmt.msg)] if stmt.msg else [], src)
         self.emit_if(cond, lambda: None, fail, src, refine)
 
     def stmt_Delete(self, stmt: ast.Delete) -> None:
@@ -415,6 +432,18 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
             for manager in reversed(managers):
                 self.call_method(manager, "__exit__", [none, none, none], {}, src)
             self.frame.exited = exited
+
+
+def _literal_hint(node: ast.expr, declared: Type) -> Type | None:
+    """The option of `declared` that types a list/dict/tuple literal `node`, if any."""
+    for option in union_options(declared):
+        if isinstance(node, ast.List) and isinstance(option, ListType) or \
+                isinstance(node, ast.Dict) and isinstance(option, DictType):
+            return option
+        if isinstance(node, ast.Tuple) and isinstance(option, TupleType) and \
+                option.py_class is None and len(option.elems) == len(node.elts):
+            return option
+    return None
 
 
 def _unsupported_statement(stmt: ast.stmt) -> str:

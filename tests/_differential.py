@@ -1,0 +1,69 @@
+"""Differential checks for the front-end tests: a scripted function must be
+indistinguishable from the plain Python function (API.md, "the one invariant").
+
+`assert_same` compares two results the way the contract defines "indistinguishable":
+same Python type at every level, arrays with the same dtype, shape and bitwise values
+(NaN in the same places), script-class instances by their attributes.  `check` runs a
+function eagerly and scripted on fresh copies of each argument tuple and compares the
+results (or the exception classes) and the arguments afterwards (mutation).
+"""
+from __future__ import annotations
+
+import copy
+import enum
+import math
+
+import numpy as np
+
+import tsjit
+
+
+def assert_same(got: object, want: object, where: str = "result") -> None:
+    assert type(got) is type(want), f"{where}: type {type(got).__name__} != " \
+                                    f"{type(want).__name__} ({got!r} vs {want!r})"
+    if isinstance(want, np.ndarray | np.generic):
+        assert got.dtype == want.dtype, f"{where}: dtype {got.dtype} != {want.dtype}"
+        assert np.shape(got) == np.shape(want), f"{where}: shape {np.shape(got)} != " \
+                                                f"{np.shape(want)}"
+        same_nan = want.dtype.kind in "fc"
+        assert np.array_equal(got, want, equal_nan=same_nan), f"{where}: {got!r} != {want!r}"
+    elif isinstance(want, float):
+        assert got == want or (math.isnan(got) and math.isnan(want)), \
+            f"{where}: {got!r} != {want!r}"
+    elif isinstance(want, list | tuple):
+        assert len(got) == len(want), f"{where}: length {len(got)} != {len(want)}"
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert_same(g, w, f"{where}[{i}]")
+    elif isinstance(want, dict):
+        assert list(got) == list(want), f"{where}: keys {list(got)} != {list(want)}"
+        for k in want:
+            assert_same(got[k], want[k], f"{where}[{k!r}]")
+    elif isinstance(want, int | complex | str | bytes | enum.Enum) or want is None:
+        assert got == want, f"{where}: {got!r} != {want!r}"
+    else:                                   # a script-class instance: compare its state
+        assert_same(vars(got), vars(want), f"{where}.__dict__")
+
+
+def outcome(fn, args: tuple) -> tuple[str, object]:
+    """("value", result) or ("raise", exception class)."""
+    try:
+        return "value", fn(*args)
+    except Exception as e:  # noqa: BLE001  (any exception class is a possible outcome)
+        return "raise", type(e)
+
+
+def check(fn, *calls: tuple, scripted=None) -> object:
+    """Script `fn` (unless given) and compare it with `fn` on every argument tuple."""
+    scripted = scripted if scripted is not None else tsjit.script(fn)
+    for args in calls:
+        eager_args, script_args = copy.deepcopy(args), copy.deepcopy(args)
+        want = outcome(fn, eager_args)
+        got = outcome(scripted, script_args)
+        assert got[0] == want[0], f"{fn.__name__}{args!r}: scripted {got}, eager {want}"
+        if want[0] == "raise":
+            assert got[1] is want[1], f"{fn.__name__}{args!r}: raised {got[1].__name__}, " \
+                                      f"eager raised {want[1].__name__}"
+        else:
+            assert_same(got[1], want[1], f"{fn.__name__}{args!r}")
+        assert_same(list(script_args), list(eager_args), f"{fn.__name__}{args!r} arguments")
+    return scripted

@@ -1,0 +1,712 @@
+"""Statements and control flow in script code: every assignment form, if/elif/else,
+while and for loops over every iterable, break/continue at any depth, return anywhere,
+raise, assert, del, pass, print and with — results, exceptions and argument mutation
+must match Python."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from _differential import check
+
+import tsjit
+
+# ---- assignment forms
+
+
+def tuple_patterns(t: tuple[int, tuple[str, float]]) -> tuple[float, str, int]:
+    a, (s, f) = t
+    x = y = a * 2
+    (p, q), r = (x, y), s
+    p, q = q, p + 1
+    return f + p, r, q
+
+
+def test_tuple_patterns_chained_and_swapping_assignments():
+    check(tuple_patterns, ((1, ("a", 2.5)),), ((-3, ("", 0.0)),))
+
+
+def starred_targets(xs: list[int]) -> tuple[int, list[int], int]:
+    first, *middle, last = xs
+    return first, middle, last
+
+
+def starred_tuple(t: tuple[int, str, float, bool]):
+    a, *rest = t
+    *init, z = t
+    return a, rest, init, z
+
+
+def starred_empty_middle(t: tuple[int, str]):
+    a, *rest, b = t
+    return a, rest, b
+
+
+def starred_front(xs: list[int]) -> tuple[list[int], int]:
+    *init, last = xs
+    return init, last
+
+
+def test_starred_targets_on_lists_and_tuples():
+    check(starred_targets, ([1, 2],), ([1, 2, 3, 4],), ([1],))
+    check(starred_tuple, ((1, "a", 2.0, True),))
+    check(starred_front, ([5],), ([1, 2, 3],), ([],))
+    check(starred_empty_middle, ((1, "a"),))
+
+
+def list_unpack(xs: list[int]) -> int:
+    a, b, c = xs
+    return a * 100 + b * 10 + c
+
+
+def test_list_unpack_checks_length_at_run_time():
+    check(list_unpack, ([1, 2, 3],), ([1, 2],), ([1, 2, 3, 4],))
+
+
+def augmented(a: int, f: float, s: str, xs: list[int]) -> tuple[int, float, str, list[int]]:
+    a += 3
+    a -= 1
+    a *= -2
+    a //= 3
+    a %= 7
+    a **= 2
+    a <<= 2
+    a >>= 1
+    a |= 8
+    a &= 0xFF
+    a ^= 5
+    f /= 4.0
+    f += a
+    s += "!"
+    s *= 2
+    xs += [a]
+    xs *= 2
+    return a, f, s, xs
+
+
+def test_augmented_assignment_every_operator():
+    check(augmented, (1, 2.0, "x", [1]), (-8, -0.5, "", []))
+
+
+def aug_list_aliases(xs: list[int]) -> list[int]:
+    ys = xs
+    ys += [9]
+    return xs
+
+
+def aug_array_in_place(x: np.ndarray) -> np.ndarray:
+    y = x
+    y += 1
+    y *= 2
+    return x
+
+
+def aug_int_does_not_alias(a: int) -> tuple[int, int]:
+    b = a
+    b += 1
+    return a, b
+
+
+def test_augmented_assignment_mutates_lists_and_arrays_in_place():
+    check(aug_list_aliases, ([1],), ([],))
+    check(aug_array_in_place, (np.arange(4.0),), (np.arange(3, dtype=np.int32),))
+    check(aug_int_does_not_alias, (4,))
+
+
+def aug_subscripts_and_attributes(xs: list[int], d: dict[str, float], x: np.ndarray):
+    xs[0] += 5
+    xs[-1] *= 2
+    d["a"] -= 0.5
+    x[1:3] += 10.0
+    x[0] **= 2
+    return xs, d, x
+
+
+def test_augmented_assignment_to_subscripts():
+    check(aug_subscripts_and_attributes, ([1, 2, 3], {"a": 1.0}, np.arange(4.0)),
+          ([7], {"b": 1.0}, np.arange(4.0)))
+
+
+def annotated(n: int) -> tuple[list[int], dict[str, list[float]], int | None, float]:
+    xs: list[int] = []
+    d: dict[str, list[float]] = {}
+    maybe: int | None = None
+    total: float = 0.0
+    for i in range(n):
+        xs.append(i)
+        d[str(i)] = [float(i)]
+        maybe = i
+        total += i
+    return xs, d, maybe, total
+
+
+def test_annotated_assignments_type_empty_containers_and_widen():
+    check(annotated, (0,), (3,))
+
+
+def subscript_assignment(xs: list[int], d: dict[int, str], x: np.ndarray):
+    xs[0] = 5
+    xs[-1] = 7
+    d[3] = "three"
+    x[0, 1] = -1.0
+    x[1] = 2.0
+    x[:, 2] = np.array([8.0, 9.0])
+    return xs, d, x
+
+
+def test_subscript_assignment_mutates_arguments():
+    check(subscript_assignment, ([1, 2, 3], {1: "one"}, np.zeros((2, 3))))
+
+
+def out_of_range_assignment(xs: list[int], i: int) -> list[int]:
+    xs[i] = 0
+    return xs
+
+
+def test_subscript_assignment_out_of_range_raises_index_error():
+    check(out_of_range_assignment, ([1, 2], 5), ([1, 2], -3), ([1, 2], -2))
+
+
+# ---- if / elif / else
+
+
+def classify(a: int, b: float) -> str:
+    if a < 0:
+        r = "neg"
+    elif a == 0:
+        r = "zero"
+    elif b > a:
+        r = "small"
+    else:
+        r = "big"
+    return r
+
+
+def test_if_elif_else_chains():
+    check(classify, *itertools.product([-1, 0, 2, 10], [1.5, 100.0]))
+
+
+def implicit_truth(i: int, f: float, xs: list[int], s: str, x: np.ndarray) -> int:
+    n = 0
+    if i:
+        n += 1
+    if f:
+        n += 2
+    if xs:
+        n += 4
+    if s:
+        n += 8
+    if x:
+        n += 16
+    return n
+
+
+def test_conditions_cast_ints_floats_containers_and_arrays_to_bool():
+    check(implicit_truth, (0, 0.0, [], "", np.zeros(1)), (3, -0.1, [0], "x", np.ones(1)),
+          (1, 1.0, [], "", np.ones(3)))
+
+
+def if_defines_in_both(c: bool) -> int:
+    if c:
+        x = 1
+    else:
+        x = 2
+    return x
+
+
+def if_without_else_keeps_outer_value(c: bool, x: int) -> int:
+    if c:
+        x = x * 10
+    return x
+
+
+def test_variables_joined_after_if():
+    check(if_defines_in_both, (True,), (False,))
+    check(if_without_else_keeps_outer_value, (True, 3), (False, 3))
+
+
+# ---- while
+
+
+def collatz(n: int) -> int:
+    steps = 0
+    while n != 1:
+        n = n // 2 if n % 2 == 0 else 3 * n + 1
+        steps += 1
+    return steps
+
+
+def test_while_loop():
+    check(collatz, (1,), (6,), (27,))
+
+
+def while_with_break_continue(n: int) -> tuple[int, list[int]]:
+    i = 0
+    seen: list[int] = []
+    while True:
+        i += 1
+        if i % 3 == 0:
+            continue
+        if i > n:
+            break
+        seen.append(i)
+    return i, seen
+
+
+def test_while_true_with_break_and_continue():
+    check(while_with_break_continue, (0,), (7,), (10,))
+
+
+def while_condition_has_side_effects(xs: list[int]) -> int:
+    total = 0
+    while xs and xs.pop() > 0:
+        total += 1
+    return total
+
+
+def test_while_condition_reevaluated_with_side_effects():
+    check(while_condition_has_side_effects, ([1, 2, -1, 3],), ([],), ([1, 1],))
+
+
+# ---- for loops
+
+
+def for_range(a: int, b: int, c: int) -> tuple[list[int], int]:
+    out: list[int] = []
+    last = -999
+    for i in range(a, b, c):
+        out.append(i)
+        last = i
+    return out, last
+
+
+def test_for_over_range_every_sign_of_step():
+    cases = [(0, 5, 1), (5, 0, -1), (5, 0, -2), (0, 5, 3), (0, 0, 1), (3, 1, 1), (-5, 5, 4),
+             (0, 5, 0), (1, 1, 0), (10, -10, -7)]
+    check(for_range, *cases)
+
+
+def for_range_forms(n: int) -> tuple[int, int]:
+    a = 0
+    for i in range(n):
+        a += i
+    b = 0
+    for i in range(2, n):
+        b += i
+    return a, b
+
+
+def test_for_over_range_one_and_two_arguments():
+    check(for_range_forms, (0,), (1,), (6,), (-3,))
+
+
+def loop_variable_after_loop(n: int) -> int:
+    i = -1
+    for i in range(n):  # noqa: B007  (the last value is the point)
+        pass
+    return i
+
+
+def test_loop_variable_keeps_last_value_or_previous_binding():
+    check(loop_variable_after_loop, (0,), (4,))
+
+
+def loop_variable_rebound_in_body(n: int) -> list[int]:
+    out: list[int] = []
+    for i in range(n):
+        out.append(i)
+        i = 100
+    return out
+
+
+def test_rebinding_the_loop_variable_does_not_change_iteration():
+    check(loop_variable_rebound_in_body, (3,))
+
+
+def for_containers(xs: list[float], t: tuple[int, str, float], d: dict[str, int],
+                   s: str) -> tuple[float, str, list[str], str]:
+    total = 0.0
+    for v in xs:
+        total += v
+    parts = ""
+    for item in t:
+        parts += str(item) + ","
+    keys: list[str] = []
+    for k in d:
+        keys.append(k + str(d[k]))
+    letters = ""
+    for ch in s:
+        letters = ch + letters
+    return total, parts, keys, letters
+
+
+def test_for_over_lists_tuples_dicts_strings():
+    check(for_containers, ([1.5, 2.5], (1, "a", 2.0), {"x": 1, "y": 2}, "abc"),
+          ([], (0, "", -1.0), {}, ""))
+
+
+def for_dict_views(d: dict[str, int]) -> tuple[list[str], list[int], int]:
+    ks: list[str] = []
+    vs: list[int] = []
+    n = 0
+    for k, v in d.items():
+        ks.append(k)
+        n += v
+    for v in d.values():
+        vs.append(v)
+    for k in d.keys():
+        n += len(k)
+    return ks, vs, n
+
+
+def test_for_over_dict_items_keys_values():
+    check(for_dict_views, ({"ab": 1, "c": 2},), ({},))
+
+
+def for_enumerate_zip(xs: list[int], names: list[str]) -> list[str]:
+    out: list[str] = []
+    for i, x in enumerate(xs):
+        out.append(str(i * x))
+    for i, name in enumerate(names, 10):
+        out.append(name + str(i))
+    for x, name in zip(xs, names):
+        out.append(name * x)
+    for i, (x, name) in enumerate(zip(xs, names)):
+        out.append(f"{i}{x}{name}")
+    for a, b, c in zip(xs, names, range(100)):
+        out.append(f"{a}{b}{c}")
+    return out
+
+
+def test_for_over_enumerate_and_zip_of_unequal_lengths():
+    check(for_enumerate_zip, ([1, 2, 3], ["a", "b"]), ([], ["z"]), ([2], []))
+
+
+def for_array_rows(x: np.ndarray) -> list[float]:
+    out: list[float] = []
+    for row in x:
+        out.append(float(row.sum()))
+    return out
+
+
+def test_for_over_an_array_iterates_rows():
+    check(for_array_rows, (np.arange(6.0).reshape(3, 2),), (np.zeros((0, 2)),))
+
+
+def for_unrolled_tuple(t: tuple[int, float, str]) -> str:
+    out = ""
+    for item in t:
+        out = out + str(item) + "|"
+    return out
+
+
+def for_unrolled_heterogeneous(x: np.ndarray, k: int) -> list[str]:
+    out: list[str] = []
+    for v in (k, 2.5, "s", x.shape[0]):
+        out.append(str(v))
+    return out
+
+
+def test_for_over_heterogeneous_tuples_unrolls():
+    check(for_unrolled_tuple, ((1, 2.5, "x"),))
+    check(for_unrolled_heterogeneous, (np.zeros(3), 4))
+
+
+def for_list_mutated_while_iterating(xs: list[int]) -> list[int]:
+    for x in xs:
+        if x > 0 and len(xs) < 6:
+            xs.append(-x)
+    return xs
+
+
+def test_for_over_list_sees_appends_like_python():
+    check(for_list_mutated_while_iterating, ([1, 2],), ([],), ([1, -1, 3],))
+
+
+def for_with_tuple_target(pairs_: list[tuple[int, str]]) -> str:
+    out = ""
+    for n, s in pairs_:
+        out += s * n
+    return out
+
+
+def test_for_with_tuple_targets():
+    check(for_with_tuple_target, ([(2, "a"), (0, "b"), (1, "c")],), ([],))
+
+
+# ---- break / continue / return in loops
+
+
+def nested_break_continue(n: int) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for i in range(n):
+        if i == 1:
+            continue
+        for j in range(n):
+            if j > i:
+                break
+            if (i + j) % 2 == 1:
+                continue
+            out.append((i, j))
+        if len(out) > 6:
+            break
+    return out
+
+
+def test_break_and_continue_in_nested_loops():
+    check(nested_break_continue, (0,), (3,), (6,))
+
+
+def while_inside_for(n: int) -> int:
+    total = 0
+    for i in range(n):
+        k = i
+        while k > 0:
+            k -= 1
+            if k == 2:
+                break
+            total += k
+        else_ = total
+        if else_ > 20:
+            break
+    return total
+
+
+def test_while_nested_in_for_with_breaks():
+    check(while_inside_for, (0,), (5,), (12,))
+
+
+def find_first(xs: list[int], target: int) -> int:
+    for i, x in enumerate(xs):
+        if x == target:
+            return i
+    return -1
+
+
+def return_from_nested(xss: list[list[int]]) -> tuple[int, int]:
+    i = 0
+    while i < len(xss):
+        for j in range(len(xss[i])):
+            if xss[i][j] < 0:
+                return i, j
+        i += 1
+    return -1, -1
+
+
+def return_in_branches(a: int) -> str:
+    if a > 0:
+        if a > 10:
+            return "big"
+        return "small"
+    elif a == 0:
+        return "zero"
+    return "neg"
+
+
+def test_return_inside_loops_and_branches():
+    check(find_first, ([1, 2, 3], 2), ([], 1), ([4], 5))
+    check(return_from_nested, ([[1], [2, -3]],), ([[1]],), ([],))
+    check(return_in_branches, (20,), (5,), (0,), (-1,))
+
+
+def code_after_conditional_return(a: int, log: list[int]) -> int:
+    if a > 0:
+        log.append(1)
+        return a
+    log.append(2)
+    for i in range(a, 0):
+        if i == -2:
+            return i
+        log.append(i)
+    log.append(3)
+    return 0
+
+
+def test_statements_after_a_conditional_return_run_only_when_it_did_not():
+    check(code_after_conditional_return, *[(a, []) for a in (3, 0, -1, -5)])
+
+
+def return_type_from_loop(n: int) -> float:
+    for i in range(n):
+        if i == 3:
+            return i * 0.5
+    return -1.0
+
+
+def test_return_of_a_value_first_set_inside_a_loop():
+    check(return_type_from_loop, (10,), (2,))
+
+
+def loop_carried_widening(n: int) -> int | None:
+    found = None
+    for i in range(n):
+        if i * i > 10:
+            found = i
+            break
+    return found
+
+
+def test_loop_carried_variable_widens_from_none_to_optional():
+    check(loop_carried_widening, (2,), (10,))
+
+
+# ---- raise / assert
+
+
+def raises(kind: int) -> int:
+    if kind == 0:
+        raise ValueError("zero")
+    elif kind == 1:
+        raise KeyError("one")
+    elif kind == 2:
+        raise IndexError
+    elif kind == 3:
+        raise RuntimeError(f"kind {kind}")
+    elif kind == 4:
+        raise TypeError("t")
+    elif kind == 5:
+        raise ZeroDivisionError()
+    return kind
+
+
+def test_raise_each_exception_class():
+    check(raises, *[(k,) for k in range(7)])
+
+
+def raise_in_loop(xs: list[int]) -> int:
+    total = 0
+    for x in xs:
+        if x < 0:
+            raise ValueError("negative")
+        total += x
+    return total
+
+
+def test_raise_inside_a_loop():
+    check(raise_in_loop, ([1, 2],), ([1, -1, 2],))
+
+
+def asserts(a: int, b: int | None) -> int:
+    assert a >= 0
+    assert a < 100, "too big"
+    assert b is not None, f"b missing for {a}"
+    return a + b
+
+
+def test_assert_with_and_without_message():
+    check(asserts, (1, 2), (-1, 2), (200, 1), (5, None))
+
+
+def test_assert_message_is_the_formatted_expression():
+    f = tsjit.script(asserts)
+    with pytest.raises(AssertionError, match="b missing for 7"):
+        f(7, None)
+    with pytest.raises(AssertionError, match="too big"):
+        f(100, 1)
+
+
+def test_raise_message_reaches_the_caller():
+    f = tsjit.script(raises)
+    with pytest.raises(RuntimeError, match="kind 3"):
+        f(3)
+
+
+# ---- del, pass, print, with
+
+
+def deletes(xs: list[int], d: dict[str, int]) -> tuple[list[int], dict[str, int]]:
+    del xs[0]
+    del xs[-1]
+    del d["a"]
+    tmp = 5
+    del tmp
+    return xs, d
+
+
+def test_del_of_list_items_dict_keys_and_names():
+    check(deletes, ([1, 2, 3, 4], {"a": 1, "b": 2}))
+    check(deletes, ([1], {"a": 1}))         # IndexError on the second del
+    check(deletes, ([1, 2], {"b": 1}))      # KeyError
+
+
+def del_slice(xs: list[int]) -> list[int]:
+    del xs[1:3]
+    return xs
+
+
+def test_del_of_a_list_slice():
+    check(del_slice, ([1, 2, 3, 4],), ([1],))
+
+
+def passes(n: int) -> int:
+    if n > 0:
+        pass
+    else:
+        pass
+    for _ in range(n):
+        pass
+    while False:
+        pass
+    return n
+
+
+def test_pass_everywhere():
+    check(passes, (0,), (3,))
+
+
+def printer(a: int, f: float, s: str, xs: list[int], x: np.ndarray) -> None:
+    print("values:", a, f, s)
+    print(xs, (a, s), {"k": a})
+    print(x)
+    print()
+
+
+def test_print_writes_what_python_prints(capsys):
+    x = np.arange(3.0)
+    printer(3, 2.5, "hi", [1, 2], x)
+    want = capsys.readouterr().out
+    tsjit.script(printer)(3, 2.5, "hi", [1, 2], x)
+    assert capsys.readouterr().out == want
+
+
+class Recorder:
+    def __init__(self, log: list[str]):
+        self.log = log
+        self.depth = 0
+
+    def __enter__(self) -> int:
+        self.depth += 1
+        self.log.append("enter")
+        return self.depth
+
+    def __exit__(self, exc_type: int | None, exc: int | None, tb: int | None) -> None:
+        self.depth -= 1
+        self.log.append("exit")
+
+
+def with_statement(log: list[str], n: int) -> tuple[list[str], int]:
+    r = Recorder(log)
+    with r as depth:
+        log.append(f"body {depth}")
+        for i in range(n):
+            with r:
+                log.append(f"inner {i} {r.depth}")
+    return log, r.depth
+
+
+def with_return(log: list[str], early: bool) -> int:
+    r = Recorder(log)
+    with r:
+        if early:
+            return 1
+        log.append("late")
+    return 2
+
+
+def test_with_statement_on_a_script_class():
+    check(with_statement, ([], 0), ([], 2))
+
+
+def test_with_exit_runs_on_early_return():
+    check(with_return, ([], True), ([], False))
