@@ -39,6 +39,17 @@ def is_final(annotation: object) -> bool:
     return typing.get_origin(annotation) is typing.Final or annotation is typing.Final
 
 
+def is_typing_form(obj: object) -> bool:
+    """List, Optional[int], int | None, Any, list[int]: typing objects that are not classes."""
+    return (typing.get_origin(obj) is not None or obj is typing.Any
+            or isinstance(obj, (typing._SpecialForm, types.GenericAlias)))
+
+
+def is_type_form(obj: object) -> bool:
+    """A class or a typing form: what an annotation or an isinstance() target can be."""
+    return isinstance(obj, type) or is_typing_form(obj)
+
+
 def is_namedtuple_class(obj: object) -> bool:
     return isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields")
 

@@ -44,7 +44,7 @@ from .annotations import AnnotationError, to_type
 from .control_flow import _contains_list
 from .environment import RETURNED
 from .errors import CompilationError
-from .sugared import BoundMethod, IterableForm, PythonObject, SpecialForm, Sugared
+from .sugared import BoundMethod, CompileTimeTuple, IterableForm, PythonObject, SpecialForm, Sugared
 
 _PY_TYPES = {int: IntType, float: FloatType, bool: BoolType, str: StrType,
              type(None): NoneType, np.ndarray: TENSOR}
@@ -253,10 +253,14 @@ class CallMixin:
 
     def isinstance_targets(self, node: ast.expr, src) -> list[Type]:
         target = self.sugared_expr(node)
-        objs = target.obj if isinstance(target, PythonObject) and isinstance(
-            target.obj, tuple) else (getattr(target, "obj", target),)
+        if isinstance(target, CompileTimeTuple):
+            items = target.items
+        elif isinstance(target, PythonObject) and isinstance(target.obj, tuple):
+            items = target.obj
+        else:
+            items = (target,)
         types = []
-        for obj in objs:
+        for obj in (getattr(item, "obj", item) for item in items):
             if obj in _PY_TYPES:
                 types.append(_PY_TYPES[obj])
             elif obj in _PY_CONTAINERS:

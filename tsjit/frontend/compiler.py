@@ -103,6 +103,7 @@ class UnusedFunction(Sugared):
 class ClassConstructor(Sugared):
     def __init__(self, class_type: ClassType):
         self.class_type = class_type
+        self.obj = class_type.py_class          # the class itself (isinstance targets)
 
     def describe(self) -> str:
         return f"class '{self.class_type.py_class.__qualname__}'"

@@ -157,7 +157,11 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
         pass
 
     def stmt_Assign(self, stmt: ast.Assign) -> None:
-        value = self.sugared_expr(stmt.value)
+        declared = self.target_type(stmt.targets[0]) if len(stmt.targets) == 1 else None
+        if declared is not None and _literal_hint(stmt.value, declared) is not None:
+            value = self.typed_expr(stmt.value, declared)
+        else:
+            value = self.sugared_expr(stmt.value)
         for target in stmt.targets:
             self.assign_target(target, value, self.src(stmt))
 
@@ -168,6 +172,20 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
             return
         value = self.typed_expr(stmt.value, declared)
         self.assign_target(stmt.target, value, src)
+
+    def target_type(self, target: ast.expr) -> Type | None:
+        """The type an element or attribute store expects, when its base is a variable
+        (`groups[k] = []`, `self.items = {}`): literals assigned there take it."""
+        if not isinstance(target, (ast.Subscript, ast.Attribute)) or not isinstance(
+                target.value, ast.Name):
+            return None
+        binding = self.frame.lookup(target.value.id)
+        base = binding.value.type if binding and isinstance(binding.value, Value) else None
+        if isinstance(target, ast.Attribute):
+            return base.attributes.get(target.attr) if isinstance(base, ClassType) else None
+        if isinstance(base, ListType) and not isinstance(target.slice, ast.Slice):
+            return base.elem
+        return base.value if isinstance(base, DictType) else None
 
     def typed_expr(self, node: ast.expr, declared: Type, what: str = "value") -> Value:
         """An expression checked against (and typed as) an annotation.  List, dict and
@@ -332,8 +350,10 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
         src = self.src(stmt)
         if stmt.orelse:
             raise CompilationError("while ... else is not supported", src)
-        first, _ = self.condition(stmt.test)
-        self.emit_loop(self.trip_count_forever(src), first, stmt.body, lambda i: None,
+        first, refine = self.condition(stmt.test)
+        # the body runs only while the condition holds: it narrows as an if would
+        self.emit_loop(self.trip_count_forever(src), first, stmt.body,
+                       lambda i: self.apply_refinements(refine[0], src),
                        lambda: self.condition(stmt.test)[0], src)
 
     def stmt_For(self, stmt: ast.For) -> None:

@@ -22,6 +22,7 @@ from ..ir.types import (
     unify,
     union_options,
 )
+from .annotations import AnnotationError, evaluate, is_type_form
 from .errors import CompilationError
 from .sugared import CompileTimeTuple, ModuleListValue, PythonObject, Sugared
 
@@ -139,15 +140,24 @@ class ExpressionMixin:
             result = self.emit_conditional(cond, evaluate_right, keep_left, src)
         else:
             result = self.emit_conditional(cond, keep_left, evaluate_right, src)
-        if is_and and want_bool:
+        if not (want_bool or result.type == BoolType):
+            return result, NO_REFINEMENT
+        if is_and:
             inner = refined_after[0][0] if refined_after else {}
             return result, ({**refine[0], **inner}, {})
-        if not is_and and want_bool:
-            inner = refined_after[0][1] if refined_after else {}
-            return result, ({}, {**refine[1], **inner})
-        return result, NO_REFINEMENT
+        inner = refined_after[0][1] if refined_after else {}
+        return result, ({}, {**refine[1], **inner})
 
     def operand(self, node: ast.expr):
+        """An operand of and/or: its value as is (Python returns operands, not bools),
+        with the refinements a comparison or isinstance() makes for the other operand."""
+        if isinstance(node, ast.Compare):
+            return self.compare(node)
+        if isinstance(node, ast.BoolOp):
+            return self.bool_op(node)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) or \
+                isinstance(node, ast.Call) and self.is_isinstance_call(node):
+            return self.condition(node)
         return self.expr(node), NO_REFINEMENT
 
     def truth(self, value: Value, src: SourceRange) -> Value:
@@ -348,6 +358,12 @@ class ExpressionMixin:
                 raise CompilationError(f"a {base.describe()} can only be indexed by a "
                                        "constant", src)
             return base.lookup(key, src)
+        if is_type_form(getattr(base, "obj", None)):      # List[int] as a value (isinstance)
+            try:
+                obj = evaluate(node, self.resolver.globals, self.resolver.closure)
+            except AnnotationError as e:
+                raise CompilationError(str(e), src) from None
+            return PythonObject(obj, ast.unparse(node))
         if isinstance(base, PythonObject):
             raise CompilationError(f"{base.describe()} cannot be subscripted here", src)
         if isinstance(base, Sugared):

@@ -12,7 +12,6 @@ import enum
 import inspect
 import math
 import types
-import typing
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,7 +19,7 @@ import numpy as np
 from .. import decorators
 from ..ir.graph import SourceRange
 from ..ops.registry import lookup_python
-from .annotations import is_namedtuple_class, namedtuple_type
+from .annotations import is_namedtuple_class, is_typing_form, namedtuple_type
 from .errors import CompilationError
 from .sugared import (
     EnumClass,
@@ -101,7 +100,7 @@ class Resolver:
             if is_namedtuple_class(obj):
                 return NamedTupleClass(obj, name, namedtuple_type(obj))
             return em.compiler.class_value(obj, src)
-        if _is_typing_form(obj):
+        if is_typing_form(obj):
             return PythonObject(obj, name)
         from ..api.script_function import ScriptFunction
         if isinstance(obj, ScriptFunction):
@@ -120,11 +119,6 @@ def _hashable(obj: object) -> bool:
     except TypeError:
         return False
     return True
-
-
-def _is_typing_form(obj: object) -> bool:
-    return (typing.get_origin(obj) is not None or obj is typing.Any
-            or isinstance(obj, (typing._SpecialForm, types.GenericAlias)))
 
 
 __all__ = ["Resolver", "Sugared"]
