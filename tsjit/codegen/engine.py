@@ -38,6 +38,8 @@ FUNCTION_ATTRIBUTES: tuple[tuple[str, str], ...] = (
 # Bump when the pipeline or code-generation options change, so stale objects are not loaded.
 _CACHE_FORMAT = "1"
 CACHE_DIR_ENV = "TSJIT_CACHE_DIR"
+# The disk cache is trimmed (oldest files first) once per process when it outgrows this.
+_CACHE_MAX_BYTES = 256 << 20
 DISK_CACHE_ENV = "TSJIT_DISK_CACHE"
 
 
@@ -88,7 +90,7 @@ class _Llvm:
         self.data_layout = str(self.tm.target_data)
         self.pipeline_options = llvm.create_pipeline_tuning_options(speed_level=3)
         self.pipeline_options.loop_vectorization = True
-        self.pipeline_options.slp_vectorization = True
+        self.pipeline_options.slp_vectorization = False  # costs compile time, gains nothing
         self.pass_builder = llvm.create_pass_builder(self.tm, self.pipeline_options)
         # The JIT gets its own target machine: never share one the JIT may own.
         self.lljit = llvm.create_lljit_compiler(self.new_target_machine())
@@ -96,9 +98,12 @@ class _Llvm:
         # Every linked module gets its own JITDylib, named uniquely within the LLJIT.
         self.library_names = (f"tsjit_module_{i}" for i in itertools.count())
 
-    def new_target_machine(self) -> llvm.TargetMachine:
+        # Quick mode (bookkeeping code, not hot loops): scalar cleanups and FastISel.
+        self.quick_tm = self.new_target_machine(opt=0)
+
+    def new_target_machine(self, opt: int = 3) -> llvm.TargetMachine:
         return self.target.create_target_machine(
-            cpu=self.cpu, features=self.features, opt=3, reloc="pic", codemodel="default"
+            cpu=self.cpu, features=self.features, opt=opt, reloc="pic", codemodel="default"
         )
 
     @classmethod
@@ -130,40 +135,50 @@ class JitEngine:
         self._cache_dir = (cache_dir or _default_cache_dir()) if use_disk_cache else None
         self._modules: dict[str, CompiledModule] = {}
         self._lock = threading.RLock()
-        self._runtime_symbols: dict[str, int] | None = None
+        self._symbols: dict[str, int] | None = None
+        self._cache_trimmed = False
 
     @property
-    def runtime_symbols(self) -> dict[str, int]:
-        if self._runtime_symbols is None:
-            self._runtime_symbols = _runtime_symbols()
-        return self._runtime_symbols
+    def symbols(self) -> dict[str, int]:
+        """External functions that compiled modules may call: the C runtime's and those
+        registered with ``register_symbol`` (libc/libm resolve from the process)."""
+        if self._symbols is None:
+            self._symbols = _runtime_symbols()
+        return self._symbols
 
-    def compile(self, module: str | ir.Module, symbols: Iterable[str]) -> CompiledModule:
+    def register_symbol(self, name: str, address: int) -> None:
+        """Make a function compiled by this engine callable from later modules."""
+        self.symbols[name] = address
+
+    def compile(
+        self, module: str | ir.Module, symbols: Iterable[str], quick: bool = False
+    ) -> CompiledModule:
         """Optimize and link ``module`` (IR text or an llvmlite.ir Module) and return the
         addresses of ``symbols``. Identical IR text compiles once per process; with the disk
-        cache, once per machine."""
+        cache, once per machine. ``quick``: a few scalar cleanups and FastISel instead of O3
+        (~10x faster to compile), for code that is not a hot loop."""
         text = module if isinstance(module, str) else str(module)
         wanted = tuple(symbols)
-        key = hashlib.sha256(text.encode()).hexdigest()
+        key = hashlib.sha256(f"{quick}\n{text}".encode()).hexdigest()
         with self._lock:
             compiled = self._modules.get(key)
             if compiled is None or not all(s in compiled.addresses for s in wanted):
-                compiled = self._build(text, wanted)
+                compiled = self._build(text, wanted, quick)
                 self._modules[key] = compiled
         return compiled
 
-    def _build(self, text: str, wanted: tuple[str, ...]) -> CompiledModule:
+    def _build(self, text: str, wanted: tuple[str, ...], quick: bool) -> CompiledModule:
         state = _Llvm.get()
-        disk_key = hashlib.sha256((state.host_id + "\n" + text).encode()).hexdigest()
+        disk_key = hashlib.sha256(f"{state.host_id}|{quick}\n{text}".encode()).hexdigest()
         cached = self._read_disk_cache(disk_key)
         if cached is not None:
             obj, optimized_ir = cached
         else:
-            obj, optimized_ir = self._optimize_and_emit(state, text)
+            obj, optimized_ir = self._optimize_and_emit(state, text, quick)
             self._write_disk_cache(disk_key, obj, optimized_ir)
         builder = llvm.JITLibraryBuilder().add_object_img(obj)
         for name in self._externals(optimized_ir):
-            builder.import_symbol(name, self.runtime_symbols[name])
+            builder.import_symbol(name, self.symbols[name])
         for name in wanted:
             builder.export_symbol(name)
         # LLJIT resolves every undefined symbol here and raises if one is missing, so a
@@ -173,15 +188,22 @@ class JitEngine:
         return CompiledModule(addresses, optimized_ir, cached is not None, tracker)
 
     def _externals(self, optimized_ir: str) -> list[str]:
-        """Runtime functions the module declares (libc/libm resolve from the process)."""
-        return [name for name in self.runtime_symbols if f"@{name}(" in optimized_ir]
+        """Known external functions the module declares."""
+        return [name for name in self.symbols if f"@{name}(" in optimized_ir]
 
     @staticmethod
-    def _optimize_and_emit(state: _Llvm, text: str) -> tuple[bytes, str]:
+    def _optimize_and_emit(state: _Llvm, text: str, quick: bool) -> tuple[bytes, str]:
         mod = llvm.parse_assembly(text)
         mod.triple = state.triple
         mod.data_layout = state.data_layout
         mod.verify()
+        if quick:
+            passes = llvm.create_new_module_pass_manager()
+            passes.add_sroa_pass()
+            passes.add_instruction_combine_pass()
+            passes.add_simplify_cfg_pass()
+            passes.run(mod, state.pass_builder)
+            return state.quick_tm.emit_object(mod), str(mod)
         state.pass_builder.getModulePassManager().run(mod, state.pass_builder)
         return state.tm.emit_object(mod), str(mod)
 
@@ -209,6 +231,9 @@ class JitEngine:
             return
         try:
             self._cache_dir.mkdir(parents=True, exist_ok=True)
+            if not self._cache_trimmed:
+                self._cache_trimmed = True
+                _trim_cache(self._cache_dir, _CACHE_MAX_BYTES)
             for suffix, data in ((".ll", optimized_ir.encode()), (".o", obj)):
                 final = self._cache_dir / f"{key}{suffix}"
                 partial = final.with_suffix(f"{suffix}.{os.getpid()}.tmp")
@@ -216,6 +241,19 @@ class JitEngine:
                 os.replace(partial, final)
         except OSError:
             pass
+
+
+def _trim_cache(directory: Path, max_bytes: int) -> None:
+    """Delete the least recently written files until the cache is 3/4 of ``max_bytes``."""
+    entries = [(e.stat().st_mtime, e.stat().st_size, e.path) for e in os.scandir(directory)]
+    total = sum(size for _, size, _ in entries)
+    if total <= max_bytes:
+        return
+    for _, size, path in sorted(entries):
+        os.remove(path)
+        total -= size
+        if total <= max_bytes * 3 // 4:
+            return
 
 
 _engine: JitEngine | None = None

@@ -21,7 +21,8 @@ from collections.abc import Callable
 import cffi
 import numpy as np
 
-from tsjit.codegen.elementwise import PARALLEL_FOR, KernelModule, build_kernel_module
+from tsjit.codegen.elementwise import KernelModule, build_kernel_module
+from tsjit.codegen.elementwise_driver import ensure_driver
 from tsjit.codegen.engine import CompiledModule, get_engine
 from tsjit.codegen.kernel_spec import KernelSpec, supports
 from tsjit.codegen.output_pool import OutputPool
@@ -126,8 +127,8 @@ def _call_source(spec: KernelSpec) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _kernel_name(spec: KernelSpec, parallel: bool) -> str:
-    digest = hashlib.sha256(f"{spec!r}|{parallel}".encode()).hexdigest()[:20]
+def _kernel_name(spec: KernelSpec) -> str:
+    digest = hashlib.sha256(repr(spec).encode()).hexdigest()[:20]
     return f"tsjit_ew_{digest}"
 
 
@@ -143,8 +144,8 @@ def compile_kernel(spec: KernelSpec) -> Kernel:
         kernel = _kernels.get(spec)
         if kernel is None:
             engine = get_engine()
-            parallel = PARALLEL_FOR in engine.runtime_symbols
-            module = build_kernel_module(spec, _kernel_name(spec, parallel), parallel)
+            ensure_driver(engine)
+            module = build_kernel_module(spec, _kernel_name(spec))
             compiled = engine.compile(module.module, [module.entry])
             kernel = Kernel(spec, module, compiled)
             _kernels[spec] = kernel

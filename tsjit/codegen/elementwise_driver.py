@@ -1,0 +1,481 @@
+"""The N-d iteration driver shared by every elementwise kernel, compiled once per process.
+
+A kernel module contains only what depends on its ops: a vectorized ``body`` over
+contiguous element ranges and a small entry point that fills a ``Job``. Everything that
+depends on shapes and strides lives here, once: reading the operands from their
+``PyArrayObject``s, choosing the flat path, broadcasting, dimension collapsing, row
+iteration with chunked gather/scatter for non-unit strides, and splitting the work across
+threads. Generated per kernel, that machinery made a two-op kernel compile as slowly as
+gelu (~20 ms of O3); here it is compiled once, in the engine's quick mode (scalar cleanups
+and FastISel: ~10 ms instead of ~300 ms at O3), since none of it is a hot vector loop.
+
+Body ABI: ``void body(ptr *pointers, void *scalars, i64 begin, i64 end)`` processes
+elements ``[begin, end)`` of contiguous operands whose element 0 is at ``pointers[k]``.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from tsjit.codegen.engine import JitEngine
+from tsjit.codegen.ir_util import (
+    ARRAY_DATA_OFFSET,
+    ARRAY_DIMS_OFFSET,
+    ARRAY_FLAGS_OFFSET,
+    ARRAY_STRIDES_OFFSET,
+    C_CONTIGUOUS,
+    F_CONTIGUOUS,
+    I1,
+    I8,
+    I32,
+    I64,
+    PTR,
+    element,
+    i64,
+    indirect_call,
+    load_field,
+    loop,
+    stack_slot,
+    tuple_item,
+)
+
+__all__ = [
+    "ACCESS_READ",
+    "ACCESS_WRITE",
+    "BODY_TYPE",
+    "DRIVER_SYMBOL",
+    "JOB_TYPE",
+    "MAX_OPERANDS",
+    "MAX_RANK",
+    "OPERAND_INFO_TYPE",
+    "build_driver_module",
+    "ensure_driver",
+]
+
+MAX_OPERANDS = 16
+MAX_RANK = 16
+# Elements per chunk of a strided row, gathered into per-operand stack buffers.
+CHUNK = 256
+ACCESS_READ, ACCESS_WRITE = 1, 2
+DRIVER_SYMBOL = "tsjit_elementwise_run"
+PARALLEL_FOR = "tsjit_parallel_for"
+
+BODY_TYPE = ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64])
+# Per operand: itemsize, rank, access bits. A kernel module holds a constant array of these.
+OPERAND_INFO_TYPE = ir.LiteralStructType([I64, I64, I64])
+# Field numbers of JOB_TYPE.
+(
+    JOB_BODY, JOB_SCALARS, JOB_OPERANDS, JOB_N_OPERANDS, JOB_RANK, JOB_INFO, JOB_OUT_OPERAND,
+    JOB_PARALLEL_MIN, JOB_DATA, JOB_SHAPE, JOB_STRIDES,
+) = range(11)
+JOB_TYPE = ir.LiteralStructType(
+    [
+        PTR,  # body
+        PTR,  # kernel-specific scalar block
+        PTR,  # PyTupleObject* of the array operands (array inputs, then fresh outputs)
+        I64,  # number of operands
+        I64,  # rank of the iteration space
+        PTR,  # OPERAND_INFO_TYPE[n_operands]
+        I64,  # operand whose shape is the iteration space (an output)
+        I64,  # elements of work below which the job runs on the calling thread
+        ir.ArrayType(PTR, MAX_OPERANDS),  # data pointers
+        ir.ArrayType(I64, MAX_RANK),  # collapsed shape (filled by the driver)
+        ir.ArrayType(I64, MAX_OPERANDS * MAX_RANK),  # collapsed byte strides [k][d]
+    ]
+)
+
+
+class _Driver:
+    """Emits the driver functions into one module."""
+
+    def __init__(self, parallel: bool) -> None:
+        self.module = ir.Module(name="tsjit_elementwise_driver")
+        self.parallel = parallel
+
+    def _function(self, name: str, args: list[ir.Type], internal: bool) -> ir.Function:
+        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), args), name=name)
+        fn.attributes.add("nounwind")
+        if internal:
+            fn.linkage = "internal"
+        return fn
+
+    # ------------------------------------------------------------------ job access
+    @staticmethod
+    def field(b: ir.IRBuilder, job: ir.Value, *path) -> ir.Value:
+        indices = [ir.Constant(I32, 0)] + [
+            p if isinstance(p, ir.Value) else ir.Constant(I32, p) for p in path
+        ]
+        return b.gep(job, indices, source_etype=JOB_TYPE, inbounds=True)
+
+    def get(self, b: ir.IRBuilder, job: ir.Value, ty: ir.Type, *path) -> ir.Value:
+        return b.load(self.field(b, job, *path), typ=ty)
+
+    def stride_slot(self, b: ir.IRBuilder, job: ir.Value, k: ir.Value, d: ir.Value):
+        return self.field(b, job, JOB_STRIDES, b.add(b.mul(k, i64(MAX_RANK)), d))
+
+    def info(self, b: ir.IRBuilder, job: ir.Value, k: ir.Value, item: int) -> ir.Value:
+        table = self.get(b, job, PTR, JOB_INFO)
+        address = b.gep(table, [k, ir.Constant(I32, item)], source_etype=OPERAND_INFO_TYPE)
+        return b.load(address, typ=I64)
+
+    # ------------------------------------------------------------------ entry
+    def build(self) -> ir.Module:
+        flat_task = self.build_flat_task()
+        rows_task = self.build_rows_task()
+        fn = self._function(DRIVER_SYMBOL, [PTR], internal=False)
+        b = ir.IRBuilder(fn.append_basic_block())
+        job = fn.args[0]
+        n_operands = self.get(b, job, I64, JOB_N_OPERANDS)
+        rank = self.get(b, job, I64, JOB_RANK)
+        operands = self.get(b, job, PTR, JOB_OPERANDS)
+
+        def read_data_pointer(b: ir.IRBuilder, k: ir.Value) -> None:
+            data = load_field(b, tuple_item(b, operands, k), ARRAY_DATA_OFFSET, PTR)
+            b.store(data, self.field(b, job, JOB_DATA, k))
+
+        loop(b, i64(0), n_operands, read_data_pointer)
+        out = tuple_item(b, operands, self.get(b, job, I64, JOB_OUT_OPERAND))
+        out_dims = load_field(b, out, ARRAY_DIMS_OFFSET, PTR)
+        size = stack_slot(b, I64, i64(1))
+        loop(b, i64(0), rank, lambda b, d: b.store(
+            b.mul(b.load(size, typ=I64), b.load(element(b, out_dims, d, I64), typ=I64)), size))
+        n = b.load(size, typ=I64)
+        with b.if_then(b.icmp_signed("==", n, i64(0))):
+            b.ret_void()
+        parallel_min = self.get(b, job, I64, JOB_PARALLEL_MIN)
+        with b.if_else(self.is_flat(b, job, operands, out_dims)) as (flat, strided):
+            with flat:
+                self.dispatch(b, flat_task, job, n, parallel_min)
+            with strided:
+                self.fill_strides(b, job, operands, out_dims)
+                self.collapse(b, job)
+                inner = self.get(b, job, I64, JOB_SHAPE, b.sub(rank, i64(1)))
+                grain = b.add(b.sdiv(parallel_min, inner), i64(1))
+                self.dispatch(b, rows_task, job, b.sdiv(n, inner), grain)
+        b.ret_void()
+        return self.module
+
+    def is_flat(self, b: ir.IRBuilder, job, operands, out_dims) -> ir.Value:
+        """Every operand has the iteration shape and all are C- or all F-contiguous: element
+        i of each is at byte i * itemsize, so one flat loop covers the job."""
+        rank = self.get(b, job, I64, JOB_RANK)
+        same_shape = stack_slot(b, I1, ir.Constant(I1, 1))
+        flags = stack_slot(b, I32, ir.Constant(I32, C_CONTIGUOUS | F_CONTIGUOUS))
+
+        def check_operand(b: ir.IRBuilder, k: ir.Value) -> None:
+            obj = tuple_item(b, operands, k)
+            b.store(b.and_(b.load(flags, typ=I32), load_field(b, obj, ARRAY_FLAGS_OFFSET, I32)),
+                    flags)
+            full_rank = b.icmp_signed("==", self.info(b, job, k, 1), rank)
+            with b.if_else(full_rank) as (compare, broadcast):
+                with compare:
+                    dims = load_field(b, obj, ARRAY_DIMS_OFFSET, PTR)
+
+                    def compare_dim(b: ir.IRBuilder, d: ir.Value) -> None:
+                        equal = b.icmp_signed("==", b.load(element(b, dims, d, I64), typ=I64),
+                                              b.load(element(b, out_dims, d, I64), typ=I64))
+                        b.store(b.and_(b.load(same_shape, typ=I1), equal), same_shape)
+
+                    loop(b, i64(0), rank, compare_dim)
+                with broadcast:
+                    b.store(ir.Constant(I1, 0), same_shape)
+
+        loop(b, i64(0), self.get(b, job, I64, JOB_N_OPERANDS), check_operand)
+        contiguous = b.icmp_unsigned("!=", b.load(flags, typ=I32), ir.Constant(I32, 0))
+        return b.and_(b.load(same_shape, typ=I1), contiguous)
+
+    def fill_strides(self, b: ir.IRBuilder, job, operands, out_dims) -> None:
+        """Iteration shape and per-operand byte strides, right-aligned (NumPy broadcasting):
+        missing and size-1 dimensions of an operand get stride 0. Fortran-ordered outputs
+        are iterated with their dimensions reversed, so rows run along memory."""
+        rank = self.get(b, job, I64, JOB_RANK)
+        loop(b, i64(0), rank, lambda b, d: b.store(
+            b.load(element(b, out_dims, d, I64), typ=I64), self.field(b, job, JOB_SHAPE, d)))
+
+        def operand_strides(b: ir.IRBuilder, k: ir.Value) -> None:
+            obj = tuple_item(b, operands, k)
+            dims = load_field(b, obj, ARRAY_DIMS_OFFSET, PTR)
+            strides = load_field(b, obj, ARRAY_STRIDES_OFFSET, PTR)
+            missing = b.sub(rank, self.info(b, job, k, 1))
+
+            def one(b: ir.IRBuilder, d: ir.Value) -> None:
+                slot = self.stride_slot(b, job, k, d)
+                b.store(i64(0), slot)
+                e = b.sub(d, missing)
+                with b.if_then(b.icmp_signed(">=", e, i64(0))):  # 0-d arrays: dims is NULL
+                    extent = b.load(element(b, dims, e, I64), typ=I64)
+                    stride = b.load(element(b, strides, e, I64), typ=I64)
+                    used = b.icmp_signed("!=", extent, i64(1))
+                    b.store(b.select(used, stride, i64(0)), slot)
+
+            with b.if_then(b.icmp_signed(">", rank, i64(0))):
+                loop(b, i64(0), rank, one)
+
+        n_operands = self.get(b, job, I64, JOB_N_OPERANDS)
+        loop(b, i64(0), n_operands, operand_strides)
+        out_k = self.get(b, job, I64, JOB_OUT_OPERAND)
+        last = b.sub(rank, i64(1))
+        first_stride = _abs(b, b.load(self.stride_slot(b, job, out_k, i64(0)), typ=I64))
+        last_stride = _abs(b, b.load(self.stride_slot(b, job, out_k, last), typ=I64))
+        with b.if_then(b.icmp_unsigned("<", first_stride, last_stride)):
+
+            def swap(b: ir.IRBuilder, d: ir.Value) -> None:
+                mirror = b.sub(last, d)
+                _swap(b, self.field(b, job, JOB_SHAPE, d), self.field(b, job, JOB_SHAPE, mirror))
+                loop(b, i64(0), n_operands, lambda b, k: _swap(
+                    b, self.stride_slot(b, job, k, d), self.stride_slot(b, job, k, mirror)))
+
+            loop(b, i64(0), b.sdiv(rank, i64(2)), swap)
+
+    def collapse(self, b: ir.IRBuilder, job) -> None:
+        """Merge adjacent dimensions that are contiguous for every operand and drop size-1
+        ones, keeping the result right-aligned; unused leading dimensions get extent 1.
+        Rows then run over the longest contiguous stretch."""
+        rank = self.get(b, job, I64, JOB_RANK)
+        n_operands = self.get(b, job, I64, JOB_N_OPERANDS)
+        last = b.sub(rank, i64(1))
+        kept = stack_slot(b, I64, last)  # position of the innermost merged dimension
+
+        def visit(b: ir.IRBuilder, step: ir.Value) -> None:
+            d = b.sub(b.sub(last, i64(1)), step)  # last-1 down to 0
+            j = b.load(kept, typ=I64)
+            extent_d = self.get(b, job, I64, JOB_SHAPE, d)
+            extent_j = self.get(b, job, I64, JOB_SHAPE, j)
+            mergeable = stack_slot(b, I1, ir.Constant(I1, 1))
+
+            def check(b: ir.IRBuilder, k: ir.Value) -> None:
+                outer = b.load(self.stride_slot(b, job, k, d), typ=I64)
+                inner = b.load(self.stride_slot(b, job, k, j), typ=I64)
+                ok = b.icmp_signed("==", outer, b.mul(inner, extent_j))
+                b.store(b.and_(b.load(mergeable, typ=I1), ok), mergeable)
+
+            loop(b, i64(0), n_operands, check)
+            skip = b.icmp_signed("==", extent_d, i64(1))
+            replace = b.and_(b.not_(skip), b.icmp_signed("==", extent_j, i64(1)))
+            merge = b.and_(b.and_(b.not_(skip), b.not_(replace)), b.load(mergeable, typ=I1))
+            new_slot = b.and_(b.and_(b.not_(skip), b.not_(replace)), b.not_(merge))
+            target = b.select(new_slot, b.sub(j, i64(1)), j)
+            b.store(target, kept)
+            with b.if_then(b.not_(skip)):
+                extent = b.select(merge, b.mul(extent_j, extent_d), extent_d)
+                b.store(extent, self.field(b, job, JOB_SHAPE, target))
+                with b.if_then(b.not_(merge)):
+                    loop(b, i64(0), n_operands, lambda b, k: b.store(
+                        b.load(self.stride_slot(b, job, k, d), typ=I64),
+                        self.stride_slot(b, job, k, target)))
+
+        with b.if_then(b.icmp_signed(">", rank, i64(1))):
+            loop(b, i64(0), last, visit)
+        j = b.load(kept, typ=I64)
+
+        def clear(b: ir.IRBuilder, d: ir.Value) -> None:
+            b.store(i64(1), self.field(b, job, JOB_SHAPE, d))
+            loop(b, i64(0), n_operands,
+                 lambda b, k: b.store(i64(0), self.stride_slot(b, job, k, d)))
+
+        loop(b, i64(0), j, clear)
+
+    def dispatch(self, b: ir.IRBuilder, task: ir.Function, job, n, grain) -> None:
+        """Run task over [0, n): on the calling thread when small (or without the
+        runtime), else split across the runtime's thread pool."""
+        if not self.parallel:
+            b.call(task, [job, i64(0), n])
+            return
+        parallel_for = self.module.globals.get(PARALLEL_FOR) or ir.Function(
+            self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64]), PARALLEL_FOR
+        )
+        with b.if_else(b.icmp_signed(">", n, grain)) as (split, inline):
+            with split:
+                b.call(parallel_for, [task, job, n, grain])
+            with inline:
+                b.call(task, [job, i64(0), n])
+
+    # ------------------------------------------------------------------ tasks
+    def build_flat_task(self) -> ir.Function:
+        fn = self._function("tsjit_elementwise_flat_task", [PTR, I64, I64], internal=True)
+        b = ir.IRBuilder(fn.append_basic_block())
+        job = fn.args[0]
+        body = self.get(b, job, PTR, JOB_BODY)
+        scalars = self.get(b, job, PTR, JOB_SCALARS)
+        data = self.field(b, job, JOB_DATA, 0)
+        indirect_call(b, BODY_TYPE, body, [data, scalars, fn.args[1], fn.args[2]])
+        b.ret_void()
+        return fn
+
+    def build_rows_task(self) -> ir.Function:
+        """Rows [begin, end) of the collapsed iteration space, in chunks: operands with a
+        non-unit stride along the row are gathered into (outputs scattered from) stack
+        buffers, so the kernel's vectorized body serves every layout."""
+        fn = self._function("tsjit_elementwise_rows_task", [PTR, I64, I64], internal=True)
+        b = ir.IRBuilder(fn.append_basic_block())
+        job, begin, end = fn.args
+        rank = self.get(b, job, I64, JOB_RANK)
+        n_operands = self.get(b, job, I64, JOB_N_OPERANDS)
+        body = self.get(b, job, PTR, JOB_BODY)
+        scalars = self.get(b, job, PTR, JOB_SCALARS)
+        buffers = stack_slot(b, ir.ArrayType(ir.ArrayType(I64, CHUNK), MAX_OPERANDS))
+        pointers = stack_slot(b, ir.ArrayType(PTR, MAX_OPERANDS))
+        offsets = stack_slot(b, ir.ArrayType(I64, MAX_OPERANDS))
+        last = b.sub(rank, i64(1))
+        inner = self.get(b, job, I64, JOB_SHAPE, last)
+        n_chunks = b.sdiv(b.add(inner, i64(CHUNK - 1)), i64(CHUNK))
+
+        def row(b: ir.IRBuilder, index: ir.Value) -> None:
+            loop(b, i64(0), n_operands,
+                 lambda b, k: b.store(i64(0), element(b, offsets, k, I64)))
+            rest = stack_slot(b, I64, index)
+
+            def unravel(b: ir.IRBuilder, step: ir.Value) -> None:
+                d = b.sub(b.sub(last, i64(1)), step)
+                extent = self.get(b, job, I64, JOB_SHAPE, d)
+                remaining = b.load(rest, typ=I64)
+                coord = b.srem(remaining, extent)
+                b.store(b.sdiv(remaining, extent), rest)
+                loop(b, i64(0), n_operands, lambda b, k: b.store(
+                    b.add(b.load(element(b, offsets, k, I64), typ=I64),
+                          b.mul(coord, b.load(self.stride_slot(b, job, k, d), typ=I64))),
+                    element(b, offsets, k, I64)))
+
+            loop(b, i64(0), last, unravel)
+            loop(b, i64(0), n_chunks, lambda b, c: chunk(b, b.mul(c, i64(CHUNK))))
+
+        def place(b: ir.IRBuilder, k: ir.Value, start: ir.Value):
+            """(address of this chunk of operand k, its stride, whether it is unit)."""
+            stride = b.load(self.stride_slot(b, job, k, last), typ=I64)
+            offset = b.add(b.load(element(b, offsets, k, I64), typ=I64), b.mul(start, stride))
+            data = self.get(b, job, PTR, JOB_DATA, k)
+            direct = b.icmp_signed("==", stride, self.info(b, job, k, 0))
+            return b.gep(data, [offset], source_etype=I8), stride, direct
+
+        def chunk(b: ir.IRBuilder, start: ir.Value) -> None:
+            length = b.sub(inner, start)
+            length = b.select(b.icmp_signed("<", length, i64(CHUNK)), length, i64(CHUNK))
+
+            def stage_in(b: ir.IRBuilder, k: ir.Value) -> None:
+                address, stride, direct = place(b, k, start)
+                buffer = b.gep(buffers, [i64(0), k], source_etype=buffers_type)
+                reads = b.and_(self.info(b, job, k, 2), i64(ACCESS_READ))
+                gather = b.and_(b.not_(direct), b.icmp_signed("!=", reads, i64(0)))
+                with b.if_then(gather):
+                    _copy(b, "gather", buffer, address, stride, self.info(b, job, k, 0), length)
+                b.store(b.select(direct, address, buffer), element(b, pointers, k, PTR))
+
+            def stage_out(b: ir.IRBuilder, k: ir.Value) -> None:
+                address, stride, direct = place(b, k, start)
+                buffer = b.gep(buffers, [i64(0), k], source_etype=buffers_type)
+                writes = b.and_(self.info(b, job, k, 2), i64(ACCESS_WRITE))
+                scatter = b.and_(b.not_(direct), b.icmp_signed("!=", writes, i64(0)))
+                with b.if_then(scatter):
+                    _copy(b, "scatter", buffer, address, stride, self.info(b, job, k, 0),
+                          length)
+
+            loop(b, i64(0), n_operands, stage_in)
+            indirect_call(b, BODY_TYPE, body, [pointers, scalars, i64(0), length])
+            loop(b, i64(0), n_operands, stage_out)
+
+        buffers_type = ir.ArrayType(ir.ArrayType(I64, CHUNK), MAX_OPERANDS)
+        loop(b, begin, end, row)
+        b.ret_void()
+        return fn
+
+
+def _abs(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
+    return b.select(b.icmp_signed("<", v, i64(0)), b.neg(v), v)
+
+
+def _swap(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> None:
+    vx, vy = b.load(x, typ=I64), b.load(y, typ=I64)
+    b.store(vy, x)
+    b.store(vx, y)
+
+
+def _copy(b: ir.IRBuilder, direction: str, packed, strided, stride, itemsize, n) -> None:
+    """Gather (strided -> packed buffer) or scatter (packed buffer -> strided) n elements
+    of ``itemsize`` bytes through the O3-compiled copy routines."""
+    switch = b.switch(itemsize, b.function.append_basic_block("copy_done"))
+    done = switch.default
+    for size in _COPY_SIZES:
+        case = b.function.append_basic_block(f"{direction}_{size}")
+        switch.add_case(ir.Constant(I64, size), case)
+        b.position_at_end(case)
+        name = _copy_symbol(direction, size)
+        copy = b.module.globals.get(name) or ir.Function(b.module, _COPY_TYPE, name)
+        b.call(copy, [packed, strided, stride, n])
+        b.branch(done)
+    b.position_at_end(done)
+
+
+_COPY_SIZES = (1, 2, 4, 8)
+_COPY_DIRECTIONS = ("gather", "scatter")
+_COPY_TYPE = ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64])
+# Only the common case is worth the vectorizer's compile time (~10 ms per routine):
+# reading strided 4- and 8-byte elements. Scatters write in-place targets only.
+_VECTORIZED_COPIES = {("gather", 4), ("gather", 8)}
+
+
+def _copy_symbol(direction: str, size: int) -> str:
+    return f"tsjit_{direction}_{size}"
+
+
+def build_copy_module() -> ir.Module:
+    """``tsjit_gather_N`` / ``tsjit_scatter_N(packed, strided, stride, n)`` for N-byte
+    elements: the copies of strided rows. They are hot, so unlike the driver they are
+    compiled at O3 (vectorized gathers run ~4x faster than scalar copies; see
+    ``_VECTORIZED_COPIES``); a zero stride (a broadcast operand) gathers as a fill."""
+    module = ir.Module(name="tsjit_strided_copy")
+    for direction in _COPY_DIRECTIONS:
+        for size in _COPY_SIZES:
+            ty = ir.IntType(8 * size)
+            fn = ir.Function(module, _COPY_TYPE, _copy_symbol(direction, size))
+            fn.attributes.add("nounwind")
+            if (direction, size) not in _VECTORIZED_COPIES:
+                fn.attributes.add("optsize")
+            packed, strided, stride, n = fn.args
+            packed.add_attribute("noalias")
+            strided.add_attribute("noalias")
+            b = ir.IRBuilder(fn.append_basic_block())
+            if direction == "gather":
+                _emit_gather(b, ty, packed, strided, stride, n)
+            else:
+                loop(b, i64(0), n, lambda b, i, ty=ty, f=fn: b.store(
+                    b.load(b.gep(f.args[0], [i], source_etype=ty), typ=ty, align=1),
+                    _at(b, f.args[1], f.args[2], i), align=1))
+            b.ret_void()
+    return module
+
+
+def _emit_gather(b: ir.IRBuilder, ty: ir.Type, packed, strided, stride, n) -> None:
+    with b.if_else(b.icmp_signed("==", stride, i64(0))) as (fill, gather):
+        with fill:
+            value = b.load(strided, typ=ty, align=1)
+            loop(b, i64(0), n, lambda b, i: b.store(
+                value, b.gep(packed, [i], source_etype=ty), align=1))
+        with gather:
+            loop(b, i64(0), n, lambda b, i: b.store(
+                b.load(_at(b, strided, stride, i), typ=ty, align=1),
+                b.gep(packed, [i], source_etype=ty), align=1))
+
+
+def _at(b: ir.IRBuilder, base, stride, i) -> ir.Value:
+    return b.gep(base, [b.mul(i, stride)], source_etype=I8)
+
+
+def build_driver_module(parallel: bool) -> ir.Module:
+    """The driver (``DRIVER_SYMBOL``); ``parallel`` links it against tsjit_parallel_for."""
+    return _Driver(parallel).build()
+
+
+def ensure_driver(engine: JitEngine) -> None:
+    """Compile the driver once per engine (from the disk cache when possible) and make it
+    callable from kernel modules."""
+    if DRIVER_SYMBOL in engine.symbols:
+        return
+    copies = engine.compile(
+        build_copy_module(),
+        [_copy_symbol(d, n) for d in _COPY_DIRECTIONS for n in _COPY_SIZES],
+    )
+    for name, address in copies.addresses.items():
+        engine.register_symbol(name, address)
+    module = build_driver_module(parallel=PARALLEL_FOR in engine.symbols)
+    compiled = engine.compile(module, [DRIVER_SYMBOL], quick=True)
+    engine.register_symbol(DRIVER_SYMBOL, compiled.addresses[DRIVER_SYMBOL])

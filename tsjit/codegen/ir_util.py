@@ -1,0 +1,82 @@
+"""Small llvmlite building blocks shared by the kernel generators: constants, counted
+loops, stack variables, and reads of CPython/NumPy object fields."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from llvmlite import ir
+
+I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+PTR = ir.PointerType()
+
+# CPython's PyTupleObject: items follow PyObject_VAR_HEAD (refcount, type, size).
+TUPLE_ITEMS_OFFSET = 24
+# NumPy's PyArrayObject_fields on 64-bit platforms (after PyObject_HEAD): the stable ABI
+# behind NumPy's inline PyArray_DATA / PyArray_DIMS / PyArray_STRIDES / PyArray_FLAGS.
+ARRAY_DATA_OFFSET, ARRAY_DIMS_OFFSET, ARRAY_STRIDES_OFFSET, ARRAY_FLAGS_OFFSET = 16, 32, 40, 64
+C_CONTIGUOUS, F_CONTIGUOUS = 0x1, 0x2
+
+
+def i64(value: int) -> ir.Constant:
+    return ir.Constant(I64, value)
+
+
+def loop(
+    b: ir.IRBuilder, begin: ir.Value, end: ir.Value, body: Callable[[ir.IRBuilder, ir.Value], None]
+) -> None:
+    """``for (i = begin; i < end; ++i) body(b, i)``; the builder ends after the loop."""
+    fn = b.function
+    header, done = fn.append_basic_block("loop"), fn.append_basic_block("loop_done")
+    entry = b.block
+    b.cbranch(b.icmp_signed("<", begin, end), header, done)
+    b.position_at_end(header)
+    i = b.phi(I64)
+    i.add_incoming(begin, entry)
+    body(b, i)
+    nxt = b.add(i, i64(1), flags=["nsw"])
+    i.add_incoming(nxt, b.block)
+    b.cbranch(b.icmp_signed("<", nxt, end), header, done)
+    b.position_at_end(done)
+
+
+def stack_slot(b: ir.IRBuilder, ty: ir.Type, initial: ir.Value | None = None) -> ir.Value:
+    """An ``alloca`` in the entry block, used as an opaque pointer (SROA turns scalar slots
+    back into registers). llvmlite type-checks stores through typed pointers, hence the
+    opaque view."""
+    with b.goto_entry_block():
+        slot = b.alloca(ty)
+    slot.type = PTR
+    if initial is not None:
+        b.store(initial, slot)
+    return slot
+
+
+def load_field(b: ir.IRBuilder, obj: ir.Value, offset: int, ty: ir.Type) -> ir.Value:
+    """The ``ty`` at byte ``offset`` of the object at ``obj``."""
+    return b.load(b.gep(obj, [i64(offset)], source_etype=I8), typ=ty)
+
+
+def element(b: ir.IRBuilder, base: ir.Value, index: ir.Value, ty: ir.Type) -> ir.Value:
+    """Address of ``base[index]`` for elements of type ``ty``."""
+    return b.gep(base, [index], source_etype=ty)
+
+
+def tuple_item(b: ir.IRBuilder, tup: ir.Value, index: ir.Value) -> ir.Value:
+    offset = b.add(i64(TUPLE_ITEMS_OFFSET), b.mul(index, i64(8)))
+    return b.load(b.gep(tup, [offset], source_etype=I8), typ=PTR)
+
+
+def set_string_attribute(fn: ir.Function, key: str, value: str) -> None:
+    # llvmlite validates only keyword attributes; string attributes are printed verbatim.
+    set.add(fn.attributes, f'"{key}"="{value}"')
+
+
+def indirect_call(
+    b: ir.IRBuilder, fn_type: ir.FunctionType, pointer: ir.Value, args: list[ir.Value]
+) -> ir.Value:
+    """Call through a function pointer just loaded from memory. llvmlite reads the callee
+    type off the value's (typed) pointer type, so the load is retyped; LLVM's parser reads
+    typed-pointer syntax as ``ptr``."""
+    pointer.type = fn_type.as_pointer()
+    return b.call(pointer, args)
