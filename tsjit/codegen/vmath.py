@@ -15,9 +15,8 @@ meaningless at |x| = 2**51; from there on they return their value at +-0. So sin
 stay within [-1, 1] for every finite input, but are inaccurate beyond 2**27.
 
 float32 sin, cos and tan reduce their argument in float64 (fewer pieces of pi/2, more
-range), and float32 pow computes in float64 throughout (x**y needs log x to ~2**-35).
-``llvm.fmuladd`` (fused where the CPU has FMA) evaluates polynomials; ``llvm.fma`` appears
-only where an exact product is the algorithm (double-double arithmetic in float64 pow, x*x
+range). ``llvm.fmuladd`` (fused where the CPU has FMA) evaluates polynomials; ``llvm.fma``
+appears only where an exact product is the algorithm (double-word arithmetic in pow, x*x
 for erf), so a CPU without FMA would get correct but slow library calls there. No fast-math
 flags are set: results do not depend on how the surrounding kernel is compiled.
 """
@@ -234,14 +233,13 @@ def _exp(em: _Emit, x, x_lo=None):
 
 
 def _expm1(em: _Emit, x):
-    """2^n * (1 + e) - 1 = (2^n - 1) + 2^n * e, both products and 2^n - 1 exact for
-    moderate n; for large n the -1 is below half an ulp and the exp form is used."""
+    """2^n (1 + e) - 1 = 2 ((s - 1/2) + s e) with s = 2^(n-1): s e and the doubling are
+    exact, s - 1/2 is exact while it matters (for large n the 1/2 is below half an ulp),
+    and s stays normal up to the overflow threshold."""
     fmt = em.fmt
     e, n = _exp_reduce(em, em.clamp(x, _EXPM1_LOW[fmt.name], _EXP_RANGE[fmt.name][1]))
-    scale = em.pow2(n)
-    moderate = em.add(em.sub(scale, 1.0), em.mul(scale, e))
-    large = em.ldexp(em.add(e, 1.0), n)
-    result = em.sel(em.b.icmp_signed(">", n, em.int(fmt.precision + 2)), large, moderate)
+    half_scale = em.pow2(em.b.sub(n, em.int(1)))
+    result = em.mul(em.mla(half_scale, e, em.sub(half_scale, 0.5)), 2.0)
     return em.sel(em.cmp("==", x, 0.0), x, result)  # expm1(-0) = -0
 
 
@@ -285,41 +283,49 @@ def _log_reduce(em: _Emit, x) -> tuple[ir.Value, ir.Value]:
     return k_f, em.sub(z, 1.0)  # exact: z within a factor of 2 of 1
 
 
+def _log1p_terms(em: _Emit, f) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """(s, hfsq, R) with log(1+f) = f - (hfsq - s*(hfsq + R)) (fdlibm): s = f/(2+f),
+    hfsq = f^2/2 and R = s^2 P(s^2) the small remainder."""
+    s = em.div(f, em.add(f, 2.0))
+    z = em.mul(s, s)
+    return s, em.mul(em.mul(f, f), 0.5), em.mul(z, em.poly(z, K.LOG[em.fmt.name]))
+
+
+def _ln(em: _Emit, x, correction=None):
+    """log(x) for finite x > 0, plus ``correction`` (log1p's rounding term), fdlibm's
+    k*ln2_hi - ((hfsq - (s*(hfsq+R) + k*ln2_lo)) - f): the exact f and k*ln2_hi come last."""
+    k, f = _log_reduce(em, x)
+    s, hfsq, big_r = _log1p_terms(em, f)
+    ln2_hi, ln2_lo = em.fmt.split(K.LN2)
+    small = em.mul(k, ln2_lo) if correction is None else em.mla(k, ln2_lo, correction)
+    inner = em.sub(em.sub(hfsq, em.mla(s, em.add(hfsq, big_r), small)), f)
+    return em.mla(k, ln2_hi, em.neg(inner))
+
+
 @dataclass(frozen=True)
 class _LogBase:
     """log_b(x) = k * log_b(2) + log(1 + f) * log_b(e); None stands for an exact 1."""
 
     log_of_2: str | None
-    log_of_e: str | None
+    log_of_e: str
 
 
-_LN = _LogBase(K.LN2, None)
 _LOG2 = _LogBase(None, K.LOG2_E)
 _LOG10 = _LogBase(K.LOG10_2, K.LOG10_E)
 
 
-def _log_base(em: _Emit, x, base: _LogBase, correction=None):
-    """log_b(x) for finite x > 0, plus ``correction`` * log_b(e) (log1p's rounding term).
-
-    log(1+f) = f - (hfsq - s*(hfsq + R)) with s = f/(2+f) (fdlibm), split into hi + lo with
-    hi short, so hi * (short head of log_b(e)) is exact and the rounding error of the large
-    terms is carried in lo; k * log_b(2) is added by Fast2Sum."""
+def _log_base(em: _Emit, x, base: _LogBase):
+    """log_b(x) for finite x > 0: log(1+f) split into hi + lo with hi short, so that
+    hi * (short head of log_b(e)) is exact and the rounding error of the large terms is
+    carried in lo; k * log_b(2) is added by Fast2Sum (fdlibm's log2 and log10)."""
     fmt = em.fmt
     k, f = _log_reduce(em, x)
-    s = em.div(f, em.add(f, 2.0))
-    z = em.mul(s, s)
-    big_r = em.mul(z, em.poly(z, K.LOG[fmt.name]))
-    hfsq = em.mul(em.mul(f, f), 0.5)
+    s, hfsq, big_r = _log1p_terms(em, f)
     hi = em.clear_low_bits(em.sub(f, hfsq), fmt.short_bits)
     lo = em.mla(s, em.add(hfsq, big_r), em.sub(em.sub(f, hi), hfsq))
-    if correction is not None:
-        lo = em.add(lo, correction)
-    if base.log_of_e is None:
-        val_hi, val_lo = hi, lo
-    else:
-        c_hi, c_lo = fmt.split(base.log_of_e, head_bits=fmt.short_bits)
-        val_hi = em.mul(hi, c_hi)
-        val_lo = em.mla(lo, c_hi, em.mul(em.add(lo, hi), c_lo))
+    c_hi, c_lo = fmt.split(base.log_of_e, head_bits=fmt.short_bits)
+    val_hi = em.mul(hi, c_hi)
+    val_lo = em.mla(lo, c_hi, em.mul(em.add(lo, hi), c_lo))
     y_hi = k
     if base.log_of_2 is not None:
         b_hi, b_lo = fmt.split(base.log_of_2)
@@ -336,6 +342,10 @@ def _log_special(em: _Emit, x, value):
     return em.sel(positive, value, special)
 
 
+def _log(em: _Emit, x):
+    return _log_special(em, x, _ln(em, x))
+
+
 def _logarithm(base: _LogBase) -> Callable[[_Emit, ir.Value], ir.Value]:
     def emit(em: _Emit, x):
         return _log_special(em, x, _log_base(em, x, base))
@@ -347,57 +357,58 @@ def _log1p(em: _Emit, x):
     """log(u) + c/u where u + c == 1 + x exactly (u = fl(1 + x)): small x keep their
     relative accuracy through the correction c."""
     u, c = em.two_sum(em.v(1.0), x)
-    value = _log_special(em, u, _log_base(em, u, _LN, correction=em.div(c, u)))
+    value = _log_special(em, u, _ln(em, u, correction=em.div(c, u)))
     return em.sel(em.cmp("==", x, 0.0), x, value)  # log1p(-0) = -0
 
 
 # ---------------------------------------------------------------- pow
 
 
-def _log_double_double(em: _Emit, a) -> tuple[ir.Value, ir.Value]:
-    """log(a) as hi + lo, relative error about 2**-66, for finite a > 0 in float64.
+def _log_double_word(em: _Emit, a) -> tuple[ir.Value, ir.Value]:
+    """log(a) as hi + lo, relative error about 2**-66 (float64) or 2**-36 (float32), for
+    finite a > 0.
 
     log(1+f) = 2s + 2s^3/3 + s^5 P(s^2) with s = f/(2+f): s and the first two terms are
-    carried as double-doubles with exact (fma) products; the rest is below 2**-12 of the
-    total, so double precision suffices for it."""
+    carried as double-words with exact (fma) products; the rest is below 2**-12 of the
+    total, so working precision suffices for it."""
+    fmt = em.fmt
     k, f = _log_reduce(em, a)
     d_hi = em.add(f, 2.0)
     d_lo = em.add(em.sub(2.0, d_hi), f)  # Fast2Sum: |f| < 2
-    s_hi = em.div(f, d_hi)
-    s_lo = em.div(em.sub(em.fma(em.neg(s_hi), d_hi, f), em.mul(s_hi, d_lo)), d_hi)
+    reciprocal = em.div(1.0, d_hi)
+    s_hi = em.mul(f, reciprocal)
+    residual = em.fma(em.neg(s_hi), d_hi, f)  # exact: f - s_hi * d_hi
+    s_lo = em.mul(em.sub(residual, em.mul(s_hi, d_lo)), reciprocal)
     z = em.mul(s_hi, s_hi)
     z_lo = em.fma(s_hi, s_hi, em.neg(z))
     s3 = em.mul(z, s_hi)
     s3_lo = em.add(em.fma(z, s_hi, em.neg(s3)), em.mla(z_lo, s_hi, em.mul(em.mul(z, 3.0), s_lo)))
-    c_hi, c_lo = _F64.split(K.TWO_THIRDS, head_bits=_F64.precision)
+    c_hi, c_lo = fmt.split(K.TWO_THIRDS, head_bits=fmt.precision)
     t3 = em.mul(c_hi, s3)
     t3_lo = em.add(em.fma(c_hi, s3, em.neg(t3)), em.mla(c_hi, s3_lo, em.mul(c_lo, s3)))
-    rest = em.mul(em.mul(s3, z), em.poly(z, K.LOG_TAIL))
+    rest = em.mul(em.mul(s3, z), em.poly(z, K.LOG_TAIL[fmt.name]))
     two_s = em.mul(s_hi, 2.0)
     h = em.add(two_s, t3)
     h_lo = em.add(em.sub(t3, em.sub(h, two_s)), em.add(em.mla(s_lo, 2.0, t3_lo), rest))
-    ln2_hi, ln2_lo = _F64.split(K.LN2)
+    ln2_hi, ln2_lo = fmt.split(K.LN2)
     total, total_lo = em.two_sum(em.mul(k, ln2_hi), h)
     lo = em.add(total_lo, em.mla(k, ln2_lo, h_lo))
     hi = em.add(total, lo)
     return hi, em.sub(lo, em.sub(hi, total))
 
 
-def _pow_float64(em: _Emit, x, y, extended: bool):
-    """x**y with C99 / NumPy special cases, in float64. ``extended`` carries log|x| and
-    y*log|x| as double-doubles, needed for float64 results (|y log x| reaches 745, so its
-    absolute error must stay near 2**-62); float32 results need only double precision."""
+def _pow(em: _Emit, x, y):
+    """x**y = exp(y log|x|) with C99 / NumPy special cases. log|x| and y log|x| are
+    double-words: |y log x| reaches 745 (float64) / 104 (float32), so its absolute error
+    must stay near 2**-62 / 2**-33 for a result within an ulp."""
     ax = em.fabs(x)
     finite_positive = em.b.and_(em.cmp(">", ax, 0.0), em.cmp("<", ax, _INF))
-    if extended:
-        log_hi, log_lo = _log_double_double(em, ax)
-        log_hi = _log_special(em, ax, log_hi)
-        p = em.mul(y, log_hi)
-        p_lo = em.mla(y, em.sel(finite_positive, log_lo, 0.0), em.fma(y, log_hi, em.neg(p)))
-    else:
-        p, p_lo = em.mul(y, _log_special(em, ax, _log_base(em, ax, _LN))), None
+    log_hi, log_lo = _log_double_word(em, ax)
+    log_hi = _log_special(em, ax, log_hi)
+    p = em.mul(y, log_hi)
+    p_lo = em.mla(y, em.sel(finite_positive, log_lo, 0.0), em.fma(y, log_hi, em.neg(p)))
     magnitude = _exp(em, p, p_lo)
-    # y odd: an integer whose half is not; |y| >= 2**53 and +-inf count as even integers
+    # y odd: an integer whose half is not; large |y| and +-inf count as even integers
     y_integer = em.cmp("==", em.floor(y), y)
     half = em.mul(y, 0.5)
     y_odd = em.b.and_(y_integer, em.cmp("!=", em.floor(half), half))
@@ -413,56 +424,43 @@ def _pow_float64(em: _Emit, x, y, extended: bool):
     return em.sel(one, 1.0, result)
 
 
-def _pow(em: _Emit, x, y):
-    if em.fmt is _F64:
-        return _pow_float64(em, x, y, extended=True)
-    wide = em.promoted()
-    return wide.to(_pow_float64(wide, em.to(x, _F64), em.to(y, _F64), extended=False), _F32)
-
-
 # ---------------------------------------------------------------- sin, cos, tan
 
-# pi/2 as three 26-bit heads and a tail: n * head is exact for |n| < 2**27, and the four
-# pieces hold 131 bits, enough for the worst cancellation of any double below 2**27.
-_PIO2 = K.split(Fraction(K.PI) / 2, (26, 26, 26), "float64")
+# pi/2 as 26-bit heads (n * head is exact for |n| < 2**27) and a rounded tail. float64
+# needs 131 bits for the worst cancellation of a double below 2**27, float32 far fewer.
+_PIO2 = {
+    "float64": K.split(Fraction(K.PI) / 2, (26, 26, 26), "float64"),
+    "float32": K.split(Fraction(K.PI) / 2, (26, 26), "float64"),
+}
 _TWO_OVER_PI = K.rounded(2 / Fraction(K.PI), "float64")
-# The polynomials are fitted slightly past pi/4, where rounding can put |r|.
-_REDUCED_BOUND = float(Fraction(K.PI) / 4) + 1e-3
+# No double-precision reduction means anything from here on.
 _MEANINGLESS_TRIG = 2.0**51
 
 
-def _reduce_pio2(em: _Emit, x) -> tuple[ir.Value, ir.Value, ir.Value]:
-    """(r_hi, r_lo, n) with x = n * pi/2 + r_hi + r_lo, |r| <= pi/4, in float64.
-
-    The first subtraction is exact (Sterbenz), the next two are exact sums via TwoSum of
-    exact products, so r is a double-double for |x| < 2**27 (Cody-Waite, no Payne-Hanek).
-    Beyond that the products round and r degrades (it is clamped to the polynomials'
-    interval so that the results stay bounded); from 2**51 on, where no reduction in double
-    precision means anything, x is replaced by a zero of its sign."""
-    p1, p2, p3, p4 = _PIO2
-    meaningless = em.b.and_(em.cmp(">=", em.fabs(x), _MEANINGLESS_TRIG),
-                            em.cmp("<", em.fabs(x), _INF))
-    x = em.sel(meaningless, em.copysign(0.0, x), x)
-    n_f, n = em.round_int(em.mul(x, _TWO_OVER_PI))
-    head = em.sub(x, em.mul(n_f, p1))
-    s, e1 = em.two_sum(head, em.mul(n_f, -p2))
-    s, e2 = em.two_sum(s, em.mul(n_f, -p3))
-    tail = em.sub(em.add(e1, e2), em.mul(n_f, p4))
-    r_hi = em.add(s, tail)
-    r_lo = em.sub(tail, em.sub(r_hi, s))
-    beyond = em.cmp(">", em.fabs(r_hi), _REDUCED_BOUND)
-    return em.sel(beyond, em.copysign(_REDUCED_BOUND, r_hi), r_hi), em.sel(beyond, 0.0, r_lo), n
-
-
 def _reduce_trig(em: _Emit, x) -> tuple[ir.Value, ir.Value, ir.Value]:
-    """(r_hi, r_lo, n) in x's own format; float32 reduces in float64, then splits r."""
-    if em.fmt is _F64:
-        return _reduce_pio2(em, x)
+    """(r, r_lo, n) with x = n * pi/2 + r + r_lo, |r| <= pi/4, r_lo below an ulp of r.
+
+    Cody-Waite in float64 (float32 inputs are widened): x - n * head is exact (Sterbenz),
+    so for |x| < 2**27 (n < 2**27) the only roundings are at the size of r itself. float64
+    sums the pieces with TwoSum into a double-double; float32 rounds the float64 r.
+    Beyond 2**27 the products round and r degrades gracefully; from 2**51 on, x is
+    replaced by a zero of its sign (so results stay bounded)."""
     wide = em.promoted()
-    r, _, n = _reduce_pio2(wide, em.to(x, _F64))
-    r_hi = wide.to(r, _F32)
-    r_lo = wide.to(wide.sub(r, em.to(r_hi, _F64)), _F32)
-    return r_hi, r_lo, em.b.trunc(n, _F32.itype)
+    ax = em.fabs(x)
+    meaningless = em.b.and_(em.cmp(">=", ax, _MEANINGLESS_TRIG), em.cmp("<", ax, _INF))
+    x = em.to(em.sel(meaningless, em.copysign(0.0, x), x), _F64)
+    n_f, n = wide.round_int(wide.mul(x, _TWO_OVER_PI))
+    p1, p2, *rest = _PIO2[em.fmt.name]
+    head = wide.sub(x, wide.mul(n_f, p1))
+    if em.fmt is _F32:
+        r = wide.mla(n_f, -rest[0], wide.mla(n_f, -p2, head))
+        r_hi = wide.to(r, _F32)
+        return r_hi, wide.to(wide.sub(r, em.to(r_hi, _F64)), _F32), em.b.trunc(n, _F32.itype)
+    s, e1 = wide.two_sum(head, wide.mul(n_f, -p2))
+    s, e2 = wide.two_sum(s, wide.mul(n_f, -rest[0]))
+    tail = wide.mla(n_f, -rest[1], wide.add(e1, e2))
+    r = wide.add(s, tail)
+    return r, wide.sub(tail, wide.sub(r, s)), n
 
 
 def _sin_cos_reduced(em: _Emit, r, r_lo) -> tuple[ir.Value, ir.Value]:
@@ -599,7 +597,7 @@ def _sqrt(em: _Emit, x):
 _FUNCTIONS: dict[str, tuple[int, Callable[..., ir.Value]]] = {
     "exp": (1, _exp),
     "expm1": (1, _expm1),
-    "log": (1, _logarithm(_LN)),
+    "log": (1, _log),
     "log2": (1, _logarithm(_LOG2)),
     "log10": (1, _logarithm(_LOG10)),
     "log1p": (1, _log1p),
