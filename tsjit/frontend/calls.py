@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
+import inspect
 
 import numpy as np
 
@@ -164,11 +165,16 @@ class CallMixin:
         self.compiler.set_class_attribute(self, base, name, value, src)
 
     def call_method(self, obj: Value, name: str, args: list, kwargs: dict, src: SourceRange):
+        fn = inspect.getattr_static(obj.type.py_class, name, None)
+        if getattr(fn, "_tsjit_ignore", False) or getattr(fn, "_tsjit_unused", False):
+            callback = self.compiler.function_value(fn, src, name)
+            return callback.call(self, [obj, *args], kwargs, src)
         method = self.compiler.method(obj.type, name, src)
         return self.call_compiled(method, "prim::CallMethod", [obj, *args], kwargs, src)
 
     def class_has_method(self, t: ClassType, name: str) -> bool:
-        return callable(getattr(t.py_class, name, None)) and name in vars(t.py_class)
+        """Whether the class itself (not `object`) defines the method."""
+        return any(callable(vars(k).get(name)) for k in t.py_class.__mro__ if k is not object)
 
     # ---- builtins the front end handles itself
     def special_form(self, name: str, arg_nodes: list[ast.expr], keywords: list[ast.keyword],

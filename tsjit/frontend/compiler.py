@@ -242,7 +242,7 @@ class Compiler:
         if found is not None:
             return found
         fn = inspect.getattr_static(t.py_class, name, None)
-        if fn is None or not callable(fn):
+        if not inspect.isfunction(fn):          # missing, or inherited from object
             raise CompilationError(f"'{t.annotation}' object has no method '{name}'", src)
         if fn in self.stack:
             raise CompilationError(f"method '{name}' is called recursively. Recursive calls "

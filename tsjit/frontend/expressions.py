@@ -35,6 +35,7 @@ MAGIC = {"add": "__add__", "sub": "__sub__", "mul": "__mul__", "truediv": "__tru
          "eq": "__eq__", "ne": "__ne__", "lt": "__lt__", "le": "__le__", "gt": "__gt__",
          "ge": "__ge__", "and": "__and__", "or": "__or__", "xor": "__xor__",
          "lshift": "__lshift__", "rshift": "__rshift__", "neg": "__neg__"}
+REFLECTED = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le", "eq": "eq", "ne": "ne"}
 COMPARE = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt",
            ast.GtE: "ge"}
 UNARY = {ast.USub: "neg", ast.UAdd: "pos", ast.Invert: "invert"}
@@ -85,12 +86,31 @@ class ExpressionMixin:
         return self.binary(name, self.expr(node.left), self.expr(node.right), self.src(node))
 
     def binary(self, name: str, a: Value, b: Value, src: SourceRange) -> Value:
-        for receiver, other in ((a, b), (b, a)):
-            if isinstance(receiver.type, ClassType) and name in MAGIC:
-                method = MAGIC[name] if receiver is a else "__r" + MAGIC[name][2:]
-                if receiver is a or self.class_has_method(receiver.type, method):
-                    return self.call_method(receiver, method, [other], {}, src)
+        if name in MAGIC and (isinstance(a.type, ClassType) or isinstance(b.type, ClassType)):
+            return self.magic_binary(name, a, b, src)
         return self.emit_op(f"aten::{name}", [a, b], src=src)
+
+    def magic_binary(self, name: str, a: Value, b: Value, src: SourceRange) -> Value:
+        """An operator on a script-class instance, with Python's fallbacks: the right
+        operand's reflected method (__radd__; __gt__ for <), != as the negation of
+        __eq__, and ==/!= as identity when the class defines neither."""
+        method = MAGIC[name]
+        reflected = MAGIC[REFLECTED[name]] if name in REFLECTED else "__r" + method[2:]
+        if self.has_magic(a, method):
+            return self.call_method(a, method, [b], {}, src)
+        if self.has_magic(b, reflected):
+            return self.call_method(b, reflected, [a], {}, src)
+        if name == "ne" and self.has_magic(a, "__eq__"):
+            equal = self.truth(self.call_method(a, "__eq__", [b], {}, src), src)
+            return self.emit_op("aten::__not__", [equal], src=src)
+        if name in ("eq", "ne"):
+            return self.emit_op("aten::__is__" if name == "eq" else "aten::__isnot__", [a, b],
+                                src=src)
+        raise CompilationError(f"unsupported operand types for {method}: "
+                               f"'{a.type.annotation}' and '{b.type.annotation}'", src)
+
+    def has_magic(self, value: Value, method: str) -> bool:
+        return isinstance(value.type, ClassType) and self.class_has_method(value.type, method)
 
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Value:
         src = self.src(node)

@@ -1,0 +1,285 @@
+"""Script classes: instances are real instances of the user's class, created and
+mutated in script code or passed in from Python; methods call methods; magic methods
+give operators, len, subscripts, bool and `in`; instances live in containers."""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+import pytest
+from _differential import check
+
+import tsjit
+
+
+class Vec:
+    def __init__(self, x: float, y: float):
+        self.x = x
+        self.y = y
+
+    def norm2(self) -> float:
+        return self.dot(self)
+
+    def dot(self, other: Vec) -> float:
+        return self.x * other.x + self.y * other.y
+
+    def scaled(self, k: float) -> Vec:
+        return Vec(self.x * k, self.y * k)
+
+    def __add__(self, other: Vec) -> Vec:
+        return Vec(self.x + other.x, self.y + other.y)
+
+    def __sub__(self, other: Vec) -> Vec:
+        return Vec(self.x - other.x, self.y - other.y)
+
+    def __mul__(self, k: float) -> Vec:
+        return self.scaled(k)
+
+    def __neg__(self) -> Vec:
+        return Vec(-self.x, -self.y)
+
+    def __eq__(self, other: Vec) -> bool:
+        return self.x == other.x and self.y == other.y
+
+    def __lt__(self, other: Vec) -> bool:
+        return self.norm2() < other.norm2()
+
+
+def vec_math(a: Vec, b: Vec) -> tuple[Vec, Vec, Vec, float, bool, bool, bool]:
+    return a + b, (a - b) * 2.0, -a, a.norm2(), a == b, a < b, a != b
+
+
+def test_methods_calling_methods_and_operator_magic_methods():
+    check(vec_math, (Vec(1.0, 2.0), Vec(3.0, -1.0)), (Vec(0.0, 0.0), Vec(0.0, 0.0)))
+
+
+def test_results_are_instances_of_the_users_class():
+    result = tsjit.script(vec_math)(Vec(1.0, 2.0), Vec(3.0, 4.0))[0]
+    assert type(result) is Vec and (result.x, result.y) == (4.0, 6.0)
+
+
+class Counter:
+    def __init__(self, start: int):
+        self.count = start
+        self.history: list[int] = []
+
+    def bump(self, by: int = 1) -> int:
+        self.count += by
+        self.history.append(self.count)
+        return self.count
+
+
+def mutate_instance(c: Counter, n: int) -> int:
+    for i in range(n):
+        c.bump(i)
+    c.bump()
+    return c.count
+
+
+def test_instances_passed_in_are_mutated_in_place():
+    check(mutate_instance, (Counter(0), 3), (Counter(10), 0))
+
+
+def create_and_return(n: int) -> Counter:
+    c = Counter(n)
+    c.bump(by=5)
+    return c
+
+
+def test_instances_created_in_script_code_are_returned():
+    check(create_and_return, (1,), (-5,))
+
+
+def list_of_instances(n: int) -> tuple[list[Vec], float]:
+    vs = [Vec(float(i), 1.0) for i in range(n)]
+    total = 0.0
+    for v in vs:
+        total += v.norm2()
+    vs.append(Vec(0.0, 0.0))
+    return vs, total
+
+
+def instance_dict(vs: dict[str, Vec]) -> dict[str, float]:
+    return {k: v.x for k, v in vs.items()}
+
+
+def test_instances_in_lists_and_dicts():
+    check(list_of_instances, (0,), (3,))
+    check(instance_dict, ({"a": Vec(1.0, 2.0)},), ({},))
+
+
+class Stack:
+    def __init__(self):
+        self.items: list[int] = []
+
+    def push(self, v: int) -> None:
+        self.items.append(v)
+
+    def pop(self) -> int:
+        return self.items.pop()
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> int:
+        return self.items[i]
+
+    def __setitem__(self, i: int, v: int) -> None:
+        self.items[i] = v
+
+    def __contains__(self, v: int) -> bool:
+        return v in self.items
+
+
+def stack_protocol(values: list[int]) -> tuple[int, bool, bool, int, list[int], bool]:
+    s = Stack()
+    for v in values:
+        s.push(v)
+    empty = not s
+    if len(s) > 0:
+        s[0] = s[-1] * 10
+    top = s.pop() if s else -1
+    return len(s), 3 in s, empty, top, s.items, bool(s)
+
+
+def test_len_getitem_setitem_contains_and_truthiness():
+    check(stack_protocol, ([1, 2, 3],), ([],), ([3],))
+
+
+class Node:
+    def __init__(self, value: int, next: Optional[Node]):
+        self.value = value
+        self.next = next
+
+
+def linked_sum(head: Optional[Node]) -> int:
+    total = 0
+    cur = head
+    while cur is not None:
+        total += cur.value
+        cur = cur.next
+    return total
+
+
+def build_list(n: int) -> Optional[Node]:
+    head: Optional[Node] = None
+    for i in range(n):
+        head = Node(i, head)
+    return head
+
+
+def test_recursive_class_types_and_optional_attributes():
+    check(linked_sum, (None,), (Node(1, Node(2, None)),))
+    check(build_list, (0,), (3,))
+
+
+class Holder:
+    def __init__(self, data: np.ndarray, scale: float):
+        self.data = data
+        self.scale = scale
+
+    def apply(self, x: np.ndarray) -> np.ndarray:
+        self.data += x
+        return self.data * self.scale
+
+
+def array_attributes(h: Holder, x: np.ndarray) -> np.ndarray:
+    return h.apply(x) + h.apply(x)
+
+
+def test_array_attributes_mutated_in_place():
+    check(array_attributes, (Holder(np.zeros(3), 2.0), np.arange(3.0)))
+
+
+class Accumulator:
+    def __init__(self):
+        self.total = 0.0
+        self.n = 0
+
+    def __enter__(self) -> Accumulator:
+        self.n += 1
+        return self
+
+    def __exit__(self, a: Optional[int], b: Optional[int], c: Optional[int]) -> None:
+        self.total = self.total / max(self.n, 1)
+
+
+def with_as_self(xs: list[float]) -> float:
+    acc = Accumulator()
+    with acc as a:
+        for x in xs:
+            a.total += x
+    return acc.total
+
+
+def test_with_binding_the_instance_itself():
+    check(with_as_self, ([1.0, 2.0],), ([],))
+
+
+def isinstance_of_class(v: Vec, o: Optional[Vec]) -> tuple[bool, bool, float]:
+    got = 0.0
+    if isinstance(o, Vec):
+        got = o.x
+    return isinstance(v, Vec), isinstance(o, Vec), got
+
+
+def test_isinstance_with_script_classes():
+    check(isinstance_of_class, (Vec(1.0, 2.0), None), (Vec(1.0, 2.0), Vec(3.0, 4.0)))
+
+
+def test_script_class_decorator_returns_the_class():
+    cls = tsjit.script(Counter)
+    assert cls is Counter
+    c = cls(3)
+    assert c.bump() == 4
+
+
+class Shadow:
+    def __init__(self, v: int):
+        self.v = v
+
+    def get(self) -> int:
+        return self.v
+
+    @tsjit.ignore
+    def python_side(self) -> int:
+        return len({self.v})
+
+
+def ignored_method(s: Shadow) -> int:
+    return s.get() + s.python_side()
+
+
+def test_ignored_methods_run_in_python():
+    check(ignored_method, (Shadow(3),))
+
+
+def identity_of_instances(a: Vec, b: Vec) -> tuple[bool, bool]:
+    c = a
+    return a is c, a is b
+
+
+def test_instance_identity():
+    v = Vec(1.0, 1.0)
+    assert tsjit.script(identity_of_instances)(v, v) == (True, True)
+    check(identity_of_instances, (Vec(1.0, 1.0), Vec(1.0, 1.0)))
+
+
+@pytest.mark.parametrize("value", [1, 5])
+def test_class_attribute_widened_to_optional_in_init(value):
+    check(uses_optional_attribute, (value,))
+
+
+class MaybeCache:
+    def __init__(self, k: int):
+        self.cached: Optional[int] = None
+        if k > 2:
+            self.cached = k * 2
+
+    def value(self) -> int:
+        c = self.cached
+        return c if c is not None else -1
+
+
+def uses_optional_attribute(k: int) -> int:
+    return MaybeCache(k).value()
