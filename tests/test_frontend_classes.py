@@ -3,8 +3,6 @@ mutated in script code or passed in from Python; methods call methods; magic met
 give operators, len, subscripts, bool and `in`; instances live in containers."""
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 import pytest
 from _differential import check
@@ -147,12 +145,12 @@ def test_len_getitem_setitem_contains_and_truthiness():
 
 
 class Node:
-    def __init__(self, value: int, next: Optional[Node]):
+    def __init__(self, value: int, next: Node | None):
         self.value = value
         self.next = next
 
 
-def linked_sum(head: Optional[Node]) -> int:
+def linked_sum(head: Node | None) -> int:
     total = 0
     cur = head
     while cur is not None:
@@ -161,8 +159,8 @@ def linked_sum(head: Optional[Node]) -> int:
     return total
 
 
-def build_list(n: int) -> Optional[Node]:
-    head: Optional[Node] = None
+def build_list(n: int) -> Node | None:
+    head: Node | None = None
     for i in range(n):
         head = Node(i, head)
     return head
@@ -200,7 +198,7 @@ class Accumulator:
         self.n += 1
         return self
 
-    def __exit__(self, a: Optional[int], b: Optional[int], c: Optional[int]) -> None:
+    def __exit__(self, a: int | None, b: int | None, c: int | None) -> None:
         self.total = self.total / max(self.n, 1)
 
 
@@ -216,7 +214,7 @@ def test_with_binding_the_instance_itself():
     check(with_as_self, ([1.0, 2.0],), ([],))
 
 
-def isinstance_of_class(v: Vec, o: Optional[Vec]) -> tuple[bool, bool, float]:
+def isinstance_of_class(v: Vec, o: Vec | None) -> tuple[bool, bool, float]:
     got = 0.0
     if isinstance(o, Vec):
         got = o.x
@@ -272,7 +270,7 @@ def test_class_attribute_widened_to_optional_in_init(value):
 
 class MaybeCache:
     def __init__(self, k: int):
-        self.cached: Optional[int] = None
+        self.cached: int | None = None
         if k > 2:
             self.cached = k * 2
 

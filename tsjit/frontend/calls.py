@@ -284,17 +284,24 @@ class CallMixin:
     def emit_for(self, target: ast.expr, iter_node: ast.expr, body: list[ast.stmt],
                  src: SourceRange) -> None:
         iterable = self.sugared_expr(iter_node)
-        items = iterable.unroll(self, src) if isinstance(iterable, Sugared) else None
-        if items is None and isinstance(iterable, Value) and isinstance(
-                iterable.type, TupleType):
-            items = self.insert("prim::TupleUnpack", [iterable], list(iterable.type.elems),
-                                src=src).outputs
+        items = self.unrolled_items(iterable, src)
         if items is not None:
-            return self.unrolled_for(target, list(items), body, src)
+            return self.unrolled_for(target, items, body, src)
         trip, bind = self.iteration(iterable, src)
         self.emit_loop(trip, self.const(True, src), body,
                        lambda i: self.assign_target(target, bind(i), src), None, src,
                        target=target)
+
+    def unrolled_items(self, iterable, src: SourceRange) -> list | None:
+        """The elements of an iterable known at compile time (tuples, ModuleLists, enums,
+        enumerate/zip of them): loops over it are unrolled.  None: iterate at run time."""
+        if isinstance(iterable, Sugared):
+            items = iterable.unroll(self, src)
+            return None if items is None else list(items)
+        if isinstance(iterable.type, TupleType):
+            return list(self.insert("prim::TupleUnpack", [iterable], list(iterable.type.elems),
+                                    src=src).outputs)
+        return None
 
     def iteration(self, iterable, src: SourceRange):
         """(trip count, i -> loop variable) for a runtime iterable."""
@@ -418,14 +425,13 @@ class CallMixin:
 
         marker = ast.Pass()
         iterable = self.sugared_expr(first.iter)
-        items = iterable.unroll(self, src) if isinstance(iterable, Sugared) else None
+        items = self.unrolled_items(iterable, src)
         if items is not None:
             for item in items:
                 self.assign_target(first.target, item, src)
                 body()
             return
         trip, bind = self.iteration(iterable, src)
-        self._comprehension_body = body
         self.emit_loop(trip, self.const(True, src), [marker],
                        lambda i: (self.assign_target(first.target, bind(i), src), body()),
                        None, src)

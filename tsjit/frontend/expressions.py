@@ -373,11 +373,7 @@ class ExpressionMixin:
         src = self.src(node)
         base = self.sugared_expr(node.value)
         if isinstance(base, ModuleListValue):
-            key = ast.literal_eval(node.slice) if _is_literal(node.slice) else None
-            if key is None:
-                raise CompilationError(f"a {base.describe()} can only be indexed by a "
-                                       "constant", src)
-            return base.lookup(key, src)
+            return base.lookup(self.constant_index(node.slice, base, src), src)
         if is_type_form(getattr(base, "obj", None)):      # List[int] as a value (isinstance)
             try:
                 obj = evaluate(node, self.resolver.globals, self.resolver.closure)
@@ -389,6 +385,17 @@ class ExpressionMixin:
         if isinstance(base, Sugared):
             base = base.as_value(self, src)
         return self.getitem(base, node.slice, src)
+
+    def constant_index(self, node: ast.expr, container: Sugared, src) -> object:
+        """The index of a compile-time container: a literal, or a constant such as the
+        key of an unrolled loop over a ModuleDict."""
+        if _is_literal(node):
+            return ast.literal_eval(node)
+        key = self.sugared_expr(node)
+        if isinstance(key, Value) and key.node.kind == "prim::Constant":
+            return key.node.attrs["value"]
+        raise CompilationError(f"a {container.describe()} can only be indexed by a constant",
+                               src)
 
     def getitem(self, base: Value, index_node: ast.expr, src) -> Value:
         if isinstance(base.type, ClassType):

@@ -123,6 +123,23 @@ class IterableForm(Sugared):
     def as_value(self, em, src):
         return em.materialize_iterable(self, src)
 
+    def unroll(self, em, src):
+        """enumerate/zip of compile-time sequences (a ModuleList, a tuple) unroll too."""
+        if self.kind == "range":
+            return None
+        if self.kind == "enumerate":
+            inner, start = self.parts
+            items = em.unrolled_items(inner, src)
+            if items is None:
+                return None
+            indices = [em.emit_op("aten::add", [start, em.const(i, src)], src=src)
+                       for i in range(len(items))]
+            return [_pair(em, [index, item], src) for index, item in zip(indices, items)]
+        parts = [em.unrolled_items(p, src) for p in self.parts]
+        if any(p is None for p in parts):
+            return None
+        return [_pair(em, list(group), src) for group in zip(*parts)]
+
 
 class ModuleListValue(Sugared):
     """A ModuleList / Sequential / ModuleDict attribute: unrolled at compile time."""
@@ -211,3 +228,10 @@ class NamedTupleClass(Sugared):
                   zip(values, self.tuple_type.elems, self.obj._fields)]
         return em.insert("prim::TupleConstruct", values, [self.tuple_type], {"cls": self.obj},
                          src).output
+
+
+def _pair(em, items: list, src: SourceRange) -> Result:
+    """An element of an unrolled enumerate/zip: a runtime tuple when it can be one."""
+    if all(isinstance(i, Value) for i in items):
+        return em.emit_op("prim::TupleConstruct", items, src=src)
+    return CompileTimeTuple(items)
