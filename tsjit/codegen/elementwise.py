@@ -16,8 +16,6 @@ and threading are the shared driver's job (``elementwise_driver``):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from llvmlite import ir
 
@@ -50,7 +48,7 @@ from tsjit.codegen.ir_util import (
 )
 from tsjit.codegen.kernel_spec import KernelSpec
 
-__all__ = ["KernelModule", "build_kernel_module"]
+__all__ = ["build_kernel_module", "entry_signature", "parallel_threshold"]
 
 # Work (in units of one add per element) below which a job runs on the calling thread:
 # a parallel dispatch costs ~1-2 us, about 2**13 elements of a simple loop.
@@ -63,18 +61,18 @@ _OP_COST = {
 }
 
 
-@dataclass(frozen=True)
-class KernelModule:
-    """Generated IR plus what the launcher needs to call it."""
-
-    module: ir.Module
-    entry: str
-    c_signature: str  # cffi function-pointer type of the entry point
-
-
 def _c_scalar_type(dtype: np.dtype) -> str:
     kind = np.dtype(dtype).kind
     return "double" if kind == "f" else "uint64_t" if kind == "u" else "int64_t"
+
+
+def _entry_c_types(spec: KernelSpec) -> list[str]:
+    return ["int64_t"] + [_c_scalar_type(i.dtype) for i in spec.inputs if i.is_scalar]
+
+
+def entry_signature(spec: KernelSpec) -> str:
+    """cffi type of the entry point: the operand tuple's address, then the scalars."""
+    return f"void(*)({', '.join(_entry_c_types(spec))})"
 
 
 def parallel_threshold(spec: KernelSpec) -> int:
@@ -188,11 +186,10 @@ class _KernelBuilder:
         b.ret_void()
         return fn
 
-    def build_entry(self, body: ir.Function) -> str:
-        """Emit the exported entry point; return its cffi signature."""
+    def build_entry(self, body: ir.Function) -> None:
+        """Emit the exported entry point (see ``entry_signature``)."""
         spec = self.spec
-        c_types = ["int64_t"] + [_c_scalar_type(spec.inputs[i].dtype) for i in self.scalar_inputs]
-        params = [ir.DoubleType() if c == "double" else I64 for c in c_types]
+        params = [ir.DoubleType() if c == "double" else I64 for c in _entry_c_types(spec)]
         fn = self._function(self.name, params, internal=False)
         b = ir.IRBuilder(fn.append_basic_block())
         scalars = stack_slot(b, self.scalars_type)
@@ -213,7 +210,6 @@ class _KernelBuilder:
         driver = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR]), DRIVER_SYMBOL)
         b.call(driver, [job])
         b.ret_void()
-        return f"void(*)({', '.join(c_types)})"
 
     def _operand_info(self) -> ir.GlobalVariable:
         written = {self.output_operand(j) for j in range(len(self.spec.outputs))}
@@ -241,8 +237,9 @@ def _convert_scalar(b: ir.IRBuilder, arg: ir.Value, dtype: np.dtype) -> ir.Value
     return b.trunc(arg, llvm_type(dtype)) if dtype.itemsize < 8 else arg
 
 
-def build_kernel_module(spec: KernelSpec, name: str) -> KernelModule:
-    """Generate the kernel for ``spec``; it calls the shared driver (``DRIVER_SYMBOL``)."""
+def build_kernel_module(spec: KernelSpec, name: str) -> ir.Module:
+    """Generate the kernel for ``spec`` with entry point ``name``; it calls the shared
+    driver (``DRIVER_SYMBOL``)."""
     kb = _KernelBuilder(spec, name)
-    signature = kb.build_entry(kb.build_body(kb.build_inner()))
-    return KernelModule(kb.module, name, signature)
+    kb.build_entry(kb.build_body(kb.build_inner()))
+    return kb.module

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from tsjit.codegen.engine import JitEngine
+from tsjit.codegen.engine import JitEngine, generator_fingerprint
 from tsjit.codegen.ir_util import (
     ARRAY_DATA_OFFSET,
     ARRAY_DIMS_OFFSET,
@@ -38,6 +38,7 @@ from tsjit.codegen.ir_util import (
     stack_slot,
     tuple_item,
 )
+from tsjit.codegen.kernel_spec import MAX_OPERANDS, MAX_RANK
 
 __all__ = [
     "ACCESS_READ",
@@ -45,15 +46,11 @@ __all__ = [
     "BODY_TYPE",
     "DRIVER_SYMBOL",
     "JOB_TYPE",
-    "MAX_OPERANDS",
-    "MAX_RANK",
     "OPERAND_INFO_TYPE",
     "build_driver_module",
     "ensure_driver",
 ]
 
-MAX_OPERANDS = 16
-MAX_RANK = 16
 # Elements per chunk of a strided row, gathered into per-operand stack buffers.
 CHUNK = 256
 ACCESS_READ, ACCESS_WRITE = 1, 2
@@ -470,12 +467,18 @@ def ensure_driver(engine: JitEngine) -> None:
     callable from kernel modules."""
     if DRIVER_SYMBOL in engine.symbols:
         return
-    copies = engine.compile(
-        build_copy_module(),
+    copies = engine.compile_keyed(
+        f"{generator_fingerprint()}|strided copies",
+        build_copy_module,
         [_copy_symbol(d, n) for d in _COPY_DIRECTIONS for n in _COPY_SIZES],
     )
     for name, address in copies.addresses.items():
         engine.register_symbol(name, address)
-    module = build_driver_module(parallel=PARALLEL_FOR in engine.symbols)
-    compiled = engine.compile(module, [DRIVER_SYMBOL], quick=True)
+    parallel = PARALLEL_FOR in engine.symbols
+    compiled = engine.compile_keyed(
+        f"{generator_fingerprint()}|driver|parallel={parallel}",
+        lambda: build_driver_module(parallel),
+        [DRIVER_SYMBOL],
+        quick=True,
+    )
     engine.register_symbol(DRIVER_SYMBOL, compiled.addresses[DRIVER_SYMBOL])

@@ -16,7 +16,7 @@ import hashlib
 import itertools
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,7 +24,13 @@ import llvmlite
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-__all__ = ["CompiledModule", "JitEngine", "get_engine", "FUNCTION_ATTRIBUTES"]
+__all__ = [
+    "FUNCTION_ATTRIBUTES",
+    "CompiledModule",
+    "JitEngine",
+    "generator_fingerprint",
+    "get_engine",
+]
 
 # Memory-bound float32 loops on Zen 4 run at the same speed with 256- and 512-bit vectors;
 # 512 halves the loop trip count and the vmath polynomials' instruction count.
@@ -158,22 +164,37 @@ class JitEngine:
         cache, once per machine. ``quick``: a few scalar cleanups and FastISel instead of O3
         (~10x faster to compile), for code that is not a hot loop."""
         text = module if isinstance(module, str) else str(module)
+        key = "ir:" + hashlib.sha256(text.encode()).hexdigest()
+        return self.compile_keyed(key, lambda: text, symbols, quick)
+
+    def compile_keyed(
+        self,
+        key: str,
+        build: Callable[[], str | ir.Module],
+        symbols: Iterable[str],
+        quick: bool = False,
+    ) -> CompiledModule:
+        """``compile`` for generated code, cached under ``key`` instead of the IR text: a
+        hit skips generating the IR (a few ms of Python per kernel). ``key`` must determine
+        the IR completely; include ``generator_fingerprint()`` in it."""
         wanted = tuple(symbols)
-        key = hashlib.sha256(f"{quick}\n{text}".encode()).hexdigest()
+        memory_key = f"{quick}|{key}"
         with self._lock:
-            compiled = self._modules.get(key)
+            compiled = self._modules.get(memory_key)
             if compiled is None or not all(s in compiled.addresses for s in wanted):
-                compiled = self._build(text, wanted, quick)
-                self._modules[key] = compiled
+                compiled = self._build(memory_key, build, wanted, quick)
+                self._modules[memory_key] = compiled
         return compiled
 
-    def _build(self, text: str, wanted: tuple[str, ...], quick: bool) -> CompiledModule:
+    def _build(self, key: str, build, wanted: tuple[str, ...], quick: bool) -> CompiledModule:
         state = _Llvm.get()
-        disk_key = hashlib.sha256(f"{state.host_id}|{quick}\n{text}".encode()).hexdigest()
+        disk_key = hashlib.sha256(f"{state.host_id}|{key}".encode()).hexdigest()
         cached = self._read_disk_cache(disk_key)
         if cached is not None:
             obj, optimized_ir = cached
         else:
+            module = build()
+            text = module if isinstance(module, str) else str(module)
             obj, optimized_ir = self._optimize_and_emit(state, text, quick)
             self._write_disk_cache(disk_key, obj, optimized_ir)
         builder = llvm.JITLibraryBuilder().add_object_img(obj)
@@ -254,6 +275,21 @@ def _trim_cache(directory: Path, max_bytes: int) -> None:
         total -= size
         if total <= max_bytes * 3 // 4:
             return
+
+
+_fingerprint: str | None = None
+
+
+def generator_fingerprint() -> str:
+    """Hash of the code generator's sources (this package): part of every generated-code
+    cache key, so editing a generator never loads stale objects."""
+    global _fingerprint
+    if _fingerprint is None:
+        digest = hashlib.sha256()
+        for source in sorted(Path(__file__).parent.glob("*.py")):
+            digest.update(source.name.encode() + source.read_bytes())
+        _fingerprint = digest.hexdigest()[:16]
+    return _fingerprint
 
 
 _engine: JitEngine | None = None

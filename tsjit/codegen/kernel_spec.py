@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
+    "MAX_OPERANDS",
+    "MAX_RANK",
     "SUPPORTED_DTYPES",
     "KernelInput",
     "KernelOp",
@@ -71,6 +73,11 @@ class KernelSpec:
     def inplace_target(self, output: int) -> int | None:
         return self.inplace[output] if self.inplace else None
 
+
+# Bounds of the shared iteration driver's fixed-size scratch (per-operand pointers, strides
+# and stack buffers); NumPy allows rank 64, fused groups never come near either bound.
+MAX_OPERANDS = 16
+MAX_RANK = 16
 
 SUPPORTED_DTYPES = frozenset(
     np.dtype(t)
@@ -168,7 +175,14 @@ def _check_op(spec: KernelSpec, index: int, op: KernelOp) -> str | None:
 def supports(spec: KernelSpec) -> tuple[bool, str]:
     """Whether the elementwise generator can compile ``spec`` with NumPy's exact semantics,
     and if not, why (for the fuser's log)."""
+    n_operands = sum(not i.is_scalar for i in spec.inputs) + sum(
+        t is None for t in (spec.inplace or (None,) * len(spec.outputs))
+    )
+    if n_operands > MAX_OPERANDS:
+        return False, f"{n_operands} array operands (at most {MAX_OPERANDS})"
     for inp in spec.inputs:
+        if inp.rank > MAX_RANK:
+            return False, f"rank {inp.rank} (at most {MAX_RANK})"
         if np.dtype(inp.dtype) not in SUPPORTED_DTYPES:
             return False, f"unsupported input dtype {inp.dtype}"
         if inp.rank < 0 or (inp.is_scalar and inp.rank != 0):

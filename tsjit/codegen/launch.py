@@ -21,9 +21,9 @@ from collections.abc import Callable
 import cffi
 import numpy as np
 
-from tsjit.codegen.elementwise import KernelModule, build_kernel_module
+from tsjit.codegen.elementwise import build_kernel_module, entry_signature
 from tsjit.codegen.elementwise_driver import ensure_driver
-from tsjit.codegen.engine import CompiledModule, get_engine
+from tsjit.codegen.engine import CompiledModule, generator_fingerprint, get_engine
 from tsjit.codegen.kernel_spec import KernelSpec, supports
 from tsjit.codegen.output_pool import OutputPool
 
@@ -44,11 +44,11 @@ class Kernel:
 
     call: Callable[..., tuple]
 
-    def __new__(cls, spec: KernelSpec, module: KernelModule, compiled: CompiledModule):
+    def __new__(cls, spec: KernelSpec, entry: str, compiled: CompiledModule):
         source = _call_source(spec)
         pool = OutputPool.shared()
         namespace = {
-            "_native": _ffi.cast(module.c_signature, compiled.addresses[module.entry]),
+            "_native": _ffi.cast(entry_signature(spec), compiled.addresses[entry]),
             "_broadcast_shapes": np.broadcast_shapes,
             "_overlaps": np.may_share_memory,
             "_check_target": _check_inplace_target,
@@ -57,7 +57,7 @@ class Kernel:
                 for j, v in enumerate(spec.outputs)
             },
         }
-        exec(compile(source, f"<tsjit kernel {module.entry}>", "exec"), namespace)
+        exec(compile(source, f"<tsjit kernel {entry}>", "exec"), namespace)
         call = staticmethod(namespace["call"])
         specialized = type(cls.__name__, (cls,), {"__call__": call, "call": call})
         kernel = object.__new__(specialized)
@@ -145,8 +145,12 @@ def compile_kernel(spec: KernelSpec) -> Kernel:
         if kernel is None:
             engine = get_engine()
             ensure_driver(engine)
-            module = build_kernel_module(spec, _kernel_name(spec))
-            compiled = engine.compile(module.module, [module.entry])
-            kernel = Kernel(spec, module, compiled)
+            name = _kernel_name(spec)
+            compiled = engine.compile_keyed(
+                f"{generator_fingerprint()}|kernel|{spec!r}",
+                lambda: build_kernel_module(spec, name),
+                [name],
+            )
+            kernel = Kernel(spec, name, compiled)
             _kernels[spec] = kernel
     return kernel
