@@ -93,6 +93,10 @@ class CallMixin:
         positional = list(args)
         bound = []
         n_positional = sum(1 for p in params if not p.kwonly and not p.variadic)
+        unknown = [k for k in kwargs if k not in {p.name for p in params if not p.variadic}]
+        if unknown:                     # reported first, as Python does
+            raise CompilationError(f"{name}() got an unexpected keyword argument "
+                                   f"'{unknown[0]}'", src)
         for p in params:
             if p.variadic:
                 bound.extend(self.as_value(a, src) for a in positional)
@@ -113,9 +117,6 @@ class CallMixin:
         if positional:
             raise CompilationError(f"{name}() takes {n_positional} positional arguments but "
                                    f"{len(args)} were given (too many arguments)", src)
-        if kwargs:
-            raise CompilationError(f"{name}() got an unexpected keyword argument "
-                                   f"'{next(iter(kwargs))}'", src)
         return bound
 
     def call_compiled(self, callee, kind: str, args: list, kwargs: dict, src: SourceRange):

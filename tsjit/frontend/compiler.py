@@ -127,6 +127,9 @@ class Compiler:
     # ---- functions
     def function_value(self, fn, src: SourceRange, name: str) -> Sugared:
         fn = getattr(fn, "__func__", fn)
+        if not inspect.isfunction(fn):
+            raise CompilationError(f"'{name}' is not supported in script code: it is not a "
+                                   "Python function, and no op is registered for it", src)
         if getattr(fn, "_tsjit_ignore", False):
             params, types, ret = self.signature(fn, None)
             return PythonCallback(fn, params, ret or NoneType)

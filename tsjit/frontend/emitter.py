@@ -473,4 +473,4 @@ def _unsupported_statement(stmt: ast.stmt) -> str:
              "functions", "Import": "import statements", "ImportFrom": "import statements",
              "AsyncFor": "async for", "AsyncWith": "async with", "Match": "match statements"}
     what = names.get(type(stmt).__name__, type(stmt).__name__)
-    return f"{what} is not supported in script code"
+    return f"script code does not support {what}"

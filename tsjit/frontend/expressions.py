@@ -54,7 +54,7 @@ class ExpressionMixin:
     def sugared_expr(self, node: ast.expr):
         method = getattr(self, f"expr_{type(node).__name__}", None)
         if method is None:
-            raise CompilationError(f"{_describe_syntax(node)} is not supported in script code",
+            raise CompilationError(f"script code does not support {_describe_syntax(node)}",
                                    self.src(node))
         return method(node)
 
