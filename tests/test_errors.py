@@ -333,7 +333,7 @@ def loop_only_variable(n: int) -> int:
 def deleted_variable(x: int) -> int:
     y = x
     del y
-    return y
+    return y  # noqa: F821  (deleted on purpose)
 
 
 def bad_operands(x: int, s: str):
@@ -356,7 +356,7 @@ def optional_not_refined(x: int | None) -> int:
     return x + 1
 
 
-def unknown_annotation(x: "NoSuchType") -> int:  # noqa: F821
+def unknown_annotation(x: NoSuchType) -> int:  # noqa: F821
     return 0
 
 
