@@ -85,7 +85,7 @@ def peak_bytes(fn, *args) -> int:
     (branch_chain, (True,)),
     (branch_chain, (False,)),
 ])
-def test_chain_of_temporaries_holds_at_most_three_arrays(fn, extra):
+def test_chain_of_temporaries_holds_about_two_arrays_at_a_time(fn, extra):
     x = np.linspace(-1.0, 1.0, N)
     scripted = tsjit.script(fn)
     np.testing.assert_array_equal(scripted(x, *extra), fn(x, *extra))   # warm and check
