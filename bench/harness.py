@@ -13,7 +13,8 @@ implementations (tsjit and its peers). For each case the harness:
 3. times all implementations in interleaved rounds in this one process, each round
    visiting every implementation once in a rotating order, so that machine drift
    (other tenants, frequency, memory) lands on all of them alike. A sample is a batch
-   of calls long enough for the clock; the figure is the median sample per call.
+   of calls long enough for the clock, taken after a short idle pause (other runtimes'
+   spinning threads settle); the figure is the median sample per call.
 
 Ratios are to the best *peer* (the fastest implementation that is not tsjit): below 1
 means faster than every peer.
@@ -50,12 +51,15 @@ class Settings:
     budget_seconds: float = 10.0  # timed seconds per implementation before samples shrink
     sample_seconds: float = 0.02  # a sample batches calls until it lasts about this long
     warmup_calls: int = 3
+    # Idle time before each sample: OpenMP pools (torch, Numba's omp layer) spin for some
+    # milliseconds after a parallel region and would take the cores from the next sample.
+    settle_seconds: float = 0.01
 
     @classmethod
     def for_mode(cls, quick: bool) -> Settings:
         if quick:
             return cls(quick=True, samples=3, min_samples=2, budget_seconds=1.0,
-                       sample_seconds=0.002, warmup_calls=2)
+                       sample_seconds=0.002, warmup_calls=2, settle_seconds=0.0)
         return cls()
 
 
@@ -246,6 +250,7 @@ def run_case(suite: str, case: Case, settings: Settings) -> list[Record]:
         shift = round_index % max(len(ready), 1)
         for timed in ready[shift:] + ready[:shift]:
             if len(timed.samples) < timed.samples_wanted:
+                time.sleep(settings.settle_seconds)
                 seconds = timed.timer.timeit(timed.calls_per_sample)
                 timed.samples.append(seconds / timed.calls_per_sample)
     return _records(suite, case, entries)
@@ -355,7 +360,8 @@ def plot_ratios(suite: str, records: list[Record]) -> None:
     for axis, case in zip(axes.flat, cases):
         timed = [r for r in records if r.case == case and r.ratio_to_best_peer]
         colors = ["tab:red" if r.ours else "tab:blue" for r in timed]
-        axis.bar(range(len(timed)), [r.ratio_to_best_peer for r in timed], color=colors)
+        bars = axis.bar(range(len(timed)), [r.ratio_to_best_peer for r in timed], color=colors)
+        axis.bar_label(bars, fmt="%.2g", fontsize=6)
         axis.set_xticks(range(len(timed)), [r.implementation for r in timed],
                         rotation=40, ha="right", fontsize=7)
         axis.axhline(1.0, color="black", linewidth=0.8)
