@@ -35,7 +35,6 @@ from tsjit.codegen.elementwise_driver import (
     JOB_TYPE,
     OPERAND_INFO_TYPE,
 )
-from tsjit.codegen.engine import FUNCTION_ATTRIBUTES
 from tsjit.codegen.ir_util import (
     I32,
     I64,
@@ -48,11 +47,16 @@ from tsjit.codegen.ir_util import (
 )
 from tsjit.codegen.kernel_spec import KernelSpec
 
-__all__ = ["build_kernel_module", "entry_signature", "parallel_threshold"]
+__all__ = ["build_kernel_module", "entry_signature", "parallel_threshold", "vector_width"]
 
 # Work (in units of one add per element) below which a job runs on the calling thread:
 # a parallel dispatch costs ~1-2 us, about 2**13 elements of a simple loop.
 _PARALLEL_WORK = 1 << 18
+# Vector width (LLVM's per-function "prefer-vector-width"), measured on Zen 4: memory-bound
+# loops run ~15% faster with 256-bit vectors (a 4M float64 add: 2.3 ms against 2.8 ms at
+# 512, NumPy 2.2 ms), compute-bound ones ~45% faster with 512 (gelu: 3.1 ms against 4.5).
+# A kernel counts as compute-bound from this much work per element (in units of one add).
+_WIDE_VECTOR_WORK = 8
 _OP_COST = {
     **dict.fromkeys(
         ("exp", "expm1", "log", "log1p", "log2", "log10", "tanh", "sigmoid", "sin", "cos"), 16
@@ -81,6 +85,11 @@ def parallel_threshold(spec: KernelSpec) -> int:
     return max(1 << 12, _PARALLEL_WORK // work)
 
 
+def vector_width(spec: KernelSpec) -> int:
+    """The vector width the kernel's loop is tuned for (bits)."""
+    return 512 if sum(_OP_COST.get(op.op, 1) for op in spec.ops) >= _WIDE_VECTOR_WORK else 256
+
+
 class _KernelBuilder:
     """Operands are the distinct memory regions: array inputs, then fresh outputs; an
     in-place output shares its target input's operand."""
@@ -103,11 +112,12 @@ class _KernelBuilder:
         self.n_operands = len(self.operand_dtypes)
         self.scalar_types = [llvm_type(spec.inputs[i].dtype) for i in self.scalar_inputs]
         self.scalars_type = ir.LiteralStructType(self.scalar_types)
+        self.vector_width = str(vector_width(spec))
 
     def _function(self, name: str, args: list[ir.Type], internal: bool) -> ir.Function:
         fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), args), name=name)
-        for key, value in FUNCTION_ATTRIBUTES:
-            set_string_attribute(fn, key, value)
+        set_string_attribute(fn, "prefer-vector-width", self.vector_width)
+        set_string_attribute(fn, "min-legal-vector-width", self.vector_width)
         fn.attributes.add("nounwind")
         if internal:
             fn.linkage = "internal"

@@ -7,7 +7,7 @@ depends on shapes and strides lives here, once: reading the operands from their
 iteration with chunked gather/scatter for non-unit strides, and splitting the work across
 threads. Generated per kernel, that machinery made a two-op kernel compile as slowly as
 gelu (~20 ms of O3); here it is compiled once, in the engine's quick mode (scalar cleanups
-and FastISel: ~10 ms instead of ~300 ms at O3), since none of it is a hot vector loop.
+and FastISel: ~10 ms instead of ~300 ms at O3).
 
 Body ABI: ``void body(ptr *pointers, void *scalars, i64 begin, i64 end)`` processes
 elements ``[begin, end)`` of contiguous operands whose element 0 is at ``pointers[k]``.
@@ -388,73 +388,62 @@ def _swap(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> None:
 
 def _copy(b: ir.IRBuilder, direction: str, packed, strided, stride, itemsize, n) -> None:
     """Gather (strided -> packed buffer) or scatter (packed buffer -> strided) n elements
-    of ``itemsize`` bytes through the O3-compiled copy routines."""
+    of ``itemsize`` bytes (a zero stride gathers a broadcast value). Scalar code unrolled
+    by hand: Zen 4's vector gathers are slower than scalar loads, and the quick pipeline
+    does not unroll."""
     switch = b.switch(itemsize, b.function.append_basic_block("copy_done"))
     done = switch.default
-    for size in _COPY_SIZES:
+    for size in (1, 2, 4, 8):
         case = b.function.append_basic_block(f"{direction}_{size}")
         switch.add_case(ir.Constant(I64, size), case)
         b.position_at_end(case)
-        name = _copy_symbol(direction, size)
-        copy = b.module.globals.get(name) or ir.Function(b.module, _COPY_TYPE, name)
-        b.call(copy, [packed, strided, stride, n])
+        ty = ir.IntType(8 * size)
+
+        def move(b: ir.IRBuilder, i: ir.Value, ty=ty) -> None:
+            at_packed = b.gep(packed, [i], source_etype=ty)
+            at_strided = b.gep(strided, [b.mul(i, stride)], source_etype=I8)
+            source, target = (
+                (at_strided, at_packed) if direction == "gather" else (at_packed, at_strided)
+            )
+            b.store(b.load(source, typ=ty, align=1), target, align=1)
+
+        if direction == "gather":
+            with b.if_else(b.icmp_signed("==", stride, i64(0))) as (broadcast, strided_source):
+                with broadcast:
+                    _fill(b, packed, b.load(strided, typ=ty, align=1), n)
+                with strided_source:
+                    _unrolled_loop(b, n, move)
+        else:
+            _unrolled_loop(b, n, move)
         b.branch(done)
     b.position_at_end(done)
 
 
-_COPY_SIZES = (1, 2, 4, 8)
-_COPY_DIRECTIONS = ("gather", "scatter")
-_COPY_TYPE = ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64])
-# Only the common case is worth the vectorizer's compile time (~10 ms per routine):
-# reading strided 4- and 8-byte elements. Scatters write in-place targets only.
-_VECTORIZED_COPIES = {("gather", 4), ("gather", 8)}
+def _unrolled_loop(b: ir.IRBuilder, n: ir.Value, body) -> None:
+    def group(b: ir.IRBuilder, g: ir.Value) -> None:
+        first = b.mul(g, i64(_UNROLL))
+        for lane in range(_UNROLL):
+            body(b, b.add(first, i64(lane)))
+
+    groups = b.sdiv(n, i64(_UNROLL))
+    loop(b, i64(0), groups, group)
+    loop(b, b.mul(groups, i64(_UNROLL)), n, body)
 
 
-def _copy_symbol(direction: str, size: int) -> str:
-    return f"tsjit_{direction}_{size}"
+def _fill(b: ir.IRBuilder, packed: ir.Value, value: ir.Value, n: ir.Value) -> None:
+    """packed[0:n] = value, 32 bytes per store (a broadcast operand's row)."""
+    lanes = 256 // value.type.width
+    vector_type = ir.VectorType(value.type, lanes)
+    single = b.insert_element(ir.Constant(vector_type, ir.Undefined), value, ir.Constant(I32, 0))
+    splat = b.shuffle_vector(single, single, ir.Constant(ir.VectorType(I32, lanes), [0] * lanes))
+    groups = b.sdiv(n, i64(lanes))
+    loop(b, i64(0), groups, lambda b, g: b.store(
+        splat, b.gep(packed, [b.mul(g, i64(lanes))], source_etype=value.type), align=1))
+    loop(b, b.mul(groups, i64(lanes)), n, lambda b, i: b.store(
+        value, b.gep(packed, [i], source_etype=value.type), align=1))
 
 
-def build_copy_module() -> ir.Module:
-    """``tsjit_gather_N`` / ``tsjit_scatter_N(packed, strided, stride, n)`` for N-byte
-    elements: the copies of strided rows. They are hot, so unlike the driver they are
-    compiled at O3 (vectorized gathers run ~4x faster than scalar copies; see
-    ``_VECTORIZED_COPIES``); a zero stride (a broadcast operand) gathers as a fill."""
-    module = ir.Module(name="tsjit_strided_copy")
-    for direction in _COPY_DIRECTIONS:
-        for size in _COPY_SIZES:
-            ty = ir.IntType(8 * size)
-            fn = ir.Function(module, _COPY_TYPE, _copy_symbol(direction, size))
-            fn.attributes.add("nounwind")
-            if (direction, size) not in _VECTORIZED_COPIES:
-                fn.attributes.add("optsize")
-            packed, strided, stride, n = fn.args
-            packed.add_attribute("noalias")
-            strided.add_attribute("noalias")
-            b = ir.IRBuilder(fn.append_basic_block())
-            if direction == "gather":
-                _emit_gather(b, ty, packed, strided, stride, n)
-            else:
-                loop(b, i64(0), n, lambda b, i, ty=ty, f=fn: b.store(
-                    b.load(b.gep(f.args[0], [i], source_etype=ty), typ=ty, align=1),
-                    _at(b, f.args[1], f.args[2], i), align=1))
-            b.ret_void()
-    return module
-
-
-def _emit_gather(b: ir.IRBuilder, ty: ir.Type, packed, strided, stride, n) -> None:
-    with b.if_else(b.icmp_signed("==", stride, i64(0))) as (fill, gather):
-        with fill:
-            value = b.load(strided, typ=ty, align=1)
-            loop(b, i64(0), n, lambda b, i: b.store(
-                value, b.gep(packed, [i], source_etype=ty), align=1))
-        with gather:
-            loop(b, i64(0), n, lambda b, i: b.store(
-                b.load(_at(b, strided, stride, i), typ=ty, align=1),
-                b.gep(packed, [i], source_etype=ty), align=1))
-
-
-def _at(b: ir.IRBuilder, base, stride, i) -> ir.Value:
-    return b.gep(base, [b.mul(i, stride)], source_etype=I8)
+_UNROLL = 4
 
 
 def build_driver_module(parallel: bool) -> ir.Module:
@@ -467,13 +456,6 @@ def ensure_driver(engine: JitEngine) -> None:
     callable from kernel modules."""
     if DRIVER_SYMBOL in engine.symbols:
         return
-    copies = engine.compile_keyed(
-        f"{generator_fingerprint()}|strided copies",
-        build_copy_module,
-        [_copy_symbol(d, n) for d in _COPY_DIRECTIONS for n in _COPY_SIZES],
-    )
-    for name, address in copies.addresses.items():
-        engine.register_symbol(name, address)
     parallel = PARALLEL_FOR in engine.symbols
     compiled = engine.compile_keyed(
         f"{generator_fingerprint()}|driver|parallel={parallel}",

@@ -25,22 +25,12 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 __all__ = [
-    "FUNCTION_ATTRIBUTES",
     "CompiledModule",
     "JitEngine",
     "generator_fingerprint",
     "get_engine",
 ]
 
-# Memory-bound float32 loops on Zen 4 run at the same speed with 256- and 512-bit vectors;
-# 512 halves the loop trip count and the vmath polynomials' instruction count.
-PREFERRED_VECTOR_WIDTH = 512
-# Attributes every generated function carries (the target CPU and features come from the
-# target machine; these are the tuning knobs LLVM reads per function).
-FUNCTION_ATTRIBUTES: tuple[tuple[str, str], ...] = (
-    ("prefer-vector-width", str(PREFERRED_VECTOR_WIDTH)),
-    ("min-legal-vector-width", str(PREFERRED_VECTOR_WIDTH)),
-)
 # Bump when the pipeline or code-generation options change, so stale objects are not loaded.
 _CACHE_FORMAT = "1"
 CACHE_DIR_ENV = "TSJIT_CACHE_DIR"
