@@ -4,6 +4,7 @@ from . import (  # noqa: F401  (each module registers its ops on import)
     container_ops,
     iteration_ops,
     math_ops,
+    native_ops,
     numpy_ops,
     operators,
     prim_ops,

@@ -1,0 +1,114 @@
+"""Small LLVM building blocks shared by the Python and NumPy semantics of scalar ops.
+
+Arithmetic itself comes from the elementwise kernel library (`element_ops.lower_op`): a
+Python int is NumPy's int64 with the same wrap-around, a Python float is float64, and
+NumPy's floor division, remainder, shifts and comparisons agree with Python's wherever
+Python does not raise (the callers route those cases to the interpreter first).
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+
+from ..element_ops import lower_op
+from ..kernel_spec import KernelOp
+from .ntypes import DOUBLE, I1, I64, PY_BOOL, PY_FLOAT, PY_INT, NType, NumpyScalar, PyScalar
+
+INT64 = np.dtype(np.int64)
+FLOAT64 = np.dtype(np.float64)
+BOOL = np.dtype(np.bool_)
+TWO_63 = 2.0 ** 63
+_SUFFIX = {"float": "f32", "double": "f64"}
+
+
+def dtype_of(kind: NType) -> np.dtype:
+    """The dtype whose arithmetic a Python scalar or NumPy scalar kind computes in."""
+    if isinstance(kind, NumpyScalar):
+        return kind.dtype
+    return {PY_INT: INT64, PY_FLOAT: FLOAT64, PY_BOOL: BOOL}[kind]
+
+
+def elementwise(b: ir.IRBuilder, op: str, args: list[ir.Value], dtype: np.dtype,
+                arg_dtypes: list[np.dtype] | None = None) -> ir.Value:
+    """NumPy's per-element `op` with result dtype `dtype` (operands already converted)."""
+    arg_dtypes = arg_dtypes or [dtype] * len(args)
+    return lower_op(b, KernelOp(op, (), np.dtype(dtype)), list(args), arg_dtypes)
+
+
+def const(typ: ir.Type, value: float | int) -> ir.Constant:
+    return ir.Constant(typ, value)
+
+
+def to_int64(b: ir.IRBuilder, value: ir.Value, kind: PyScalar) -> ir.Value:
+    """A Python int or bool as i64."""
+    return b.zext(value, I64) if kind == PY_BOOL else value
+
+
+def to_double(b: ir.IRBuilder, value: ir.Value, kind: NType) -> ir.Value:
+    """float(x) of a Python scalar or a NumPy scalar (exact for every source but int64/
+    uint64 beyond 2**53, which rounds to nearest as CPython and NumPy do)."""
+    dtype = dtype_of(kind)
+    if dtype.kind == "f":
+        return value if value.type == DOUBLE else b.fpext(value, DOUBLE)
+    if dtype.kind in "bu":
+        return b.uitofp(value, DOUBLE)
+    return b.sitofp(value, DOUBLE)
+
+
+def is_finite(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    return b.fcmp_ordered("<", intrinsic(b, "fabs", x), const(x.type, float("inf")))
+
+
+def any_of(b: ir.IRBuilder, flags: list[ir.Value]) -> ir.Value:
+    result = flags[0]
+    for flag in flags[1:]:
+        result = b.or_(result, flag)
+    return result
+
+
+def fits_int64(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """-2**63 <= x < 2**63 (false for NaN): fptosi is exact-after-truncation there."""
+    return b.and_(b.fcmp_ordered(">=", x, const(x.type, -TWO_63)),
+                  b.fcmp_ordered("<", x, const(x.type, TWO_63)))
+
+
+def intrinsic(b: ir.IRBuilder, name: str, *args: ir.Value) -> ir.Value:
+    """A call of the LLVM intrinsic `llvm.<name>` overloaded on its operands' type."""
+    ty = args[0].type
+    full = f"llvm.{name}.{_SUFFIX.get(str(ty), str(ty))}"
+    fn = b.module.globals.get(full)
+    if fn is None:
+        fn = ir.Function(b.module, ir.FunctionType(ty, [ty] * len(args)), name=full)
+    return b.call(fn, list(args))
+
+
+def libm(b: ir.IRBuilder, name: str, *args: ir.Value) -> ir.Value:
+    """A call of the C library's double function `name`, which CPython's math module calls
+    too (so results are CPython's bit for bit)."""
+    fn = b.module.globals.get(name)
+    if fn is None:
+        fn = ir.Function(b.module, ir.FunctionType(DOUBLE, [DOUBLE] * len(args)), name=name)
+    return b.call(fn, list(args))
+
+
+def compare_int_float(b: ir.IRBuilder, pred: str, i: ir.Value, f: ir.Value) -> ir.Value:
+    """Python's exact comparison of an int64 with a double (CPython's float_richcompare):
+    never through a rounded conversion of the int."""
+    fi = b.sitofp(i, DOUBLE)
+    # Where the rounded int differs from f, its order is the int's order (rounding moves a
+    # value by at most half an ulp, never past a neighbouring double).
+    rounded = b.fcmp_ordered(pred, fi, f) if pred != "!=" else b.fcmp_unordered(pred, fi, f)
+    # Equal after rounding: f is an integer-valued double; compare as integers (f >= 2**63
+    # exceeds every int64).
+    f_big = b.fcmp_ordered(">=", f, const(DOUBLE, TWO_63))
+    fi_int = b.fptosi(b.select(f_big, const(DOUBLE, 0.0), f), I64)
+    exact = b.select(f_big, const(I1, int(pred in ("<", "<=", "!="))),
+                     b.icmp_signed(pred, i, fi_int))
+    tie = b.fcmp_ordered("==", fi, f)
+    return b.select(tie, exact, rounded)
+
+
+def flip(pred: str) -> str:
+    """The predicate with its operands swapped (a < b  <=>  b > a)."""
+    return {"<": ">", ">": "<", "<=": ">=", ">=": "<="}.get(pred, pred)
+

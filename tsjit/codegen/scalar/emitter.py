@@ -1,0 +1,317 @@
+"""Lowering one region variant to one LLVM function: the entry point, values and control flow.
+
+The function is a METH_FASTCALL builtin (see cpython.py):
+
+    entry:   check the argument count, unbox each argument (a failed check jumps to `miss`)
+    body:    the region's nodes; prim::If / prim::Loop become branches and loops whose
+             joins are phi nodes, one per component of each value (see ntypes.py)
+    exit:    box the results (a tuple when there are several) and return them
+    miss:    a guard failed: return `miss_handler(*args)` (the Python dispatcher)
+    fail:    an exception is set: return NULL
+
+Rare cases are not reproduced in LLVM: a rule emits a test for them and `python_fallback`
+runs the node's reference implementation through the interpreter instead (the node's
+results then come back from Python).  Raising is such a case: division by zero, an index
+out of bounds or a `raise` statement call the reference, which raises the eager exception
+with the interpreter's message and source location, and the native function returns NULL.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from llvmlite import ir
+
+from ...interpreter.control import INT64_MAX, LoopParts, is_constant
+from ...ir.graph import Block, Graph, Node, Value
+from . import cpython
+from .boundary import box, unbox
+from .ntypes import (
+    I1,
+    I64,
+    PTR,
+    PY_BOOL,
+    PY_INT,
+    NType,
+    NValue,
+    OptionalScalar,
+    Tuple,
+    Undefined,
+)
+from .rules import RULES
+
+FUNCTION_ATTRIBUTES = ("nounwind",)
+
+
+class SiteTable:
+    """The Python callables that run single nodes of the region in the interpreter
+    (`sites.py` makes them); the emitter asks for one per node it falls back on."""
+
+    def site_for(self, node: Node, out_kinds: Sequence[NType]) -> object:
+        raise NotImplementedError
+
+
+class FunctionEmitter:
+    def __init__(self, region: Graph, kinds: dict[Value, NType], name: str,
+                 sites: SiteTable, module: ir.Module):
+        self.region = region
+        self.kinds = kinds
+        self.name = name
+        self.sites = sites
+        self.module = module
+        fnty = ir.FunctionType(PTR, (PTR, PTR, I64))
+        self.fn = ir.Function(module, fnty, name=name)
+        for attr in FUNCTION_ATTRIBUTES:
+            self.fn.attributes.add(attr)
+        self.context, self.args, self.nargs = self.fn.args
+        self.context.name, self.args.name, self.nargs.name = "context", "args", "nargs"
+        self._allocas = self.fn.append_basic_block("allocas")
+        self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
+        self.objects: list[object] = []
+        self._object_index: dict[int, int] = {}
+        self.values: dict[Value, NValue] = {}
+        self._fail: ir.Block | None = None
+        self._miss: ir.Block | None = None
+
+    # ------------------------------------------------------------------ the function
+    def build(self, miss_handler: object, counters: object) -> None:
+        """Emit the whole function; the objects it reads are `self.objects` afterwards."""
+        b = self.b
+        inputs = self.region.inputs
+        arity_ok = b.icmp_signed("==", self.nargs, ir.Constant(I64, len(inputs)))
+        self._branch_unless(arity_ok, self.miss_block(miss_handler))
+        for k, param in enumerate(inputs):
+            item = b.load(b.gep(self.args, [ir.Constant(I64, k)], source_etype=PTR), typ=PTR)
+            self.values[param] = unbox(self, item, self.kinds[param], self._miss)
+        self._count_call(counters)
+        self.emit_block(self.region.block)
+        results = [self.values[v] for v in self.region.outputs]
+        b.ret(self._box_results(results))
+        with self.b.goto_block(self._allocas):
+            self.b.branch(self.fn.blocks[1])
+
+    def _count_call(self, counters: object) -> None:
+        """counters[0] += 1: native calls are counted by the native code itself."""
+        b = self.b
+        data = cpython.field(b, self.object(counters), cpython.ARRAY_DATA, PTR)
+        b.store(b.add(b.load(data, typ=I64), ir.Constant(I64, 1)), data)
+
+    def _box_results(self, results: list[NValue]) -> ir.Value:
+        if len(results) == 1:
+            return self.check_object(box(self, results[0]))
+        return self.check_object(box(self, NValue(Tuple(tuple(r.kind for r in results)),
+                                                  tuple(p for r in results for p in r.parts))))
+
+    def miss_block(self, miss_handler: object) -> ir.Block:
+        if self._miss is None:
+            self._miss = self.fn.append_basic_block("miss")
+            with self.b.goto_block(self._miss):
+                self.b.ret(cpython.call(self.b, "PyObject_Vectorcall", self.object(miss_handler),
+                                        self.args, self.nargs, ir.Constant(PTR, None)))
+        return self._miss
+
+    @property
+    def fail_block(self) -> ir.Block:
+        """Return NULL: the exception set by the C API or by a fallback propagates."""
+        if self._fail is None:
+            self._fail = self.fn.append_basic_block("fail")
+            with self.b.goto_block(self._fail):
+                self.b.ret(ir.Constant(PTR, None))
+        return self._fail
+
+    # ------------------------------------------------------------------ helpers for rules
+    def object(self, obj: object) -> ir.Value:
+        """A borrowed reference to `obj`, read from the function's context tuple."""
+        index = self._object_index.get(id(obj))
+        if index is None:
+            index = self._object_index[id(obj)] = len(self.objects)
+            self.objects.append(obj)
+        return cpython.tuple_item(self.b, self.context, cpython.FIRST_OBJECT + index)
+
+    def alloca(self, typ: ir.Type, count: int = 1) -> ir.Value:
+        """Stack memory allocated once per call (in the entry block, so mem2reg sees it)."""
+        with self.b.goto_block(self._allocas):
+            return self.b.alloca(typ, size=count)
+
+    def check_object(self, obj: ir.Value) -> ir.Value:
+        """`obj`, after jumping to `fail` if the C API returned NULL."""
+        self._branch_unless(self.b.icmp_unsigned("!=", obj, ir.Constant(PTR, None)),
+                            self.fail_block)
+        return obj
+
+    def _branch_unless(self, ok: ir.Value, target: ir.Block) -> None:
+        """Continue in a new block when `ok`, else go to `target` (a rare exit)."""
+        cont = self.fn.append_basic_block()
+        self.b.cbranch(ok, cont, target).set_weights([1000, 1])
+        self.b.position_at_end(cont)
+
+    def python_fallback(self, node: Node, args: Sequence[NValue], when: ir.Value | None = None,
+                        fast: Sequence[NValue] | Callable[[], Sequence[NValue]] = ()
+                        ) -> list[NValue]:
+        """The node's results: from its reference implementation in Python when `when` is
+        true (always when it is None), else `fast` (values, or a function emitting them on
+        the fast branch only)."""
+        out_kinds = [self.kinds[v] for v in node.outputs]
+        if when is None:
+            return self._call_site(node, args, out_kinds)
+        b = self.b
+        slow_bb, fast_bb, join_bb = (self.fn.append_basic_block(n)
+                                     for n in ("slow", "fast", "join"))
+        b.cbranch(when, slow_bb, fast_bb).set_weights([1, 1000])
+        b.position_at_end(fast_bb)
+        fast_values = list(fast() if callable(fast) else fast)
+        fast_end = b.block
+        b.branch(join_bb)
+        b.position_at_end(slow_bb)
+        slow_values = self._call_site(node, args, out_kinds)
+        slow_end = b.block
+        b.branch(join_bb)
+        b.position_at_end(join_bb)
+        return [self.merge([(f, fast_end), (s, slow_end)], k)
+                for f, s, k in zip(fast_values, slow_values, out_kinds)]
+
+    def _call_site(self, node: Node, args: Sequence[NValue], out_kinds: list[NType]
+                   ) -> list[NValue]:
+        """Call the node's Python site with its non-constant inputs (boxed)."""
+        b = self.b
+        passed = [a for v, a in zip(node.inputs, args) if v.node.kind != "prim::Constant"]
+        site = self.sites.site_for(node, out_kinds)
+        argv = self.alloca(PTR, max(1, len(passed)))
+        boxed = []
+        for k, arg in enumerate(passed):
+            obj = self.check_object(box(self, arg))
+            boxed.append(obj)
+            b.store(obj, b.gep(argv, [ir.Constant(I64, k)], source_etype=PTR))
+        result = cpython.call(b, "PyObject_Vectorcall", self.object(site), argv,
+                              ir.Constant(I64, len(passed)), ir.Constant(PTR, None))
+        for obj in boxed:
+            cpython.call(b, "Py_DecRef", obj)
+        self.check_object(result)
+        if len(out_kinds) == 1:
+            values = [unbox(self, result, out_kinds[0])]
+        else:
+            values = [unbox(self, cpython.tuple_item(b, result, k), kind)
+                      for k, kind in enumerate(out_kinds)]
+        cpython.call(b, "Py_DecRef", result)
+        return values
+
+    # ------------------------------------------------------------------ joins
+    def merge(self, incoming: list[tuple[NValue, ir.Block]], kind: NType) -> NValue:
+        """One value of `kind` from the values arriving from several predecessors."""
+        parts = [[coerce(v, kind)[i] for v, _ in incoming]
+                 for i in range(len(kind.components()))]
+        phis = []
+        for typ, values in zip(kind.components(), parts):
+            if all(v is values[0] for v in values):
+                phis.append(values[0])
+                continue
+            phi = self.b.phi(typ)
+            for v, (_, block) in zip(values, incoming):
+                phi.add_incoming(v, block)
+            phis.append(phi)
+        return NValue(kind, tuple(phis))
+
+    # ------------------------------------------------------------------ blocks
+    def emit_block(self, block: Block) -> None:
+        for node in block.nodes:
+            if node.kind == "prim::If":
+                self._if(node)
+            elif node.kind == "prim::Loop":
+                self._loop(node)
+            else:
+                args = [self.values[v] for v in node.inputs]
+                outs = RULES[node.kind].emit(self, node, args,
+                                             [self.kinds[v] for v in node.outputs])
+                for v, nv in zip(node.outputs, outs):
+                    self.values[v] = nv
+
+    def _if(self, node: Node) -> None:
+        b = self.b
+        cond = self.values[node.inputs[0]].value
+        then_bb, else_bb, join_bb = (self.fn.append_basic_block(n)
+                                     for n in ("then", "else", "endif"))
+        b.cbranch(cond, then_bb, else_bb)
+        arrivals = []
+        for block, bb in zip(node.blocks, (then_bb, else_bb)):
+            b.position_at_end(bb)
+            self.emit_block(block)
+            arrivals.append(([self.values[v] for v in block.outputs], b.block))
+            b.branch(join_bb)
+        b.position_at_end(join_bb)
+        for k, out in enumerate(node.outputs):
+            self.values[out] = self.merge([(vals[k], bb) for vals, bb in arrivals],
+                                          self.kinds[out])
+
+    def _loop(self, node: Node) -> None:
+        """`i = 0; c = cond; v = init; while i < n and c: v = body(i, v); i += 1`, with the
+        counter left out of `while` loops (trip count INT64_MAX, counter unused) and the
+        condition left out of `for` loops (always True)."""
+        b = self.b
+        loop = LoopParts(node)
+        counted = not (is_constant(loop.max_trip_count, INT64_MAX) and not loop.counter.uses)
+        conditional = not (is_constant(loop.initial_cond, True)
+                           and is_constant(loop.next_cond, True))
+        kinds = [self.kinds[p] for p in loop.params]
+        pre_end = b.block
+        header, body_bb, exit_bb = (self.fn.append_basic_block(n)
+                                    for n in ("loop", "body", "endloop"))
+        b.branch(header)
+        b.position_at_end(header)
+        counter = b.phi(I64, name="i") if counted else None
+        cond = b.phi(I1) if conditional else None
+        carried = [NValue(k, tuple(b.phi(t) for t in k.components())) for k in kinds]
+        go = cond if conditional else ir.Constant(I1, 1)
+        if counted:
+            below = b.icmp_signed("<", counter, self.values[loop.max_trip_count].value)
+            go = b.and_(go, below)
+        b.cbranch(go, body_bb, exit_bb)
+
+        b.position_at_end(body_bb)
+        self.values[loop.counter] = NValue(PY_INT, (counter,) if counted else
+                                           (ir.Constant(I64, ir.Undefined),))
+        for param, value in zip(loop.params, carried):
+            self.values[param] = value
+        self.emit_block(node.blocks[0])
+        latch = b.block
+        incoming = [(pre_end, [self.values[v] for v in loop.initial],
+                     self.values[loop.initial_cond]),
+                    (latch, [self.values[v] for v in loop.carried_next],
+                     self.values[loop.next_cond])]
+        if counted:
+            counter.add_incoming(ir.Constant(I64, 0), pre_end)
+            counter.add_incoming(b.add(counter, ir.Constant(I64, 1)), latch)
+        b.branch(header)
+        for block, values, next_cond in incoming:
+            if conditional:
+                cond.add_incoming(next_cond.value, block)
+            for phi_value, value, kind in zip(carried, values, kinds):
+                for phi, part in zip(phi_value.parts, coerce(value, kind)):
+                    phi.add_incoming(part, block)
+        b.position_at_end(exit_bb)
+        for out, value in zip(node.outputs, carried):
+            self.values[out] = value
+
+
+def coerce(value: NValue, kind: NType) -> tuple[ir.Value, ...]:
+    """The components of `value` as a value of the wider `kind` (see ntypes.join); only
+    constants and existing registers, so it needs no instructions."""
+    if value.kind == kind:
+        return value.parts
+    if isinstance(value.kind, Undefined):
+        return tuple(ir.Constant(t, ir.Undefined) for t in kind.components())
+    if isinstance(kind, OptionalScalar):
+        if value.kind == kind.elem:
+            return (ir.Constant(I1, 0), *value.parts)
+        return (ir.Constant(I1, 1),
+                *(ir.Constant(t, ir.Undefined) for t in kind.elem.components()))
+    if isinstance(kind, Tuple):
+        parts, offset = [], 0
+        for source, target in zip(value.kind.elems, kind.elems):
+            n = len(source.components())
+            parts += coerce(NValue(source, value.parts[offset:offset + n]), target)
+            offset += n
+        return tuple(parts)
+    raise AssertionError(f"cannot represent {value.kind} as {kind}")
+
+
+def constant_bool(value: bool) -> NValue:
+    return NValue(PY_BOOL, (ir.Constant(I1, int(value)),))

@@ -1,0 +1,164 @@
+"""NativeFunction: what a prim::NativeCall node calls — a region compiled per argument kinds.
+
+The interpreter runs a NativeCall as `fn.call(*args)`.  `call` starts as the Python
+dispatcher and becomes, after the first successful compilation, the compiled variant's
+builtin itself, so a call costs the builtin's guards and nothing in Python.  When a guard
+fails the builtin calls back `miss`, which picks (or compiles, within MAX_VARIANTS) the
+variant for the new argument kinds, or runs the region in the interpreter: a variant the
+native lowering does not support, arguments native code cannot take (a bignum, a list),
+or a full budget.  Every way through gives the interpreter's results.
+
+Counters: native calls are counted by the native code itself (`counters[0]`), guard
+failures, interpreted runs and compilations here.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import threading
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from llvmlite import ir
+
+from ...interpreter import compile_graph
+from ...ir.graph import Graph, SourceRange
+from ...ir.printer import print_graph
+from ...ir.types import BoolType, FloatType, IntType, OptionalType, Type
+from ..engine import CompiledModule, get_engine
+from .cpython import make_builtin
+from .emitter import FunctionEmitter
+from .inference import infer_kinds
+from .ntypes import NONE, NType, OptionalScalar, PyScalar, Unsupported, kind_of_value
+from .sites import Sites
+
+log = logging.getLogger("tsjit.native")
+
+MAX_VARIANTS = 4
+_MISSING = object()
+_SCALAR_KINDS = {IntType: PyScalar("int"), FloatType: PyScalar("float"),
+                 BoolType: PyScalar("bool")}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One compilation of a region for one tuple of argument kinds."""
+
+    kinds: tuple[NType, ...]
+    builtin: Callable
+    compiled: CompiledModule
+    symbol: str
+
+
+def argument_kind(value: object, static: Type) -> NType | None:
+    """The kind a variant takes `value` as: its run-time kind, widened to Optional where the
+    IR type is Optional (one variant serves both None and numbers)."""
+    kind = kind_of_value(value)
+    if isinstance(static, OptionalType) and static.elem in _SCALAR_KINDS:
+        elem = _SCALAR_KINDS[static.elem]
+        if kind == NONE or kind == elem:
+            return OptionalScalar(elem)
+    return kind
+
+
+class NativeFunction:
+    """A region (a Graph with the NativeCall's inputs and outputs) and its compiled
+    variants; see the module docstring."""
+
+    def __init__(self, region: Graph, name: str, source: SourceRange | None = None):
+        self.region = region
+        self.name = name
+        self.source = source
+        self.static_types = tuple(v.type for v in region.inputs)
+        self.variants: dict[tuple[NType, ...], Variant | None] = {}
+        self.unsupported: dict[tuple[NType, ...], str] = {}
+        self.counters = np.zeros(1, dtype=np.int64)
+        self.counts: Counter = Counter()
+        self.call: Callable = self._dispatch
+        self._interpreted: Callable | None = None
+        self._sites = Sites(name)
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ calling
+    def _dispatch(self, *args: object) -> object:
+        key = self._key(args)
+        variant = self.variants.get(key, _MISSING) if key is not None else None
+        if variant is _MISSING:
+            variant = self._specialize(key)
+        if variant is None:
+            return self.interpret(*args)
+        return variant.builtin(*args)
+
+    def _miss(self, missed: tuple[NType, ...], *args: object) -> object:
+        """A guard of the variant for `missed` failed on these arguments."""
+        self.counts["guard_failures"] += 1
+        key = self._key(args)
+        if key == missed:       # kinds and guards disagree: never loop, interpret instead
+            return self.interpret(*args)
+        return self._dispatch(*args)
+
+    def interpret(self, *args: object) -> object:
+        """Run the region in the reference interpreter."""
+        self.counts["interpreted_runs"] += 1
+        if self._interpreted is None:
+            self._interpreted = compile_graph(self.region, self.name).fn
+        return self._interpreted(*args)
+
+    def _key(self, args: Sequence[object]) -> tuple[NType, ...] | None:
+        if len(args) != len(self.static_types):
+            return None
+        kinds = tuple(map(argument_kind, args, self.static_types))
+        return None if None in kinds else kinds
+
+    # ------------------------------------------------------------------ compiling
+    def _specialize(self, key: tuple[NType, ...]) -> Variant | None:
+        with self._lock:
+            if key in self.variants:
+                return self.variants[key]
+            compiled = sum(v is not None for v in self.variants.values())
+            variant = None
+            if compiled >= MAX_VARIANTS:
+                self.unsupported[key] = f"the budget of {MAX_VARIANTS} variants is used up"
+            else:
+                try:
+                    variant = self._compile(key)
+                except Unsupported as reason:
+                    self.unsupported[key] = str(reason)
+            if variant is None:
+                log.info("%s runs in the interpreter for (%s): %s", self.name,
+                         ", ".join(map(str, key)), self.unsupported[key])
+            else:
+                self.counts["specializations"] += 1
+                if self.call == self._dispatch:
+                    self.call = variant.builtin
+            self.variants[key] = variant
+            return variant
+
+    def _compile(self, key: tuple[NType, ...]) -> Variant:
+        kinds = infer_kinds(self.region, key)
+        text = print_graph(self.region) + "|" + "|".join(map(str, key))
+        symbol = "tsjit_native_" + hashlib.sha256(text.encode()).hexdigest()[:16]
+        module = ir.Module(name=symbol)
+        emitter = FunctionEmitter(self.region, kinds, symbol, self._sites, module)
+        emitter.build(functools.partial(self._miss, key), self.counters)
+        compiled = get_engine().compile(module, [symbol])
+        builtin = make_builtin(symbol, compiled.addresses[symbol], emitter.objects, compiled)
+        log.info("%s compiled for (%s)", self.name, ", ".join(map(str, key)))
+        return Variant(key, builtin, compiled, symbol)
+
+    # ------------------------------------------------------------------ inspecting
+    def compiled_variants(self) -> list[Variant]:
+        return [v for v in self.variants.values() if v is not None]
+
+    def stats(self) -> dict[str, int]:
+        return {"native_calls": int(self.counters[0]),
+                "guard_failures": self.counts["guard_failures"],
+                "interpreted_runs": self.counts["interpreted_runs"],
+                "specializations": self.counts["specializations"]}
+
+    def __repr__(self) -> str:
+        where = f" at {self.source}" if self.source is not None else ""
+        return f"<tsjit native region {self.name}{where}>"

@@ -1,0 +1,405 @@
+"""Native rules for arrays and NumPy scalars: `x[i]`, `x[i, j] = v`, `x.shape[k]`, `len(x)`,
+`x.size`, and arithmetic on the NumPy scalars that element reads produce.
+
+Element reads give NumPy scalars of the array's dtype, and arithmetic on them follows
+NumPy: NEP 50 promotion (Python numbers are "weak"), the dtype's own wrap-around and
+rounding, computed by the elementwise kernel library.  NumPy also *reports* floating-point
+events (overflow, invalid, divide by zero, integer overflow) through its errstate: a
+warning by default, an exception or nothing as the user configured.  Native code does not
+reimplement that: wherever such an event may have happened (a non-finite or tiny result,
+an integer result out of range, a zero divisor, a Python int that does not fit the dtype),
+the node runs in Python instead, which reports exactly as NumPy does.  Stores convert the
+value as NumPy's setitem does; conversions that are not exact go to NumPy as well, as do
+out-of-bounds indices (IndexError with NumPy's message).
+"""
+from __future__ import annotations
+
+import operator
+import warnings
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from llvmlite import ir
+
+from ...ir.graph import Node
+from ...ir.types import IntType, TensorType, TupleType
+from ..element_ops import cast_value, load_value, store_value
+from .arith import any_of, const, dtype_of, elementwise, intrinsic, is_finite
+from .emitter import FunctionEmitter
+from .ntypes import (
+    I1,
+    I64,
+    PY_BOOL,
+    PY_FLOAT,
+    PY_INT,
+    SUPPORTED_DTYPES,
+    Array,
+    NType,
+    NumpyScalar,
+    NValue,
+    PyScalar,
+    Shape,
+    Tuple,
+    Unsupported,
+)
+from .rules import register_rule
+
+# ---------------------------------------------------------------------------- promotion
+
+
+def _sample(kind: NType) -> object:
+    if isinstance(kind, NumpyScalar):
+        return kind.dtype.type(1)
+    return {PY_INT: 1, PY_FLOAT: 1.0, PY_BOOL: True}[kind]
+
+
+def numpy_result(fn: Callable, kinds: Sequence[NType]) -> np.dtype:
+    """The dtype NumPy gives `fn` of scalars of these kinds (NumPy's rules are value-
+    independent for scalars under NEP 50, so one sample computation decides)."""
+    if not all(isinstance(k, (NumpyScalar, PyScalar)) for k in kinds):
+        raise Unsupported(f"NumPy scalar arithmetic on {', '.join(map(str, kinds))}")
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            result = fn(*[_sample(k) for k in kinds])
+    except (TypeError, ValueError) as error:
+        raise Unsupported(f"NumPy rejects these operands: {error}") from None
+    if not isinstance(result, np.generic) or type(result) is not result.dtype.type \
+            or result.dtype not in SUPPORTED_DTYPES:
+        raise Unsupported(f"NumPy gives a {type(result).__name__}")
+    return result.dtype
+
+
+def common_dtype(kinds: Sequence[NType]) -> np.dtype:
+    """The dtype a comparison's loop converts both operands to."""
+    return np.result_type(*[_sample(k) for k in kinds])
+
+
+def to_dtype(b: ir.IRBuilder, value: NValue, dtype: np.dtype) -> tuple[ir.Value, ir.Value]:
+    """An operand converted to `dtype` as NumPy converts it for a ufunc loop, and a flag
+    telling when the conversion is not NumPy's silent one (a Python int out of range, a
+    float overflowing a narrower float): the caller then lets NumPy do it."""
+    kind, v = value.kind, value.value
+    exact = const(I1, 0)
+    if isinstance(kind, NumpyScalar) or kind == PY_BOOL:
+        return cast_value(b, v, dtype_of(kind), dtype), exact
+    if kind == PY_INT:
+        if dtype.kind in "iub":
+            info = np.iinfo(dtype) if dtype.kind != "b" else None
+            if info is None:
+                return b.icmp_unsigned("!=", v, const(I64, 0)), exact
+            low, high = max(int(info.min), -(1 << 63)), min(int(info.max), (1 << 63) - 1)
+            outside = b.or_(b.icmp_signed("<", v, const(I64, low)),
+                            b.icmp_signed(">", v, const(I64, high)))
+            return cast_value(b, v, np.dtype(np.int64), dtype), outside
+        limit = 1 << (np.finfo(dtype).nmant + 1)        # integers converted exactly
+        magnitude = b.select(b.icmp_signed("<", v, const(I64, 0)), b.neg(v), v)
+        return cast_value(b, v, np.dtype(np.int64), dtype), b.icmp_unsigned(
+            ">", magnitude, const(I64, limit))
+    converted = cast_value(b, v, np.dtype(np.float64), dtype)        # a Python float
+    if dtype.kind != "f":
+        raise Unsupported(f"a Python float in a {dtype} loop")
+    overflow = b.and_(is_finite(b, v), b.not_(is_finite(b, converted)))
+    return converted, overflow
+
+
+# ---------------------------------------------------------------------------- arithmetic
+
+_KERNEL_OPS = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "truediv",
+               "floordiv": "floordiv", "mod": "mod", "lshift": "left_shift",
+               "rshift": "right_shift", "and": "bitwise_and", "or": "bitwise_or",
+               "xor": "bitwise_xor"}
+_PYTHON_OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+               "truediv": operator.truediv, "floordiv": operator.floordiv,
+               "mod": operator.mod, "pow": operator.pow, "lshift": operator.lshift,
+               "rshift": operator.rshift, "and": operator.and_, "or": operator.or_,
+               "xor": operator.xor}
+_COMPARISONS = {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
+
+
+def binary_infer(op: str, kinds: Sequence[NType]) -> list[NType]:
+    fn = _PYTHON_OPS.get(op) or getattr(operator, op)
+    return [NumpyScalar(numpy_result(fn, kinds))]
+
+
+def _tiny(b: ir.IRBuilder, r: ir.Value, dtype: np.dtype) -> ir.Value:
+    """|r| below the smallest normal number (zero included)."""
+    smallest = float(np.finfo(dtype).smallest_normal)
+    return b.fcmp_ordered("<", intrinsic(b, "fabs", r), const(r.type, smallest))
+
+
+def _nonzero(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
+    return b.fcmp_unordered("!=", v, const(v.type, 0.0))
+
+
+def _float_events(b: ir.IRBuilder, op: str, x: ir.Value, y: ir.Value, r: ir.Value,
+                  dtype: np.dtype) -> ir.Value:
+    """Whether NumPy may have seen a floating-point event computing r = x op y (a
+    superset: the fallback recomputes exactly what NumPy reports)."""
+    events = [b.not_(is_finite(b, r))]
+    if op == "mul":
+        events.append(b.and_(_tiny(b, r, dtype), b.and_(_nonzero(b, x), _nonzero(b, y))))
+    elif op == "truediv":
+        events.append(b.and_(_tiny(b, r, dtype), _nonzero(b, x)))
+    elif op in ("floordiv", "mod"):
+        events += [b.not_(is_finite(b, x)), b.not_(is_finite(b, y)),
+                   b.fcmp_ordered("==", y, const(y.type, 0.0))]
+    return any_of(b, events)
+
+
+def _int_events(b: ir.IRBuilder, op: str, x: ir.Value, y: ir.Value, dtype: np.dtype
+                ) -> ir.Value:
+    """Whether NumPy reports an integer event for x op y (overflow, division by zero)."""
+    if op in ("add", "sub", "mul"):
+        wide = ir.IntType(128)
+        extend = b.sext if dtype.kind == "i" else b.zext
+        exact = getattr(b, op)(extend(x, wide), extend(y, wide))
+        info = np.iinfo(dtype)
+        return b.or_(b.icmp_signed("<", exact, const(wide, int(info.min))),
+                     b.icmp_signed(">", exact, const(wide, int(info.max))))
+    if op in ("floordiv", "mod"):
+        zero = b.icmp_unsigned("==", y, const(y.type, 0))
+        if op == "floordiv" and dtype.kind == "i":
+            low = int(np.iinfo(dtype).min)
+            return b.or_(zero, b.and_(b.icmp_signed("==", x, const(x.type, low)),
+                                      b.icmp_signed("==", y, const(y.type, -1))))
+        return zero
+    return const(I1, 0)
+
+
+def binary_emit(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValue],
+                out_kind: NumpyScalar) -> list[NValue]:
+    """x op y with at least one NumPy scalar operand."""
+    b, dtype = em.b, out_kind.dtype
+    if op == "pow":
+        return em.python_fallback(node, args)
+    (x, x_inexact), (y, y_inexact) = (to_dtype(b, a, dtype) for a in args)
+    r = elementwise(b, _KERNEL_OPS[op], [x, y], dtype)
+    if dtype.kind == "f":
+        events = _float_events(b, op, x, y, r, dtype)
+    elif dtype.kind in "iu":
+        events = _int_events(b, op, x, y, dtype)
+    else:
+        events = const(I1, 0)
+    unusual = any_of(b, [x_inexact, y_inexact, events])
+    return em.python_fallback(node, args, unusual, [NValue(out_kind, (r,))])
+
+
+def compare_infer(op: str, kinds: Sequence[NType]) -> list[NType]:
+    numpy_result(getattr(operator, op), kinds)
+    return [NumpyScalar(np.dtype(np.bool_))]
+
+
+def compare_emit(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValue],
+                 out_kind: NType) -> list[NValue]:
+    b = em.b
+    dtype = common_dtype([a.kind for a in args])
+    (x, x_inexact), (y, y_inexact) = (to_dtype(b, a, dtype) for a in args)
+    r = elementwise(b, _COMPARISONS[op], [x, y], np.dtype(np.bool_), [dtype, dtype])
+    return em.python_fallback(node, args, b.or_(x_inexact, y_inexact),
+                              [NValue(out_kind, (r,))])
+
+
+_UNARY = {"neg": (operator.neg, "neg"), "pos": (operator.pos, "pos"),
+          "invert": (operator.invert, "invert"), "abs": (abs, "abs")}
+
+
+def unary_infer(op: str, kinds: Sequence[NType]) -> list[NType]:
+    return [NumpyScalar(numpy_result(_UNARY[op][0], kinds))]
+
+
+def unary_emit(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValue],
+               out_kind: NumpyScalar) -> list[NValue]:
+    b, dtype = em.b, out_kind.dtype
+    x = cast_value(b, args[0].value, args[0].kind.dtype, dtype)
+    r = elementwise(b, _UNARY[op][1], [x], dtype)
+    unusual = const(I1, 0)
+    if dtype.kind == "i" and op in ("neg", "abs"):          # -MIN overflows
+        unusual = b.icmp_signed("==", x, const(x.type, int(np.iinfo(dtype).min)))
+    elif dtype.kind == "u" and op == "neg":                  # -x wraps unless x == 0
+        unusual = b.icmp_unsigned("!=", x, const(x.type, 0))
+    return em.python_fallback(node, args, unusual, [NValue(out_kind, (r,))])
+
+
+# ---------------------------------------------------------------------------- arrays
+
+
+def _index_kinds(index: NType) -> list[NType]:
+    return list(index.elems) if isinstance(index, Tuple) else [index]
+
+
+def _element_infer(array: NType, index: NType) -> NumpyScalar:
+    """The element kind of `array[index]` when it reads one element, else Unsupported."""
+    if not isinstance(array, Array):
+        raise Unsupported(f"indexing {array}")
+    indices = _index_kinds(index)
+    if len(indices) != array.rank or any(k != PY_INT for k in indices):
+        raise Unsupported(f"{array}[{index}] is not one element")
+    return NumpyScalar(array.dtype)
+
+
+def _element_pointer(em: FunctionEmitter, node: Node, args: Sequence[NValue]
+                     ) -> tuple[ir.Value, ir.Value]:
+    """The address of `array[i, j, ...]` (negative indices count from the end) and a flag
+    for an index out of bounds."""
+    b = em.b
+    array, index = args
+    rank = array.kind.rank
+    data, sizes, strides = array.parts[1], array.parts[2:2 + rank], array.parts[2 + rank:]
+    offset, outside = const(I64, 0), []
+    for i, size, stride in zip(index.parts, sizes, strides):
+        wrapped = b.select(b.icmp_signed("<", i, const(I64, 0)), b.add(i, size), i)
+        outside.append(b.icmp_unsigned(">=", wrapped, size))
+        offset = b.add(offset, b.mul(wrapped, stride))
+    address = b.gep(data, [offset], source_etype=ir.IntType(8))
+    return address, any_of(b, outside) if outside else const(I1, 0)
+
+
+def _getitem_infer(node: Node, kinds) -> list[NType]:
+    seq, index = kinds
+    if isinstance(seq, (Shape, Tuple)) and index == PY_INT:
+        elems = (PY_INT,) * seq.rank if isinstance(seq, Shape) else seq.elems
+        if isinstance(seq, Tuple) and any(e != elems[0] for e in elems):
+            raise Unsupported("indexing a tuple of mixed kinds")
+        return [elems[0]] if elems else [PY_INT]
+    return [_element_infer(seq, index)]
+
+
+def _getitem_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NValue]:
+    b = em.b
+    seq, index = args
+    if isinstance(seq.kind, (Shape, Tuple)):
+        return _sequence_item(em, node, args, out_kinds[0])
+    address, outside = _element_pointer(em, node, args)
+
+    def load() -> list[NValue]:
+        return [NValue(out_kinds[0], (load_value(b, address, seq.kind.dtype),))]
+    return em.python_fallback(node, args, outside, load)
+
+
+def _sequence_item(em: FunctionEmitter, node: Node, args, kind: NType) -> list[NValue]:
+    """shape[k] / tuple[k]: a select over the items; out of range raises IndexError."""
+    b = em.b
+    seq, index = args
+    items = [seq.parts[k:k + 1] for k in range(len(seq.parts))]
+    n = len(items)
+    if not n:
+        return em.python_fallback(node, args)
+    i = index.value
+    wrapped = b.select(b.icmp_signed("<", i, const(I64, 0)), b.add(i, const(I64, n)), i)
+    value = items[0][0]
+    for k in range(1, n):
+        value = b.select(b.icmp_signed("==", wrapped, const(I64, k)), items[k][0], value)
+    outside = b.icmp_unsigned(">=", wrapped, const(I64, n))
+    return em.python_fallback(node, args, outside, [NValue(kind, (value,))])
+
+
+def _getitem_check(node: Node) -> str | None:
+    seq, index = (v.type for v in node.inputs[:2])
+    if node.attrs.get("slice"):
+        return "slicing"
+    indices = index.elems if isinstance(index, TupleType) else (index,)
+    if any(t != IntType for t in indices):
+        return "an index that is not an int"
+    if isinstance(seq, TensorType) and seq.rank is not None and seq.rank != len(indices):
+        return "indexing that yields a sub-array"
+    return None
+
+
+register_rule("aten::__getitem__", _getitem_infer, _getitem_emit, _getitem_check)
+
+
+def _store_exact(b: ir.IRBuilder, value: NValue, dtype: np.dtype
+                 ) -> tuple[ir.Value, ir.Value]:
+    """The value NumPy's setitem stores, and a flag for conversions that NumPy does not do
+    silently and exactly (those run in NumPy)."""
+    kind = value.kind
+    if isinstance(kind, NumpyScalar):
+        if np.can_cast(kind.dtype, dtype, "safe"):
+            return cast_value(b, value.value, kind.dtype, dtype), const(I1, 0)
+        return cast_value(b, value.value, kind.dtype, dtype), const(I1, 1)
+    if kind == PY_FLOAT and dtype.kind == "b":
+        return b.fcmp_unordered("!=", value.value, const(value.value.type, 0.0)), const(I1, 0)
+    if kind == PY_FLOAT and dtype.kind in "iu":
+        x = value.value
+        truncated = intrinsic(b, "trunc", x)
+        info = np.iinfo(dtype)
+        inside = b.and_(b.fcmp_ordered(">", x, const(x.type, float(info.min) - 1.0)),
+                        b.fcmp_ordered("<", x, const(x.type, float(info.max) + 1.0)))
+        converted = cast_value(b, b.select(inside, truncated, const(x.type, 0.0)),
+                               np.dtype(np.float64), dtype)
+        return converted, b.not_(inside)
+    return to_dtype(b, value, dtype)
+
+
+def _setitem_infer(node: Node, kinds) -> list[NType]:
+    array, index, value = kinds
+    _element_infer(array, index)
+    if not array.writeable:
+        raise Unsupported("writing into an array that is not writeable")
+    if not isinstance(value, (PyScalar, NumpyScalar)):
+        raise Unsupported(f"storing {value} into an array element")
+    return []
+
+
+def _setitem_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NValue]:
+    b = em.b
+    array, index, value = args
+    address, outside = _element_pointer(em, node, args[:2])
+    stored, inexact = _store_exact(b, value, array.kind.dtype)
+
+    def store() -> list[NValue]:
+        store_value(b, stored, address, array.kind.dtype)
+        return []
+    return em.python_fallback(node, args, b.or_(outside, inexact), store)
+
+
+register_rule("aten::__setitem__", _setitem_infer, _setitem_emit, _getitem_check)
+
+
+def _array_infer(result: Callable[[Array], NType]):
+    def infer(node: Node, kinds) -> list[NType]:
+        (array,) = kinds
+        if not isinstance(array, Array):
+            raise Unsupported(f"{node.kind} of {array}")
+        return [result(array)]
+    return infer
+
+
+def _sizes(value: NValue) -> tuple[ir.Value, ...]:
+    rank = value.kind.rank
+    return value.parts[2:2 + rank]
+
+
+def _size_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NValue]:
+    total = const(I64, 1)
+    for size in _sizes(args[0]):
+        total = em.b.mul(total, size)
+    return [NValue(PY_INT, (total,))]
+
+
+def _len_infer(node: Node, kinds) -> list[NType]:
+    (seq,) = kinds
+    if not isinstance(seq, (Array, Shape, Tuple)):
+        raise Unsupported(f"len of {seq}")
+    return [PY_INT]
+
+
+def _len_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NValue]:
+    (seq,) = args
+    if isinstance(seq.kind, Array):
+        if seq.kind.rank == 0:
+            return em.python_fallback(node, args)     # TypeError: len() of unsized object
+        return [NValue(PY_INT, (_sizes(seq)[0],))]
+    n = seq.kind.rank if isinstance(seq.kind, Shape) else len(seq.kind.elems)
+    return [NValue(PY_INT, (const(I64, n),))]
+
+
+register_rule(("ndarray::shape", "numpy::shape"), _array_infer(lambda a: Shape(a.rank)),
+              lambda em, node, args, out_kinds: [NValue(out_kinds[0], _sizes(args[0]))])
+register_rule("ndarray::size", _array_infer(lambda a: PY_INT), _size_emit)
+register_rule(("ndarray::ndim", "numpy::ndim"), _array_infer(lambda a: PY_INT),
+              lambda em, node, args, out_kinds: [
+                  NValue(PY_INT, (const(I64, args[0].kind.rank),))])
+register_rule("aten::len", _len_infer, _len_emit)
+

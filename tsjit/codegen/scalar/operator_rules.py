@@ -1,0 +1,234 @@
+"""Native rules for Python's operators (`+ - * / // % ** << >> & | ^`, their augmented
+forms, comparisons, unary `- + ~`).
+
+Operands that are Python numbers get Python's semantics (ints wrap at 64 bits; `//`, `%`
+floor; exact int/float comparison; ZeroDivisionError, negative shift counts, int true
+division beyond 2**53 and non-finite powers through CPython); an operand that is a NumPy
+scalar gives NumPy's semantics (numpy_ops).  Augmented assignment of numbers rebinds, so
+`x += y` is `x + y` (arrays never reach these rules).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from llvmlite import ir
+
+from ...ir.graph import Node
+from . import numpy_ops
+from .arith import (
+    FLOAT64,
+    INT64,
+    any_of,
+    compare_int_float,
+    const,
+    elementwise,
+    flip,
+    intrinsic,
+    is_finite,
+    libm,
+    to_double,
+    to_int64,
+)
+from .emitter import FunctionEmitter
+from .ntypes import (
+    DOUBLE,
+    I1,
+    I64,
+    PY_BOOL,
+    PY_FLOAT,
+    PY_INT,
+    NType,
+    NumpyScalar,
+    NValue,
+    Unsupported,
+)
+from .python_ops import require_numbers
+from .rules import register_rule
+
+_ARITHMETIC = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "lshift", "rshift",
+               "and", "or", "xor")
+_BITWISE = ("and", "or", "xor")
+_KERNEL = {"add": "add", "sub": "sub", "mul": "mul", "floordiv": "floordiv", "mod": "mod",
+           "lshift": "left_shift", "rshift": "right_shift", "and": "bitwise_and",
+           "or": "bitwise_or", "xor": "bitwise_xor"}
+_PREDICATES = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_EXACT_INT_DOUBLE = 2 ** 53        # ints of at most this magnitude convert to double exactly
+
+
+def _operator_name(node: Node) -> str:
+    name = node.kind.split("::", 1)[1]
+    return name[1:] if name.startswith("i") and name[1:] in _ARITHMETIC else name
+
+
+def _has_numpy(kinds: Sequence[NType]) -> bool:
+    return any(isinstance(k, NumpyScalar) for k in kinds)
+
+
+def python_result(op: str, a: NType, b: NType) -> NType:
+    """Python's result kind for two Python numbers (as operators.numeric_result)."""
+    if op == "truediv":
+        return PY_FLOAT
+    if op in _BITWISE and a == b == PY_BOOL:
+        return PY_BOOL
+    if PY_FLOAT in (a, b):
+        if op in (*_BITWISE, "lshift", "rshift"):
+            raise Unsupported(f"{op} of a float")
+        return PY_FLOAT
+    return PY_INT
+
+
+def _binary_infer(node: Node, kinds) -> list[NType]:
+    op = _operator_name(node)
+    if _has_numpy(kinds):
+        return numpy_ops.binary_infer(op, kinds)
+    require_numbers(node, kinds)
+    return [python_result(op, *kinds)]
+
+
+def _binary_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NValue]:
+    op, (kind,) = _operator_name(node), out_kinds
+    if isinstance(kind, NumpyScalar):
+        return numpy_ops.binary_emit(em, node, op, args, kind)
+    if kind == PY_BOOL:
+        return [NValue(PY_BOOL, (getattr(em.b, f"{op}_")(args[0].value, args[1].value),))]
+    if kind == PY_INT:
+        return _int_binary(em, node, op, args)
+    return _float_binary(em, node, op, args)
+
+
+def _int_binary(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValue]
+                ) -> list[NValue]:
+    b = em.b
+    x, y = (to_int64(b, a.value, a.kind) for a in args)
+    zero = const(I64, 0)
+
+    def kernel() -> list[NValue]:
+        return [NValue(PY_INT, (elementwise(b, _KERNEL[op], [x, y], INT64),))]
+    if op in ("floordiv", "mod"):
+        return em.python_fallback(node, args, b.icmp_signed("==", y, zero), kernel)
+    if op in ("lshift", "rshift"):
+        return em.python_fallback(node, args, b.icmp_signed("<", y, zero), kernel)
+    if op == "pow":
+        return em.python_fallback(node, args, b.icmp_signed("<", y, zero),
+                                  lambda: [NValue(PY_INT, (_int_power(em, x, y),))])
+    return kernel()
+
+
+def _int_power(em: FunctionEmitter, base: ir.Value, exponent: ir.Value) -> ir.Value:
+    """base ** exponent (exponent >= 0) by repeated squaring, wrapping at 64 bits."""
+    b = em.b
+    entry = b.block
+    loop, done = em.fn.append_basic_block("pow"), em.fn.append_basic_block("pow_done")
+    b.branch(loop)
+    b.position_at_end(loop)
+    result, power, rest = b.phi(I64), b.phi(I64), b.phi(I64)
+    odd = b.trunc(rest, I1)
+    next_result = b.select(odd, b.mul(result, power), result)
+    next_power, next_rest = b.mul(power, power), b.lshr(rest, const(I64, 1))
+    for phi, first, following in ((result, const(I64, 1), next_result),
+                                  (power, base, next_power), (rest, exponent, next_rest)):
+        phi.add_incoming(first, entry)
+        phi.add_incoming(following, loop)
+    b.cbranch(b.icmp_unsigned(">", rest, const(I64, 1)), loop, done)
+    b.position_at_end(done)
+    return next_result
+
+
+def _float_binary(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValue]
+                  ) -> list[NValue]:
+    b = em.b
+    x, y = (to_double(b, a.value, a.kind) for a in args)
+    if op in ("add", "sub", "mul"):
+        return [NValue(PY_FLOAT, (elementwise(b, op, [x, y], FLOAT64),))]
+    y_zero = b.fcmp_ordered("==", y, const(DOUBLE, 0.0))
+    if op == "truediv":
+        unusual = y_zero
+        if all(a.kind in (PY_INT, PY_BOOL) for a in args):   # CPython divides ints exactly
+            limit = const(DOUBLE, float(_EXACT_INT_DOUBLE))
+            unusual = any_of(b, [y_zero] + [
+                b.fcmp_ordered(">", intrinsic(b, "fabs", v), limit) for v in (x, y)])
+        return em.python_fallback(node, args, unusual,
+                                  lambda: [NValue(PY_FLOAT, (b.fdiv(x, y),))])
+    if op in ("floordiv", "mod"):
+        return em.python_fallback(node, args, y_zero, lambda: [
+            NValue(PY_FLOAT, (elementwise(b, op, [x, y], FLOAT64),))])
+    result = libm(b, "pow", x, y)                     # CPython's float_pow calls pow()
+    unusual = any_of(b, [b.not_(is_finite(b, v)) for v in (x, y, result)])
+    return em.python_fallback(node, args, unusual, [NValue(PY_FLOAT, (result,))])
+
+
+register_rule([f"aten::{prefix}{op}" for op in _ARITHMETIC for prefix in ("", "i")],
+              _binary_infer, _binary_emit)
+
+
+# ---------------------------------------------------------------------------- comparisons
+
+
+def _compare_infer(node: Node, kinds) -> list[NType]:
+    op = node.kind.split("::", 1)[1]
+    if _has_numpy(kinds):
+        return numpy_ops.compare_infer(op, kinds)
+    require_numbers(node, kinds)
+    return [PY_BOOL]
+
+
+def _compare_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NValue]:
+    op = node.kind.split("::", 1)[1]
+    if isinstance(out_kinds[0], NumpyScalar):
+        return numpy_ops.compare_emit(em, node, op, args, out_kinds[0])
+    b, pred = em.b, _PREDICATES[op]
+    kinds = [a.kind for a in args]
+    if PY_FLOAT not in kinds:
+        x, y = (to_int64(b, a.value, a.kind) for a in args)
+        return [NValue(PY_BOOL, (b.icmp_signed(pred, x, y),))]
+    if PY_INT in kinds:
+        if kinds[0] == PY_INT:
+            result = compare_int_float(b, pred, args[0].value, args[1].value)
+        else:
+            result = compare_int_float(b, flip(pred), args[1].value, args[0].value)
+        return [NValue(PY_BOOL, (result,))]
+    x, y = (to_double(b, a.value, a.kind) for a in args)
+    result = elementwise(b, op, [x, y], np.dtype(np.bool_), [FLOAT64, FLOAT64])
+    return [NValue(PY_BOOL, (result,))]
+
+
+register_rule([f"aten::{op}" for op in _PREDICATES], _compare_infer, _compare_emit)
+
+
+# ---------------------------------------------------------------------------- unary
+
+
+def _unary_name(node: Node) -> str:
+    return "abs" if node.kind == "prim::abs" else node.kind.split("::", 1)[1]
+
+
+def _unary_infer(node: Node, kinds) -> list[NType]:
+    op = _unary_name(node)
+    if _has_numpy(kinds):
+        return numpy_ops.unary_infer(op, kinds)
+    require_numbers(node, kinds)
+    (kind,) = kinds
+    if kind == PY_FLOAT and op == "invert":
+        raise Unsupported("~ of a float")
+    return [PY_FLOAT if kind == PY_FLOAT else PY_INT]
+
+
+def _unary_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NValue]:
+    op, (arg,), (kind,) = _unary_name(node), args, out_kinds
+    if isinstance(kind, NumpyScalar):
+        return numpy_ops.unary_emit(em, node, op, args, kind)
+    b = em.b
+    if kind == PY_FLOAT:
+        result = {"neg": b.fneg, "pos": lambda x: x,
+                  "abs": lambda x: intrinsic(b, "fabs", x)}[op](arg.value)
+        return [NValue(PY_FLOAT, (result,))]
+    v = to_int64(b, arg.value, arg.kind)
+    negative = b.icmp_signed("<", v, const(I64, 0))
+    result = {"neg": lambda: b.neg(v), "pos": lambda: v, "invert": lambda: b.not_(v),
+              "abs": lambda: b.select(negative, b.neg(v), v)}[op]()
+    return [NValue(PY_INT, (result,))]
+
+
+register_rule(("aten::neg", "aten::pos", "aten::invert", "prim::abs"), _unary_infer,
+              _unary_emit)

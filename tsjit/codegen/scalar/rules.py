@@ -1,0 +1,55 @@
+"""The lowering rule of each op native scalar code supports, found by op name.
+
+A rule answers three questions about a node:
+  - `check(node)`: can any variant of it lower, judging by the IR alone?  The region pass
+    asks this (optimistically: a `Tensor` may turn out to be an element or an array).
+  - `infer(node, kinds)`: the run-time kinds of its results for these input kinds, or
+    `Unsupported`; inference asks this for each variant.
+  - `emit(em, node, args, out_kinds)`: the LLVM code, given the inputs' values.
+
+Rules live in the modules that implement them (python_ops, numpy_ops); importing this
+package registers them all.  Structural nodes (prim::If, prim::Loop) are the lowering
+core's own business.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ...ir.graph import Node
+from .ntypes import NType
+
+if TYPE_CHECKING:
+    from .emitter import FunctionEmitter
+    from .ntypes import NValue
+
+Infer = Callable[[Node, Sequence[NType]], Sequence[NType]]
+Emit = Callable[["FunctionEmitter", Node, Sequence["NValue"], Sequence[NType]],
+                Sequence["NValue"]]
+Check = Callable[[Node], "str | None"]
+
+
+def _always(node: Node) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Rule:
+    infer: Infer
+    emit: Emit
+    check: Check = _always
+
+
+RULES: dict[str, Rule] = {}
+
+
+def register_rule(kinds: str | Sequence[str], infer: Infer, emit: Emit,
+                  check: Check = _always) -> None:
+    for kind in [kinds] if isinstance(kinds, str) else kinds:
+        assert kind not in RULES, f"two native rules for {kind}"
+        RULES[kind] = Rule(infer, emit, check)
+
+
+def rule_for(node: Node) -> Rule | None:
+    return RULES.get(node.kind)
