@@ -186,6 +186,32 @@ def test_transcendentals_within_4_ulp(name, dtype):
     np.testing.assert_array_max_ulp(got[finite], want[finite], maxulp=4)
 
 
+@pytest.mark.parametrize("dtype", [F32, F64])
+def test_pow_within_4_ulp(dtype):
+    rng = np.random.default_rng(7)
+    base = np.concatenate([rng.uniform(0, 10, 3000), [0.0, 1.0, 2.0, np.inf, np.nan, 0.5]])
+    exponent = np.concatenate([rng.uniform(-8, 8, 3000), [2.0, 0.0, -1.0, 0.5, 1.0, 3.0]])
+    k = spec([(dtype, 1, False)] * 2, [("pow", (0, 1), dtype)], [2])
+    args = [base.astype(dtype), exponent.astype(dtype)]
+    (got,) = compile_kernel(k)(*args)
+    (want,) = numpy_reference(k, args)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    finite = ~np.isnan(want)
+    np.testing.assert_array_max_ulp(got[finite], want[finite], maxulp=4)
+
+
+def test_out_arguments_are_checked_before_the_native_call():
+    kernel = compile_kernel(triad_spec())
+    x = np.ones(8, np.float32)
+    out = np.empty(8, np.float32)
+    (result,) = kernel(x, x, 2.0, out=(out,))
+    assert result is out
+    assert_bitwise_equal(out, np.full(8, 3.0, np.float32))
+    for wrong in (np.empty(4, np.float32), np.empty(8, np.float64)):
+        with pytest.raises(ValueError):
+            kernel(x, x, 2.0, out=(wrong,))
+
+
 def test_float_to_int_casts_match_numpy_on_special_values():
     values = [np.nan, np.inf, -np.inf, 1e20, -1e20, 3e9, -3e9, 300.7, -300.7, -1.0, -0.5,
               2.0**31, 2.0**63, -(2.0**63), 1.8e19, 70000.5]

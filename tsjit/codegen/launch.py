@@ -52,6 +52,8 @@ class Kernel:
             "_broadcast_shapes": np.broadcast_shapes,
             "_overlaps": np.may_share_memory,
             "_check_target": _check_inplace_target,
+            "_check_out": _check_out,
+            "_dtypes": tuple(spec.value_dtype(v) for v in spec.outputs),
             **{
                 f"_alloc{j}": pool.allocator(spec.value_dtype(v), spec.out_rank)
                 for j, v in enumerate(spec.outputs)
@@ -88,6 +90,18 @@ def _check_inplace_target(target: np.ndarray, shape: tuple) -> None:
         raise ValueError("output array is read-only")
 
 
+def _check_out(array: np.ndarray, shape: tuple, dtype: np.dtype) -> None:
+    """An ``out=`` array must be exactly what the kernel writes: anything else would make
+    the native code write out of bounds."""
+    if type(array) is not np.ndarray or array.shape != shape or array.dtype != dtype:
+        raise ValueError(
+            f"out= needs an ndarray of shape {shape} and dtype {dtype}, got "
+            f"{type(array).__name__} {getattr(array, 'shape', '')} {getattr(array, 'dtype', '')}"
+        )
+    if not array.flags.writeable:
+        raise ValueError("output array is read-only")
+
+
 def _call_source(spec: KernelSpec) -> str:
     """Python source of the per-kernel call function (see the module docstring)."""
     params = [f"a{i}" for i in range(len(spec.inputs))]
@@ -113,8 +127,16 @@ def _call_source(spec: KernelSpec) -> str:
                 lines.append(f"        {a} = {a}.copy()")
     fresh = [j for j in range(len(spec.outputs)) if spec.inplace_target(j) is None]
     model = full_rank[0] if full_rank else "None"
-    for position, j in enumerate(fresh):
-        lines.append(f"    o{j} = _alloc{j}(shape, {model}) if out is None else out[{position}]")
+    if fresh:
+        lines.append("    if out is None:")
+        for j in fresh:
+            lines.append(f"        o{j} = _alloc{j}(shape, {model})")
+        # Caller-supplied outputs: the native code trusts their shape and dtype.
+        lines.append("    else:")
+        targets = ", ".join(f"o{j}" for j in fresh)
+        lines.append(f"        ({targets},) = out")
+        for j in fresh:
+            lines.append(f"        _check_out(o{j}, shape, _dtypes[{j}])")
     # The tuple must stay referenced until the native call returns: it reads the items.
     operands = ", ".join(arrays + [f"o{j}" for j in fresh])
     lines.append(f"    operands = ({operands},)")
