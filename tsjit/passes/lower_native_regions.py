@@ -191,9 +191,10 @@ def _walk(node: Node):
 
 
 def _extract(run: list[Node]) -> tuple[Graph, list[Value], list[Value]]:
-    """The region's graph, the outside values it reads (in order of first use) and the
-    values of the run read after it.  Constants from before the run are copied into the
-    region; constants of the run that are also read after it stay where they are too."""
+    """The region's graph, the outside values it reads (the function's parameters in their
+    order, then others in order of first use) and the values of the run read after it.
+    Constants from before the run are copied into the region; constants of the run that
+    are also read after it stay where they are too."""
     nodes = [n for node in run for n in _walk(node)]
     inside = set(nodes) | {b.return_node for n in nodes for b in n.blocks}
     defined = {v for n in nodes if n.kind != "prim::Constant" for v in n.outputs} | {
@@ -208,6 +209,8 @@ def _extract(run: list[Node]) -> tuple[Graph, list[Value], list[Value]]:
                 constants.append(v.node)
         elif v not in defined and v not in inputs:
             inputs.append(v)
+    top = run[0].block.graph.inputs
+    inputs.sort(key=lambda v: top.index(v) if v in top else len(top))   # parameters first
     outputs = [v for node in run if node.kind != "prim::Constant" for v in node.outputs
                if any(user not in inside for user, _ in v.uses)]
     region = Graph()

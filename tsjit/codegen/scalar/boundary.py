@@ -32,6 +32,7 @@ from .ntypes import (
     OptionalScalar,
     PyScalar,
     Shape,
+    Tagged,
     Tuple,
     Undefined,
 )
@@ -65,6 +66,8 @@ def box(em: FunctionEmitter, value: NValue) -> ir.Value:
         return _new_ref(em, value.parts[0])
     if isinstance(kind, OptionalScalar):
         return _box_optional(em, value)
+    if isinstance(kind, Tagged):
+        return _box_tagged(em, value)
     if isinstance(kind, (Tuple, Shape)):
         elems = kind.elems if isinstance(kind, Tuple) else (PyScalar("int"),) * kind.rank
         return _box_tuple(em, elems, value.parts)
@@ -105,6 +108,22 @@ def _box_optional(em: FunctionEmitter, value: NValue) -> ir.Value:
     phi = b.phi(PTR)
     phi.add_incoming(none_obj, none_end)
     phi.add_incoming(obj, obj_end)
+    return phi
+
+
+def _box_tagged(em: FunctionEmitter, value: NValue) -> ir.Value:
+    b = em.b
+    python, numpy = value.kind.alternatives(value.parts)
+    with b.if_else(value.parts[0]) as (then, otherwise):
+        with then:
+            numpy_obj = box(em, numpy)
+            numpy_end = b.block
+        with otherwise:
+            python_obj = box(em, python)
+            python_end = b.block
+    phi = b.phi(PTR)
+    phi.add_incoming(numpy_obj, numpy_end)
+    phi.add_incoming(python_obj, python_end)
     return phi
 
 

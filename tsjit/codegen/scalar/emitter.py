@@ -25,6 +25,7 @@ from ...interpreter.control import INT64_MAX, LoopParts, is_constant
 from ...ir.graph import Block, Graph, Node, Value
 from . import cpython
 from .boundary import box, unbox
+from .inference import infer_node
 from .ntypes import (
     I1,
     I64,
@@ -34,6 +35,7 @@ from .ntypes import (
     NType,
     NValue,
     OptionalScalar,
+    Tagged,
     Tuple,
     Undefined,
 )
@@ -218,11 +220,34 @@ class FunctionEmitter:
             elif node.kind == "prim::Loop":
                 self._loop(node)
             else:
-                args = [self.values[v] for v in node.inputs]
-                outs = RULES[node.kind].emit(self, node, args,
-                                             [self.kinds[v] for v in node.outputs])
+                outs = self.emit_node(node, [self.values[v] for v in node.inputs])
                 for v, nv in zip(node.outputs, outs):
                     self.values[v] = nv
+
+    def emit_node(self, node: Node, args: list[NValue]) -> list[NValue]:
+        """The node's rule applied to `args`; a Tagged argument is split: each of its
+        alternatives gets its own branch, and the results are joined."""
+        for k, arg in enumerate(args):
+            if isinstance(arg.kind, Tagged):
+                return self._split(node, args, k)
+        out_kinds = infer_node(node, [a.kind for a in args])
+        return list(RULES[node.kind].emit(self, node, args, out_kinds))
+
+    def _split(self, node: Node, args: list[NValue], k: int) -> list[NValue]:
+        b, tagged = self.b, args[k]
+        python_bb, numpy_bb, join_bb = (self.fn.append_basic_block(n)
+                                        for n in ("python", "numpy", "joined"))
+        b.cbranch(tagged.parts[0], numpy_bb, python_bb)
+        arrivals = []
+        for alternative, bb in zip(tagged.kind.alternatives(tagged.parts), (python_bb, numpy_bb)):
+            b.position_at_end(bb)
+            outs = self.emit_node(node, [*args[:k], alternative, *args[k + 1:]])
+            arrivals.append((outs, b.block))
+            b.branch(join_bb)
+        b.position_at_end(join_bb)
+        joined = infer_node(node, [a.kind for a in args])
+        return [self.merge([(outs[i], bb) for outs, bb in arrivals], kind)
+                for i, kind in enumerate(joined)]
 
     def _if(self, node: Node) -> None:
         b = self.b
@@ -303,6 +328,12 @@ def coerce(value: NValue, kind: NType) -> tuple[ir.Value, ...]:
             return (ir.Constant(I1, 0), *value.parts)
         return (ir.Constant(I1, 1),
                 *(ir.Constant(t, ir.Undefined) for t in kind.elem.components()))
+    if isinstance(kind, Tagged):
+        python, numpy = (tuple(ir.Constant(t, ir.Undefined) for t in k.components())
+                         for k in (kind.python, kind.numpy))
+        if value.kind == kind.python:
+            return (ir.Constant(I1, 0), *value.parts, *numpy)
+        return (ir.Constant(I1, 1), *python, *value.parts)
     if isinstance(kind, Tuple):
         parts, offset = [], 0
         for source, target in zip(value.kind.elems, kind.elems):

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from ...interpreter.control import LoopParts
 from ...ir.graph import Block, Graph, Node, Value
-from .ntypes import PY_BOOL, PY_INT, NType, Unsupported, join
+from .ntypes import PY_BOOL, PY_INT, NType, Tagged, Unsupported, join
 from .rules import RULES
 
 _MAX_WIDENINGS = 8
@@ -29,11 +29,21 @@ def _infer_block(block: Block, kinds: dict[Value, NType]) -> None:
         elif node.kind == "prim::Loop":
             _infer_loop(node, kinds)
         else:
-            rule = RULES.get(node.kind)
-            if rule is None:
-                raise Unsupported(f"no native lowering of {node.kind}")
-            outs = rule.infer(node, [kinds[v] for v in node.inputs])
-            kinds.update(zip(node.outputs, outs))
+            kinds.update(zip(node.outputs, infer_node(node, [kinds[v] for v in node.inputs])))
+
+
+def infer_node(node: Node, kinds: Sequence[NType]) -> list[NType]:
+    """The kinds of a node's results; an input that is Tagged (a Python number or a NumPy
+    scalar) is inferred both ways and the results joined, as the emitter branches."""
+    for k, kind in enumerate(kinds):
+        if isinstance(kind, Tagged):
+            both = [infer_node(node, [*kinds[:k], alternative, *kinds[k + 1:]])
+                    for alternative in (kind.python, kind.numpy)]
+            return [join(a, b) for a, b in zip(*both)]
+    rule = RULES.get(node.kind)
+    if rule is None:
+        raise Unsupported(f"no native lowering of {node.kind}")
+    return list(rule.infer(node, kinds))
 
 
 def _require(kind: NType, expected: NType, node: Node, what: str) -> None:

@@ -109,6 +109,26 @@ class OptionalScalar(NType):
 
 
 @dataclass(frozen=True)
+class Tagged(NType):
+    """A Python number on some paths and a NumPy scalar on others: the accumulator of
+    `s = 0.0; for i: s += x[i]` is a Python float until the loop has run once.  An i1 tag
+    (True: the NumPy scalar) and both kinds' components; operations branch on the tag."""
+
+    python: PyScalar
+    numpy: NumpyScalar
+
+    def components(self) -> tuple[ir.Type, ...]:
+        return (I1, *self.python.components(), *self.numpy.components())
+
+    def alternatives(self, parts: tuple[ir.Value, ...]) -> tuple[NValue, NValue]:
+        n = len(self.python.components())
+        return (NValue(self.python, parts[1:1 + n]), NValue(self.numpy, parts[1 + n:]))
+
+    def __str__(self) -> str:
+        return f"{self.python}|{self.numpy}"
+
+
+@dataclass(frozen=True)
 class NumpyScalar(NType):
     """A NumPy scalar (`np.float32(1.5)`), such as an array element read by `x[i]`."""
 
@@ -200,6 +220,11 @@ def join(a: NType, b: NType) -> NType:
         if x == NONE and isinstance(y, OptionalScalar):
             return y
         if isinstance(x, OptionalScalar) and x.elem == y:
+            return x
+    for x, y in ((a, b), (b, a)):
+        if isinstance(x, PyScalar) and isinstance(y, NumpyScalar):
+            return Tagged(x, y)
+        if isinstance(x, Tagged) and y in (x.python, x.numpy):
             return x
     if isinstance(a, Tuple) and isinstance(b, Tuple) and len(a.elems) == len(b.elems):
         return Tuple(tuple(join(x, y) for x, y in zip(a.elems, b.elems)))

@@ -24,6 +24,7 @@ from .ntypes import (
     OptionalScalar,
     PyScalar,
     Shape,
+    Tagged,
     Tuple,
     Undefined,
 )
@@ -51,6 +52,8 @@ def conform(value: object, kind: NType) -> object:
             return value
     elif isinstance(kind, (Const, Undefined)):
         return value
+    elif isinstance(kind, Tagged):
+        return conform(value, kind.numpy if isinstance(value, np.generic) else kind.python)
     elif isinstance(kind, OptionalScalar):
         return None if value is None else conform(value, kind.elem)
     elif isinstance(kind, (Tuple, Shape)):
