@@ -79,9 +79,12 @@ def bench_triad(n: int, calls: int) -> list[dict]:
         np.multiply(x, a, out=tmp)
         np.add(out, tmp, out=out)
 
+    # "tsjit-new-page": a new np.empty output every call, as without the output pool: on
+    # large arrays the first touch of fresh pages is what the pool saves.
     return [
         compare(f"triad a*x+y fresh n={n}",
-                {"numpy": lambda: a * x + y, "tsjit": lambda: fresh(x, y, a)}, calls),
+                {"numpy": lambda: a * x + y, "tsjit": lambda: fresh(x, y, a),
+                 "tsjit-new-pages": lambda: fresh(x, y, a, out=(np.empty_like(y),))}, calls),
         compare(f"triad y += a*x in place n={n}",
                 {"numpy": numpy_inplace, "tsjit": lambda: inplace(x, out, a)}, calls),
     ]

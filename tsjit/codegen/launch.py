@@ -57,6 +57,7 @@ class Kernel:
             **{
                 f"_alloc{j}": pool.allocator(spec.value_dtype(v), spec.out_rank)
                 for j, v in enumerate(spec.outputs)
+                if spec.inplace_target(j) is None
             },
         }
         exec(compile(source, f"<tsjit kernel {entry}>", "exec"), namespace)
@@ -76,6 +77,7 @@ class Kernel:
 
     @property
     def asm(self) -> str:
+        """Machine assembly of the kernel module (generated on first request)."""
         return self.compiled.asm
 
 
