@@ -378,6 +378,22 @@ def test_inplace_with_overlapping_input_reads_the_original_values():
     assert_bitwise_equal(z, np.arange(10.0) * 2)
 
 
+def test_inplace_into_strided_targets_with_a_second_fresh_output():
+    k = spec([(F64, 2, False), (F64, 2, False)],
+             [("mul", (0, 1), F64), ("add", (0, 1), F64)], [2, 3], inplace=[0, None])
+    rng = np.random.default_rng(8)
+    for make_target in (lambda a: a[:, ::2], lambda a: np.asfortranarray(a)[:, :4],
+                        lambda a: a[::-1, 1:5]):
+        base = rng.standard_normal((6, 8))
+        target = make_target(base)
+        operand = rng.standard_normal(target.shape)
+        want_product, want_sum = target * operand, target + operand
+        product, total = compile_kernel(k)(target, operand)
+        assert product is target
+        assert_bitwise_equal(target, want_product)
+        assert_bitwise_equal(total, want_sum)
+
+
 def test_inplace_errors_match_numpy():
     k = spec([(F64, 1, False), (F64, 1, False)], [("add", (0, 1), F64)], [2], inplace=[0])
     frozen = np.zeros(3)
