@@ -458,6 +458,37 @@ def test_break_and_continue_in_nested_loops():
     check(nested_break_continue, (0,), (3,), (6,))
 
 
+def inner_loop_break_then_more_statements(n: int) -> list[int]:
+    out: list[int] = []
+    for i in range(n):
+        if i % 2 == 0:
+            for j in range(n):
+                if j > i:
+                    break
+                out.append(j)
+            out.append(-i)
+        out.append(100 + i)
+    return out
+
+
+def test_statements_after_an_inner_loop_with_break():
+    check(inner_loop_break_then_more_statements, (0,), (4,))
+
+
+def inner_loop_in_unrolled_loop(t: tuple[int, int]) -> int:
+    total = 0
+    for limit in t:
+        for j in range(10):
+            if j >= limit:
+                break
+            total += j
+    return total
+
+
+def test_break_of_an_inner_loop_inside_an_unrolled_loop():
+    check(inner_loop_in_unrolled_loop, ((3, 5),), ((0, 20),))
+
+
 def while_inside_for(n: int) -> int:
     total = 0
     for i in range(n):

@@ -316,12 +316,14 @@ class ControlFlowMixin:
 
 
 def _contains(node: ast.AST, kinds: tuple, into_loops: bool) -> bool:
+    """Whether `node` has a `kinds` statement; with into_loops=False, not counting those
+    inside a loop (a loop statement's own break/continue do not leave the outer loop)."""
     if isinstance(node, kinds):
         return True
+    if not into_loops and isinstance(node, (ast.For, ast.While)):
+        return False
     for child in ast.iter_child_nodes(node):
         if isinstance(child, (ast.FunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
-        if not into_loops and isinstance(child, (ast.For, ast.While)):
             continue
         if _contains(child, kinds, into_loops):
             return True
