@@ -605,6 +605,24 @@ def test_raise_each_exception_class():
     check(raises, *[(k,) for k in range(7)])
 
 
+def always_raises(kind: int) -> int:
+    if kind > 0:
+        raise ValueError("positive")
+    else:
+        raise KeyError("other")
+
+
+def raises_under_constant_condition(x: int):
+    if True:
+        raise IndexError("always")
+    return x
+
+
+def test_functions_whose_every_path_raises():
+    check(always_raises, (1,), (0,))
+    check(raises_under_constant_condition, (3,))
+
+
 def raise_in_loop(xs: list[int]) -> int:
     total = 0
     for x in xs:

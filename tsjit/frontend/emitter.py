@@ -136,6 +136,8 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
         if not self.frame.exited:
             self.emit_return(None, self.src(self.definition.body[-1]))
         result = self.frame.value_of("$retval", src)
+        if result is None:          # every path raises: the result is never observed
+            result = self.uninitialized(self.graph.block, self.return_type or NoneType)
         if self.return_type is None:
             self.return_type = result.type
         self.graph.block.add_output(result)
