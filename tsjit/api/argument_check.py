@@ -7,64 +7,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.types import (
-    AnyType,
-    BoolType,
-    ClassType,
-    DictType,
-    EnumType,
-    FloatType,
-    IntType,
-    ListType,
-    NoneType,
-    OptionalType,
-    StrType,
-    TensorType,
-    TupleType,
-    Type,
-    UnionType,
-    VarTupleType,
-)
+from ..interpreter.helpers import value_matches
+from ..ir.types import AnyType, BoolType, FloatType, IntType, StrType, TensorType, Type
 
 ARRAY_TYPES = (np.ndarray, np.generic)
 
 
 def value_has_type(value: object, t: Type) -> bool:
-    """Whether a Python value is a value of IR type `t` (Python's numeric tower:
-    a bool is an int, an int is acceptable as a float)."""
-    if t == AnyType:
-        return True
-    if isinstance(t, TensorType):
-        return isinstance(value, ARRAY_TYPES)
-    if t == IntType:
-        return isinstance(value, int)
+    """Whether a Python value may be passed for a parameter of IR type `t`: the
+    interpreter's isinstance, plus Python's numeric tower (an int where a float is
+    annotated, as PEP 484 allows)."""
     if t == FloatType:
         return isinstance(value, (float, int))
-    if t == BoolType:
-        return isinstance(value, bool)
-    if t == StrType:
-        return isinstance(value, str)
-    if t == NoneType:
-        return value is None
-    if isinstance(t, OptionalType):
-        return value is None or value_has_type(value, t.elem)
-    if isinstance(t, UnionType):
-        return any(value_has_type(value, o) for o in t.options)
-    if isinstance(t, ListType):
-        return isinstance(value, list) and all(value_has_type(v, t.elem) for v in value)
-    if isinstance(t, DictType):
-        return isinstance(value, dict) and all(
-            value_has_type(k, t.key) and value_has_type(v, t.value) for k, v in value.items())
-    if isinstance(t, TupleType):
-        if t.py_class is not None:
-            return isinstance(value, t.py_class)
-        return isinstance(value, tuple) and len(value) == len(t.elems) and all(
-            value_has_type(v, e) for v, e in zip(value, t.elems))
-    if isinstance(t, VarTupleType):
-        return isinstance(value, tuple) and all(value_has_type(v, t.elem) for v in value)
-    if isinstance(t, (ClassType, EnumType)):
-        return isinstance(value, t.py_class)
-    return False
+    return value_matches(value, t)
 
 
 _FAST = {IntType: "int", StrType: "str", BoolType: "bool", FloatType: "(float, int)"}
