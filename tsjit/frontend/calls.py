@@ -50,6 +50,9 @@ from .sugared import BoundMethod, CompileTimeTuple, IterableForm, PythonObject, 
 _PY_TYPES = {int: IntType, float: FloatType, bool: BoolType, str: StrType,
              type(None): NoneType, np.ndarray: TENSOR}
 _PY_CONTAINERS = {list: ListType, dict: DictType, tuple: TupleType}
+# `isinstance(x, list)` checked at run time: a list of anything
+_RUNTIME_CONTAINER = {ListType: ListType(AnyType), DictType: DictType(AnyType, AnyType),
+                      TupleType: VarTupleType(AnyType)}
 
 
 class CallMixin:
@@ -247,8 +250,10 @@ class CallMixin:
         if not rest or (value.type != AnyType and not matching):
             result = self.const(bool(matching), src)
         else:
+            runtime = tuple(_RUNTIME_CONTAINER.get(t, t) if isinstance(t, type) else t
+                            for t in targets)
             result = self.insert("prim::isinstance", [value], [BoolType],
-                                 {"types": tuple(targets)}, src).output
+                                 {"types": runtime}, src).output
         refine = ({}, {})
         node = arg_nodes[0]
         if isinstance(node, ast.Name) and matching and rest:
