@@ -420,8 +420,45 @@ def for_list_mutated_while_iterating(xs: list[int]) -> list[int]:
     return xs
 
 
-def test_for_over_list_sees_appends_like_python():
+def breadth_first(start: int, limit: int) -> list[int]:
+    queue = [start]
+    for node in queue:                    # the queue grows while it is iterated
+        if len(queue) < limit:
+            queue.append(node * 2)
+            queue.append(node * 2 + 1)
+    return queue
+
+
+def shrink_while_iterating(xs: list[int]) -> tuple[list[int], int]:
+    seen = 0
+    for x in xs:
+        seen += 1
+        if x % 2 == 0:
+            xs.remove(x)
+    return xs, seen
+
+
+def enumerate_and_zip_growing(xs: list[int]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for i, x in enumerate(xs):
+        if len(xs) < 6:
+            xs.append(x + 10)
+        out.append((i, x))
+    for a, b in zip(xs, range(100)):
+        out.append((a, b))
+    return out
+
+
+def comprehension_over_growing_list(xs: list[int]) -> list[int]:
+    return [x for x in xs if len(xs) > 5 or xs.append(x) is None]
+
+
+def test_for_over_list_sees_appends_and_removals_like_python():
     check(for_list_mutated_while_iterating, ([1, 2],), ([],), ([1, -1, 3],))
+    check(breadth_first, (1, 10), (5, 0))
+    check(shrink_while_iterating, ([1, 2, 4, 5, 6],), ([],), ([2, 2, 2],))
+    check(enumerate_and_zip_growing, ([1],), ([],), ([1, 2, 3],))
+    check(comprehension_over_growing_list, ([1, 2],), ([],))
 
 
 def for_with_tuple_target(pairs_: list[tuple[int, str]]) -> str:

@@ -5,6 +5,8 @@ import ast
 import builtins
 import copy
 import inspect
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -53,6 +55,15 @@ _PY_CONTAINERS = {list: ListType, dict: DictType, tuple: TupleType}
 # `isinstance(x, list)` checked at run time: a list of anything
 _RUNTIME_CONTAINER = {ListType: ListType(AnyType), DictType: DictType(AnyType, AnyType),
                       TupleType: VarTupleType(AnyType)}
+
+
+class Iteration(NamedTuple):
+    """How a loop steps through an iterable: at most `trip` steps, `element(i)` the i-th
+    element, and `has(i)` (when the length may change during the loop) whether there is
+    still an i-th element."""
+    trip: Value
+    element: Callable[[Value], Value]
+    has: Callable[[Value], Value] | None = None
 
 
 class CallMixin:
@@ -293,10 +304,27 @@ class CallMixin:
         items = self.unrolled_items(iterable, src)
         if items is not None:
             return self.unrolled_for(target, items, body, src)
-        trip, bind = self.iteration(iterable, src)
-        self.emit_loop(trip, self.const(True, src), body,
-                       lambda i: self.assign_target(target, bind(i), src), None, src,
-                       target=target)
+        self.loop_over(iterable, lambda element: self.assign_target(target, element, src), body,
+                       src, target)
+
+    def loop_over(self, iterable, bind_element: Callable[[Value], object],
+                  body: list[ast.stmt], src: SourceRange, target: ast.expr | None = None) -> None:
+        """A prim::Loop over a runtime iterable: `bind_element(element)`, then `body`, per
+        element.  A list's length is read again before every step, so the loop sees
+        appends and removals made while it runs, as Python's list iterator does."""
+        it = self.iteration(iterable, src)
+        index: list[Value] = []
+
+        def bind(i: Value) -> None:
+            index.append(i)
+            bind_element(it.element(i))
+
+        first, more = self.const(True, src), None
+        if it.has is not None:
+            first = it.has(self.const(0, src))
+            more = lambda: it.has(self.emit_op("aten::add", [index[-1], self.const(1, src)],  # noqa: E731
+                                               src=src))
+        self.emit_loop(it.trip, first, body, bind, more, src, target=target)
 
     def unrolled_items(self, iterable, src: SourceRange) -> list | None:
         """The elements of an iterable known at compile time (tuples, ModuleLists, enums,
@@ -309,34 +337,51 @@ class CallMixin:
                                     src=src).outputs)
         return None
 
-    def iteration(self, iterable, src: SourceRange):
-        """(trip count, i -> loop variable) for a runtime iterable."""
+    def iteration(self, iterable, src: SourceRange) -> Iteration:
+        """How a loop steps through a runtime iterable."""
         if isinstance(iterable, IterableForm):
             if iterable.kind == "range":
                 start, stop, step = iterable.parts
                 trip = self.emit_op("aten::__range_length", [start, stop, step], src=src)
-                return trip, lambda i: self.emit_op("aten::__derive_index", [i, start, step],
-                                                    src=src)
+                return Iteration(trip, lambda i: self.emit_op(
+                    "aten::__derive_index", [i, start, step], src=src))
             if iterable.kind == "enumerate":
                 inner, start = iterable.parts
-                trip, element = self.iteration(inner, src)
-                return trip, lambda i: self.emit_op("prim::TupleConstruct", [
-                    self.emit_op("aten::add", [start, i], src=src), element(i)], src=src)
+                it = self.iteration(inner, src)
+                return Iteration(it.trip, lambda i: self.emit_op("prim::TupleConstruct", [
+                    self.emit_op("aten::add", [start, i], src=src), it.element(i)], src=src),
+                    it.has)
             if iterable.kind == "zip":
-                loops = [self.iteration(p, src) for p in iterable.parts]
-                trip = loops[0][0]
-                for other, _ in loops[1:]:
-                    trip = self.call_builtin(builtins.min, [trip, other], src)
-                return trip, lambda i: self.emit_op("prim::TupleConstruct",
-                                                    [el(i) for _, el in loops], src=src)
+                its = [self.iteration(p, src) for p in iterable.parts]
+                trip = its[0].trip
+                for other in its[1:]:
+                    trip = self.call_builtin(builtins.min, [trip, other.trip], src)
+                checks = [it.has for it in its if it.has is not None]
+                return Iteration(trip, lambda i: self.emit_op(
+                    "prim::TupleConstruct", [it.element(i) for it in its], src=src),
+                    self.all_of(checks, src) if checks else None)
         value = self.as_value(iterable, src)
         t = value.type
         if isinstance(t, DictType):
             value = self.call_builtin(list, [value], src)
         elif not (isinstance(t, (ListType, VarTupleType, TensorType)) or t == StrType):
             raise CompilationError(f"cannot iterate over a value of type {t.annotation}", src)
-        trip = self.call_builtin(len, [value], src)
-        return trip, lambda i: self.emit_op("aten::__getitem__", [value, i], src=src)
+
+        def element(i: Value) -> Value:
+            return self.emit_op("aten::__getitem__", [value, i], src=src)
+        if isinstance(t, ListType):       # may change length while the loop runs
+            return Iteration(self.trip_count_forever(src), element, lambda i: self.emit_op(
+                "aten::lt", [i, self.call_builtin(len, [value], src)], src=src))
+        return Iteration(self.call_builtin(len, [value], src), element)
+
+    def all_of(self, checks: list[Callable[[Value], Value]], src: SourceRange):
+        """i -> whether every check holds at i (zip: every list still has an element)."""
+        def has(i: Value) -> Value:
+            result = checks[0](i)
+            for check in checks[1:]:
+                result = self.emit_op("aten::and", [result, check(i)], src=src)
+            return result
+        return has
 
     def unrolled_for(self, target, items: list, body: list[ast.stmt], src) -> None:
         """Loops over tuples and ModuleLists: one copy of the body per element."""
@@ -358,20 +403,17 @@ class CallMixin:
 
     def materialize_iterable(self, form: IterableForm, src: SourceRange) -> Value:
         """range/enumerate/zip used as a value: built as a list, as list(...) would."""
-        out: list = []
         element_types: list[Type] = []
         result = self.insert("prim::ListConstruct", [], [ListType(UninitializedType)],
                              src=src).output
-        trip, element = self.iteration(form, src)
 
-        def bind(i):
-            item = element(i)
+        def append(item: Value) -> None:
             if not element_types:
                 element_types.append(item.type)
                 result.type = ListType(item.type)
-            out.append(self.call_op(lookup_method(result.type, "append"), [result, item], {},
-                                    src, "append"))
-        self.emit_loop(trip, self.const(True, src), [], bind, None, src)
+            self.call_op(lookup_method(result.type, "append"), [result, item], {}, src,
+                         "append")
+        self.loop_over(form, append, [], src)
         return result
 
     # ---- comprehensions
@@ -437,10 +479,8 @@ class CallMixin:
                 self.assign_target(first.target, item, src)
                 body()
             return
-        trip, bind = self.iteration(iterable, src)
-        self.emit_loop(trip, self.const(True, src), [marker],
-                       lambda i: (self.assign_target(first.target, bind(i), src), body()),
-                       None, src)
+        self.loop_over(iterable, lambda element: (self.assign_target(first.target, element, src),
+                                                  body()), [marker], src)
 
     def next_comprehension_id(self) -> int:
         self.comprehension_count = getattr(self, "comprehension_count", 0) + 1
