@@ -10,6 +10,7 @@ import numpy as _np
 from .api.module import Module, ModuleDict, ModuleList
 from .api.script import script
 from .api.script_function import ScriptFunction, ScriptModule
+from .config import set_fusion_enabled, set_native_enabled, set_num_threads, set_profiling_runs
 from .decorators import Final, annotate, export, ignore, is_scripting, isinstance, unused
 from .frontend.errors import CompilationError
 
@@ -18,5 +19,6 @@ Tensor = _np.ndarray
 __all__ = [
     "CompilationError", "Final", "Module", "ModuleDict", "ModuleList", "ScriptFunction",
     "ScriptModule", "Tensor", "annotate", "export", "ignore", "is_scripting", "isinstance",
-    "script", "unused",
+    "script", "set_fusion_enabled", "set_native_enabled", "set_num_threads",
+    "set_profiling_runs", "unused",
 ]

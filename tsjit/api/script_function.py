@@ -52,8 +52,28 @@ class ScriptFunction:
     def code(self) -> str:
         return python_source(self.compiled.graph, self.name)
 
-    def graph_for(self, *args) -> Graph:
-        return self.executor.graph_for(*args)
+    def _executor_args(self, args: tuple, kwargs: dict) -> tuple:
+        """The executor's arguments for a call with `args` and `kwargs` (checked)."""
+        if kwargs or len(args) != self._arity:
+            args = self._bind(args, kwargs)
+        self._check(*args)
+        return args
+
+    def graph_for(self, *args, **kwargs) -> Graph:
+        """The optimized graph calls like this one run (guards, fusion groups, fallbacks);
+        the function runs with these arguments until it is specialized."""
+        return self.executor.graph_for(*self._executor_args(args, kwargs))
+
+    def inspect_llvm(self, *args, **kwargs) -> str:
+        """LLVM IR of the native code a call with these arguments runs (the function
+        runs once more to see which)."""
+        kernels = self.executor.kernels_for(*self._executor_args(args, kwargs))
+        return "".join(f"; {k.label}\n{k.kernel.llvm_ir}\n" for k in kernels)
+
+    def inspect_asm(self, *args, **kwargs) -> str:
+        """Machine assembly of that native code (see inspect_llvm)."""
+        kernels = self.executor.kernels_for(*self._executor_args(args, kwargs))
+        return "".join(f"# {k.label}\n{k.kernel.asm}\n" for k in kernels)
 
     def stats(self) -> dict[str, int]:
         return self.executor.stats()
@@ -80,6 +100,12 @@ class ScriptMethod(ScriptFunction):
             args = self._bind((self.instance, *args), kwargs)[1:]
         self._check_all(self.instance, *args)
         return self.executor(self.instance, *args)
+
+    def _executor_args(self, args: tuple, kwargs: dict) -> tuple:
+        if kwargs or len(args) != self._arity:
+            args = self._bind((self.instance, *args), kwargs)[1:]
+        self._check_all(self.instance, *args)
+        return (self.instance, *args)
 
 
 class ScriptModule:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .graph import Block, Graph, Node, Value
+from .printer import SUBGRAPH
 from .types import (
     AnyType,
     BoolType,
@@ -367,6 +368,32 @@ class _Parser:
 
     # ---- graphs
     def graph(self) -> Graph:
+        """A graph, then the `with <kind>_<k> = graph(...)` sections of the subgraphs its
+        nodes (and theirs) hold; each section has its own value names."""
+        graph = self.graph_body()
+        sections: dict[str, tuple[Graph, _Token]] = {}
+        while self.accept("with"):
+            label = self.expect_kind("kind", "a subgraph label (prim::FusionGroup_0)")
+            if label.text in sections:
+                raise self.error(f"subgraph {label.text} is defined twice", label)
+            self.expect("=")
+            outer, self.values = self.values, {}
+            sections[label.text] = (self.graph_body(), label)
+            self.values = outer
+        self.end()
+        unused = dict(sections)
+        for g in [graph, *(sub for sub, _ in sections.values())]:
+            for node in g.nodes():
+                if node.kind in sections:
+                    unused.pop(node.kind, None)
+                    node.attrs[SUBGRAPH] = sections[node.kind][0]
+                    node.kind = node.kind.rpartition("_")[0]
+        if unused:
+            raise self.error(f"no node is labelled {next(iter(unused))}",
+                             next(iter(unused.values()))[1])
+        return graph
+
+    def graph_body(self) -> Graph:
         graph = Graph()
         self.expect("graph")
         self.expect("(")
@@ -375,7 +402,6 @@ class _Parser:
         self.body(graph.block)
         self.expect("return")
         self.block_outputs(graph.block)
-        self.end()
         return graph
 
     def declaration(self) -> tuple[_Token, Type]:

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import enum
+import itertools
 import json
 import math
 
@@ -73,11 +74,20 @@ def format_attr(value: object) -> str:
     return f"Py({type(value).__module__}.{type(value).__qualname__}(...))"
 
 
+SUBGRAPH = "subgraph"   # the attribute holding a node's Graph (fusion groups, fallbacks)
+
+
 class GraphPrinter:
-    def __init__(self, with_source: bool = True):
+    """Prints a graph; a node's `subgraph` attribute is printed after the graph, as
+    TorchScript does: the node shows as `prim::FusionGroup_0(...)` and the graph follows
+    as `with prim::FusionGroup_0 = graph(...)` (labels numbered across the whole text)."""
+
+    def __init__(self, with_source: bool = True, labels: itertools.count | None = None):
         self.name = ValueNamer()
         self.with_source = with_source
         self.lines: list[str] = []
+        self.labels = labels or itertools.count()
+        self.subgraphs: list[tuple[str, Graph]] = []
 
     def ref(self, v: Value) -> str:
         return "%" + self.name(v)
@@ -90,6 +100,9 @@ class GraphPrinter:
         self.lines.append("graph(" + (",\n      ".join(params)) + "):")
         self.print_nodes(graph.block, 1)
         self.lines.append(f"  return ({', '.join(map(self.ref, graph.outputs))})")
+        for label, subgraph in self.subgraphs:
+            text = GraphPrinter(self.with_source, self.labels).print_graph(subgraph)
+            self.lines.append(f"with {label} = {text.rstrip()}")
         return "\n".join(self.lines) + "\n"
 
     def print_nodes(self, block: Block, depth: int) -> None:
@@ -99,10 +112,15 @@ class GraphPrinter:
     def print_node(self, node: Node, depth: int) -> None:
         pad = "  " * depth
         lhs = ", ".join(self.decl(v) for v in node.outputs)
+        kind = node.kind
+        shown = {k: v for k, v in node.attrs.items() if k != SUBGRAPH}
+        if isinstance(node.attrs.get(SUBGRAPH), Graph):
+            kind = f"{kind}_{next(self.labels)}"
+            self.subgraphs.append((kind, node.attrs[SUBGRAPH]))
         attrs = ""
-        if node.attrs:
-            attrs = "[" + ", ".join(f"{k}={format_attr(v)}" for k, v in node.attrs.items()) + "]"
-        rhs = f"{node.kind}{attrs}({', '.join(map(self.ref, node.inputs))})"
+        if shown:
+            attrs = "[" + ", ".join(f"{k}={format_attr(v)}" for k, v in shown.items()) + "]"
+        rhs = f"{kind}{attrs}({', '.join(map(self.ref, node.inputs))})"
         line = f"{pad}{lhs} = {rhs}" if lhs else pad + rhs
         if self.with_source and node.source is not None:
             line += f"  # {node.source}"

@@ -2,6 +2,7 @@
 from . import (  # noqa: F401  (each module registers its ops on import)
     builtin_ops,
     container_ops,
+    executor_ops,
     iteration_ops,
     math_ops,
     native_ops,

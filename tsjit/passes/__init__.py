@@ -18,8 +18,12 @@ from ..ir.printer import print_graph
 from .common_subexpression_elimination import eliminate_common_subexpressions
 from .constant_propagation import propagate_constants
 from .dead_code_elimination import eliminate_dead_code
+from .fuse_elementwise import fuse_elementwise
 from .inline_calls import inline_calls
+from .insert_guards import insert_guards
 from .peephole import peephole
+from .profile_insertion import insert_profiles
+from .specialize_types import specialize_types
 
 Pass = Callable[[Graph], None]
 
@@ -29,6 +33,11 @@ PASSES: dict[str, Pass] = {
     "peephole": peephole,
     "common_subexpression_elimination": eliminate_common_subexpressions,
     "dead_code_elimination": eliminate_dead_code,
+    # the profiling executor's passes (tsjit/executor/pipeline.py runs them)
+    "profile_insertion": insert_profiles,
+    "specialize_types": specialize_types,
+    "fuse_elementwise": fuse_elementwise,
+    "insert_guards": insert_guards,
 }
 
 # The passes repeated until a fixed point, in order.
@@ -57,5 +66,6 @@ def _run(name: str, graph: Graph) -> None:
     log.debug("after %s:\n%s", name, graph)
 
 
-__all__ = ["PASSES", "eliminate_common_subexpressions", "eliminate_dead_code", "inline_calls",
-           "peephole", "propagate_constants", "run_canonical_passes"]
+__all__ = ["PASSES", "eliminate_common_subexpressions", "eliminate_dead_code", "fuse_elementwise",
+           "inline_calls", "insert_guards", "insert_profiles", "peephole", "propagate_constants",
+           "run_canonical_passes", "specialize_types"]

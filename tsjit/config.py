@@ -1,0 +1,119 @@
+"""Process-wide switches of the optimizing executor, and the logging of its decisions.
+
+Every switch has an environment variable read once at import (so a program can be run
+with the fuser off without editing it) and a setter for use in code:
+
+    TSJIT_PROFILING_RUNS=n   set_profiling_runs(n)    calls profiled before specializing (1)
+    TSJIT_FUSION=0           set_fusion_enabled(b)    fuse elementwise ops into kernels (1)
+    TSJIT_NATIVE=0           set_native_enabled(b)    any LLVM code at all (1)
+    TSJIT_NUM_THREADS=n      set_num_threads(n)       threads of native kernels (tsjit.runtime)
+    TSJIT_LOG=fuser,guards   logging of compile decisions ("all" for every tsjit logger)
+
+A setter does not touch compiled code behind the caller's back mid-call: it tells every
+executor (they subscribe with `on_change`) to drop its specializations, so the next call
+of each scripted function profiles again under the new settings.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Callable
+
+PROFILING_RUNS_ENV = "TSJIT_PROFILING_RUNS"
+FUSION_ENV = "TSJIT_FUSION"
+NATIVE_ENV = "TSJIT_NATIVE"
+LOG_ENV = "TSJIT_LOG"
+
+
+def _flag(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None or not value.strip():
+        return default
+    return value.strip().lower() not in ("0", "false", "no", "off")
+
+
+def _positive_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None or not value.strip():
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    return number
+
+
+_settings = {
+    "profiling_runs": _positive_int(PROFILING_RUNS_ENV, 1),
+    "fusion": _flag(FUSION_ENV, True),
+    "native": _flag(NATIVE_ENV, True),
+}
+_listeners: list[Callable[[], None]] = []
+
+
+def on_change(listener: Callable[[], None]) -> None:
+    """Call `listener()` after every change of a setting (executors reset themselves)."""
+    _listeners.append(listener)
+
+
+def _set(key: str, value: object) -> None:
+    if _settings[key] != value:
+        _settings[key] = value
+        for listener in list(_listeners):
+            listener()
+
+
+def set_profiling_runs(n: int) -> None:
+    """Profile `n` calls (each in the interpreter) before specializing a graph."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"set_profiling_runs() expects an int >= 1, got {n!r}")
+    _set("profiling_runs", n)
+
+
+def profiling_runs() -> int:
+    return _settings["profiling_runs"]
+
+
+def set_fusion_enabled(enabled: bool) -> None:
+    """Turn the elementwise fuser on or off (off: those ops stay in the interpreter)."""
+    _set("fusion", bool(enabled))
+
+
+def fusion_enabled() -> bool:
+    return _settings["fusion"] and _settings["native"]
+
+
+def set_native_enabled(enabled: bool) -> None:
+    """Turn every kind of native code off (off: the reference interpreter runs everything)."""
+    _set("native", bool(enabled))
+
+
+def native_enabled() -> bool:
+    return _settings["native"]
+
+
+def set_num_threads(n: int) -> None:
+    """Threads native kernels use, the calling thread included."""
+    from . import runtime
+    runtime.set_num_threads(n)
+
+
+def configure_logging(spec: str | None) -> None:
+    """Send the named tsjit loggers' DEBUG records to stderr: `spec` is a comma-separated
+    list such as "fuser,guards" (logger names under `tsjit.`), or "all"."""
+    if not spec:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
+    for name in (part.strip() for part in spec.split(",")):
+        if not name:
+            continue
+        logger = logging.getLogger("tsjit" if name == "all" else f"tsjit.{name}")
+        logger.setLevel(logging.DEBUG)
+        logger.addHandler(handler)
+
+
+configure_logging(os.environ.get(LOG_ENV))

@@ -1,0 +1,146 @@
+"""The run-time side of `prim::FusionGroup`: a compiled kernel behind a generated launcher.
+
+The group's guard has already checked dtypes and ranks.  What only the call can tell is
+checked here, and on the rare path only: when the array inputs' shapes differ, their
+broadcast must exist and each output (and each array written in place) must have exactly
+that shape, as NumPy would give it; an array written in place must be writeable.  When a
+check fails the launcher runs the group's ops in the interpreter instead (a bailout),
+which computes NumPy's result or raises NumPy's error.  Otherwise it is one call of the
+kernel (see `codegen.launch`), with constants passed as literals.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+
+from ..interpreter import compile_graph
+from ..interpreter.rendering import literal
+from ..ir.graph import Graph, Node
+from ..passes.elementwise_kernel import FusedKernel, build_group, read_call
+from ..passes.insert_guards import unspecialized
+
+log = logging.getLogger("tsjit.fuser")
+
+
+def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """NumPy's broadcast of shapes (ValueError if there is none), without creating arrays
+    as `np.broadcast_shapes` does (several times slower on a call's critical path)."""
+    rank = max(map(len, shapes))
+    result = [1] * rank
+    for shape in shapes:
+        offset = rank - len(shape)
+        for d, extent in enumerate(shape):
+            current = result[offset + d]
+            if extent != current:
+                if current == 1:
+                    result[offset + d] = extent
+                elif extent != 1:
+                    raise ValueError(f"shapes {shapes} cannot be broadcast together")
+    return tuple(result)
+
+
+class InterpretedGroup:
+    """A group's ops run by the interpreter (compiled on first use): the bailout."""
+
+    def __init__(self, graph: Graph, name: str, on_run: Callable[[], None]):
+        self.graph = graph
+        self.name = name
+        self.on_run = on_run
+        self.fn: Callable | None = None
+
+    def __call__(self, *args):
+        if self.fn is None:
+            self.fn = compile_graph(self.graph, self.name).fn
+        self.on_run()
+        return self.fn(*args)
+
+
+class FusionRuntime:
+    """One FusionGroup: its kernel, its launcher (`launch`) and its launch count."""
+
+    def __init__(self, label: str, subgraph: Graph, fused: FusedKernel, kernel,
+                 bailout: Callable):
+        self.label = label
+        self.kernel = kernel
+        self.counter = [0]
+        self.launch = _launcher(label, subgraph, fused, kernel, bailout, self.counter)
+
+    @property
+    def launches(self) -> int:
+        return self.counter[0]
+
+
+def _launcher(label: str, subgraph: Graph, fused: FusedKernel, kernel, bailout: Callable,
+              counter: list[int]) -> Callable:
+    params = [f"a{i}" for i in range(len(subgraph.inputs))]
+    name_of = {v: p for v, p in zip(subgraph.inputs, params)}
+    namespace: dict[str, object] = {"_call": kernel.call, "_bailout": bailout,
+                                    "_broadcast": broadcast_shapes, "_launches": counter}
+    args = []
+    for k, feed in enumerate(fused.feeds):
+        if feed.value is not None:
+            args.append(name_of[feed.value])
+            continue
+        text = literal(feed.constant)
+        if text is None or (type(feed.constant) is float and not math.isfinite(feed.constant)):
+            namespace[f"_c{k}"] = feed.constant
+            text = f"_c{k}"
+        args.append(text)
+    array = {k: name_of[f.value] for k, f in enumerate(fused.feeds)
+             if not fused.spec.inputs[k].is_scalar}
+    bail = f"return _bailout({', '.join(params)})"
+    lines = [f"def launch({', '.join(params)}):"]
+    arrays = list(array.values())
+    if len(arrays) > 1:
+        lines += [f"    shape = {arrays[0]}.shape",
+                  f"    if {' or '.join(f'{a}.shape != shape' for a in arrays[1:])}:",
+                  "        try:",
+                  f"            shape = _broadcast({', '.join(f'{a}.shape' for a in arrays)})",
+                  "        except ValueError:",
+                  f"            {bail}"]
+        for check in fused.shape_checks:
+            names = [array[k] for k in sorted(check)]
+            actual = f"{names[0]}.shape" if len(names) == 1 else \
+                f"_broadcast({', '.join(f'{a}.shape' for a in names)})"
+            lines.append(f"        if {actual} != shape:")
+            lines.append(f"            {bail}")
+    for k in fused.written:
+        lines.append(f"    if not {array[k]}.flags.writeable:")
+        lines.append(f"        {bail}")
+    lines.append("    _launches[0] += 1")
+    call = f"_call({', '.join(args)})"
+    order = [next(j for j, out in enumerate(fused.outputs) if out.root is v)
+             for v in subgraph.outputs]
+    if len(order) == 1:
+        lines.append(f"    return {call}[{order[0]}]")
+    elif order == list(range(len(fused.outputs))):
+        lines.append(f"    return {call}")
+    else:
+        lines.append(f"    results = {call}")
+        lines.append(f"    return ({', '.join(f'results[{j}]' for j in order)},)")
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, f"<tsjit launcher {label}>", "exec"), namespace)
+    return namespace["launch"]
+
+
+def lower_fusion_group(node: Node, context) -> Callable:
+    """The launcher of a FusionGroup node; its ops in the interpreter if compiling fails."""
+    subgraph = node.attrs["subgraph"]
+    label = f"{context.name} #{context.next_label()}"
+    bailout = InterpretedGroup(unspecialized(subgraph), f"{context.name}_group",
+                               context.count_bailout)
+    from ..codegen.launch import compile_kernel  # LLVM loads on the first compile only
+
+    outputs = set(subgraph.outputs)
+    try:
+        fused = build_group([n for n in subgraph.nodes() if read_call(n) is not None],
+                            outputs.__contains__)
+        kernel = compile_kernel(fused.spec)
+    except Exception:   # a bug in code generation must cost speed, never a wrong result
+        log.warning("%s: kernel compilation failed; the group runs in the interpreter",
+                    label, exc_info=True)
+        return bailout
+    runtime = FusionRuntime(label, subgraph, fused, kernel, bailout)
+    context.add_kernel(runtime)
+    return runtime.launch

@@ -1,0 +1,100 @@
+"""What happens to a specialized graph: the one place where native code plugs in.
+
+After profiling, the executor gives each profiled value its observed type
+(`specialize_types`), then runs OPTIMIZATION_PASSES in order.  A pass that compiles part
+of the graph to native code replaces that part by a node of a `guarded` op (registered
+with `attrs={"guarded": True}`) whose `subgraph` attribute holds the replaced nodes over
+parameters typed as the native code assumes them; `insert_guards`, which runs after every
+such pass, wraps each guarded node in a `prim::TypeCheck` and a `prim::FallbackGraph`.
+
+Then every node whose kind has an entry in LOWERINGS gets its run-time object,
+`attrs["runtime"] = LOWERINGS[kind](node, context)`: a callable that the interpreter's
+generated code calls with the node's inputs (the op's template is `{runtime}(inputs)`)
+and that returns its result (a tuple for several outputs).  A pass adding a native op
+adds its lowering here.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .. import config
+from ..ir.graph import Graph, Node
+from ..passes.dead_code_elimination import eliminate_dead_code
+from ..passes.fuse_elementwise import fuse_elementwise
+from ..passes.insert_guards import insert_guards
+from .fusion_runtime import lower_fusion_group
+from .guards import lower_type_check
+
+
+@dataclass(frozen=True)
+class OptimizationPass:
+    name: str
+    run: Callable[[Graph], None]
+    enabled: Callable[[], bool]
+
+
+# The passes that compile parts of a specialized graph to native code, in order.
+OPTIMIZATION_PASSES: list[OptimizationPass] = [
+    OptimizationPass("fuse_elementwise", fuse_elementwise, config.fusion_enabled),
+    # Native scalar code goes here: it replaces scalar regions by guarded native nodes.
+]
+
+
+class LoweringContext:
+    """What a lowering may ask of the executor whose graph it lowers."""
+
+    def __init__(self, name: str, filename: str, stats, fallback: Callable[[Graph], Callable]):
+        self.name = name
+        self.filename = filename
+        self.stats = stats
+        self.fallback = fallback
+        self.kernels: list = []
+        self._labels = 0
+
+    def next_label(self) -> int:
+        self._labels += 1
+        return self._labels - 1
+
+    def add_kernel(self, runtime) -> None:
+        self.kernels.append(runtime)
+        self.stats.kernels.append(runtime)
+
+    def count_guard_failure(self) -> None:
+        self.stats.guard_failures += 1
+
+    def count_bailout(self) -> None:
+        self.stats.bailouts += 1
+
+
+Lowering = Callable[[Node, LoweringContext], Callable]
+
+LOWERINGS: dict[str, Lowering] = {
+    "prim::TypeCheck": lower_type_check,
+    "prim::FusionGroup": lower_fusion_group,
+    "prim::FallbackGraph": lambda node, context: context.fallback(node.attrs["subgraph"]),
+}
+
+
+def native_passes_enabled() -> bool:
+    """Whether any pass that produces native code would run (else: nothing to profile)."""
+    return config.native_enabled() and any(p.enabled() for p in OPTIMIZATION_PASSES)
+
+
+def optimize(graph: Graph) -> bool:
+    """Run the enabled passes on a specialized graph, guard what they compiled and drop
+    what they left dead; whether the graph now has native code."""
+    for optimization in OPTIMIZATION_PASSES:
+        if optimization.enabled():
+            optimization.run(graph)
+    insert_guards(graph)
+    eliminate_dead_code(graph)
+    return any(node.kind in LOWERINGS for node in graph.nodes())
+
+
+def lower(graph: Graph, context: LoweringContext) -> None:
+    """Attach its run-time object to every node that has a lowering."""
+    for node in graph.nodes():
+        lowering = LOWERINGS.get(node.kind)
+        if lowering is not None:
+            node.attrs["runtime"] = lowering(node, context)

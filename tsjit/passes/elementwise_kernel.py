@@ -1,0 +1,492 @@
+"""IR elementwise nodes read as one fused kernel: what the fuser can compile, and how.
+
+The fuser asks `build_group(nodes, ...)` whether a set of nodes makes one kernel, and the
+executor asks it again for the KernelSpec of a FusionGroup's subgraph, so the two can
+never disagree.  The registry says which ops are elementwise (`attrs["kernel"]`, and the
+NumPy ufunc whose loop they run); NumPy says the loop dtypes (`promotion.loop_dtypes`,
+NEP 50 with weak Python scalars), and the cast to each loop's input dtypes is made
+explicit in the spec.  Types come from the group's inputs (profiled, and checked by the
+group's guard at run time) and are derived for every value computed inside, so nothing
+inside a kernel rests on an unguarded assumption.
+
+In-place writes (`x += y`, `x *= 2.0`, `out[...] = expr`) become kernel outputs written
+into their array.  The kernel reads all its inputs before writing (the launcher copies an
+input that overlaps a written array), which matches the program only when nothing in the
+group reads an array *after* a write, other than the written array itself through the
+values the group computed: such a group is refused.  Every value of an array that is
+written (the array, its `x += y` results) stands for one object: one kernel output.
+
+Shapes are not part of a kernel: one iteration space, the broadcast of all array inputs,
+serves the group.  An output that does not depend on every array input could be smaller
+than that space in NumPy; `FusedKernel.shape_checks` lists the input sets whose broadcast
+must equal the iteration shape for the kernel to compute what NumPy computes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..codegen.kernel_spec import OP_SIGNATURES, KernelInput, KernelOp, KernelSpec, supports
+from ..ir.graph import Node, Value
+from ..ir.types import (
+    BoolType,
+    FloatType,
+    IntType,
+    NoneType,
+    TensorType,
+    Type,
+)
+from ..ops import OPS
+from ..ops.promotion import loop_dtypes
+from .analysis import NOT_CONSTANT, constant_value
+
+PYTHON_SCALARS = {bool: BoolType, int: IntType, float: FloatType}
+# Exponents of `x ** c` whose NumPy result the kernel computes without pow: NumPy's own
+# fast paths for float arrays (bitwise), and x*x*x for 3 (within 2 ulp of pow).
+_POWERS = {2: ("square",), 0.5: ("sqrt",), -1: ("reciprocal",), 3: ("square", "mul")}
+
+
+@dataclass(frozen=True)
+class ElementwiseCall:
+    """One node read as NumPy computes it: `kernel` over `operands` with `ufunc`'s loop
+    (None for where and casts), writing the result into `target` if given."""
+
+    kernel: str
+    ufunc: np.ufunc | None
+    operands: tuple[Value, ...]
+    target: Value | None = None
+    cast_to: np.dtype | None = None
+    assignment: bool = False
+
+
+def read_call(node: Node) -> ElementwiseCall | None:
+    """The elementwise computation `node` performs on arrays, or None if it is not one."""
+    if node.kind == "aten::__setitem__":
+        return _read_assignment(node)
+    op = OPS.get(node.kind)
+    kernel = op.attrs.get("kernel") if op is not None and op.elementwise else None
+    if kernel is None or len(node.outputs) != 1 or \
+            not any(isinstance(v.type, TensorType) for v in node.inputs):
+        return None
+    args = {p.name: v for p, v in zip(op.params, node.inputs)}
+    if kernel == "where":
+        cond, x, y = node.inputs
+        if NoneType in (x.type, y.type):
+            return None
+        return ElementwiseCall("where", None, (cond, x, y))
+    if kernel == "clip":
+        return _read_clip(op.attrs["ufunc"], args)
+    if kernel == "cast":
+        return _read_cast(args)
+    ufunc = op.attrs["ufunc"]
+    operands, rest = node.inputs[:ufunc.nin], node.inputs[ufunc.nin:]
+    if any(v.type != NoneType for v in rest):   # out= or dtype= given
+        return None
+    target = node.inputs[0] if op.writes == (0,) else None
+    return ElementwiseCall(kernel, ufunc, tuple(operands), target)
+
+
+def _read_clip(clip: np.ufunc, args: dict[str, Value]) -> ElementwiseCall | None:
+    """np.clip / ndarray.clip: NumPy runs clip, maximum or minimum by the bounds given."""
+    if args["out"].type != NoneType:
+        return None
+    lo = _given(args.get("a_min"), args.get("min"))
+    hi = _given(args.get("a_max"), args.get("max"))
+    if lo is None or hi is None:
+        return None
+    a = args["a"]
+    if lo is not _ABSENT and hi is not _ABSENT:
+        return ElementwiseCall("clip", clip, (a, lo, hi))
+    if lo is not _ABSENT:
+        return ElementwiseCall("maximum", np.maximum, (a, lo))
+    if hi is not _ABSENT:
+        return ElementwiseCall("minimum", np.minimum, (a, hi))
+    return None
+
+
+_ABSENT = object()
+
+
+def _given(*candidates: Value | None) -> Value | object | None:
+    """The bound passed among `candidates` (_ABSENT if none; None if it may be None)."""
+    given = [v for v in candidates if v is not None and v.type != NoneType]
+    if len(given) > 1:
+        return None
+    if not given:
+        return _ABSENT
+    return given[0] if isinstance(given[0].type, TensorType) or given[0].type in (
+        IntType, FloatType, BoolType) else None
+
+
+def _read_cast(args: dict[str, Value]) -> ElementwiseCall | None:
+    """astype with a constant dtype, copying (copy=False may return the array itself)."""
+    settings = {name: constant_value(v) for name, v in args.items() if name != "a" and name != "x"}
+    if settings.get("copy") is not True or settings.get("casting", "unsafe") != "unsafe" or \
+            settings.get("order", "K") != "K":
+        return None
+    try:
+        dtype = np.dtype(settings["dtype"])
+    except TypeError:
+        return None
+    return ElementwiseCall("cast", None, (args.get("a") or args["x"],), cast_to=dtype)
+
+
+def _read_assignment(node: Node) -> ElementwiseCall | None:
+    """`out[...] = value` and `out[:] = value`: value cast (unsafe, as NumPy's assignment)
+    and written into the whole of `out`."""
+    seq, index, value = node.inputs
+    if not isinstance(seq.type, TensorType) or not _is_whole(index):
+        return None
+    return ElementwiseCall("cast", None, (value,), target=seq, assignment=True)
+
+
+def _is_whole(index: Value) -> bool:
+    if constant_value(index) is Ellipsis:
+        return True
+    return index.node.kind == "prim::Slice" and all(
+        constant_value(v) is None for v in index.node.inputs)
+
+
+def is_constant_like(node: Node) -> bool:
+    """Nodes a group copies into its subgraph instead of taking their values as inputs."""
+    return node.kind == "prim::Constant" or (node.kind == "prim::Slice" and all(
+        constant_value(v) is not NOT_CONSTANT for v in node.inputs))
+
+
+# ---------------------------------------------------------------- the built kernel
+
+@dataclass(frozen=True)
+class Feed:
+    """Where a kernel input's value comes from: a group input, or a constant."""
+
+    value: Value | None
+    constant: object = None
+
+
+@dataclass
+class GroupOutput:
+    """One kernel output: the object `root` (an input written in place, or a fresh array)
+    that the IR `values` (root, its in-place results) all are."""
+
+    root: Value
+    values: list[Value]
+    type: TensorType
+    inplace: bool
+
+
+@dataclass
+class FusedKernel:
+    spec: KernelSpec
+    group_inputs: list[Value]
+    feeds: tuple[Feed, ...]
+    outputs: list[GroupOutput]
+    shape_checks: tuple[frozenset[int], ...]   # kernel array-input sets (see module doc)
+    written: tuple[int, ...]                    # kernel inputs written in place
+    input_types: dict[Value, Type] = field(default_factory=dict)  # as the kernel assumes
+    value_types: dict[Value, TensorType] = field(default_factory=dict)
+    raising: frozenset[Node] = frozenset()      # members that may raise (shapes mismatch)
+
+
+class GroupError(Exception):
+    """The nodes do not make one kernel; the message says why (for the fuser's log)."""
+
+
+def build_group(nodes: list[Node], used_outside) -> FusedKernel:
+    """The kernel computing `nodes` (in program order); `used_outside(value)` tells which
+    of their results the rest of the program reads.  Raises GroupError."""
+    builder = _Builder()
+    for node in nodes:
+        call = read_call(node)
+        if call is None:
+            raise GroupError(f"{node.kind} is not an elementwise array op")
+        builder.add(node, call)
+    return builder.finish(nodes, used_outside)
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.inputs: list[KernelInput] = []
+        self.feeds: list[Feed] = []
+        self.ops: list[KernelOp] = []               # args are value ids (see `final`)
+        # per value id (inputs and ops in the order they were added):
+        self.dtypes: list[np.dtype] = []
+        self.ancestors: list[frozenset[int]] = []   # the kernel array inputs it reads
+        self.slots: list[int] = []                  # input k: k; op j: -1 - j
+        self.group_inputs: list[Value] = []
+        self.numbers: dict[Value, int] = {}          # arrays and computed values
+        self.array_values: set[Value] = set()        # the arrays among them from outside
+        self.scalar_inputs: dict[tuple[Value, np.dtype], int] = {}
+        self.casts: dict[tuple[int, np.dtype], int] = {}
+        self.root_of: dict[Value, Value] = {}        # written values -> their array
+        self.current: dict[Value, int] = {}          # written array -> its latest value
+        self.written: list[Value] = []
+        self.raising: set[Node] = set()
+
+    # ---- values
+    def number(self, v: Value) -> int | None:
+        root = self.root_of.get(v)
+        if root is not None:
+            return self.current[root]
+        return self.numbers.get(v)
+
+    def kind(self, v: Value) -> str:
+        """'value' (array input or computed), 'python' (weak scalar), 'numpy' (NumPy
+        scalar) for a usable operand; raises GroupError otherwise."""
+        if self.number(v) is not None:
+            return "value"
+        c = constant_value(v)
+        if c is not NOT_CONSTANT:
+            if type(c) in PYTHON_SCALARS:
+                return "python"
+            if isinstance(c, np.generic):
+                return "numpy"
+            raise GroupError(f"constant {c!r} is not a number")
+        if v.type in (IntType, FloatType, BoolType):
+            return "python"
+        t = v.type
+        if isinstance(t, TensorType) and t.dtype is not None and t.sizes is not None \
+                and t.ndarray is not None:
+            return "value" if t.ndarray else "numpy"
+        raise GroupError(f"%{v.name or '?'} has no known dtype and rank ({t})")
+
+    def promotion_type(self, v: Value) -> Type:
+        """How NumPy's promotion sees the operand (Python scalars weak, the rest strong)."""
+        n = self.number(v)
+        if n is not None:
+            return TensorType(self.dtypes[n].name)
+        c = constant_value(v)
+        if c is not NOT_CONSTANT:
+            return PYTHON_SCALARS[type(c)] if type(c) in PYTHON_SCALARS else TensorType(
+                np.dtype(type(c)).name)
+        return v.type
+
+    def use(self, v: Value, want: np.dtype | None) -> int:
+        """The value number of operand `v` as dtype `want` (its own dtype if None)."""
+        kind = self.kind(v)
+        if kind == "python":
+            return self.python_scalar(v, want)
+        if kind == "numpy":
+            own = np.dtype(self.promotion_type(v).dtype)
+            n = self.scalar_input(v, own)
+        else:
+            n = self.number(v)
+            if n is None:
+                n = self.array_input(v)
+        return n if want is None else self.cast(n, want)
+
+    def reads_unwritten_array(self, v: Value) -> bool:
+        """Whether `v` is an array from outside the group that no write of it made."""
+        if v in self.root_of or self.kind(v) != "value":
+            return False
+        return v in self.array_values or self.number(v) is None
+
+    def add_input(self, feed: Feed, kernel_input: KernelInput) -> int:
+        if feed.value is not None and feed.value not in self.group_inputs:
+            self.group_inputs.append(feed.value)
+        k = len(self.inputs)
+        self.inputs.append(kernel_input)
+        self.feeds.append(feed)
+        self.dtypes.append(np.dtype(kernel_input.dtype))
+        self.ancestors.append(frozenset() if kernel_input.is_scalar else frozenset({k}))
+        self.slots.append(k)
+        return len(self.dtypes) - 1
+
+    def array_input(self, v: Value) -> int:
+        t = v.type
+        n = self.add_input(Feed(v), KernelInput(np.dtype(t.dtype), len(t.sizes), False))
+        self.numbers[v] = n
+        self.array_values.add(v)
+        return n
+
+    def scalar_input(self, v: Value, dtype: np.dtype) -> int:
+        key = (v, dtype)
+        if key not in self.scalar_inputs:
+            c = constant_value(v)
+            feed = Feed(None, c) if c is not NOT_CONSTANT else Feed(v)
+            self.scalar_inputs[key] = self.add_input(feed, KernelInput(dtype, 0, True))
+        return self.scalar_inputs[key]
+
+    def python_scalar(self, v: Value, want: np.dtype | None) -> int:
+        if want is None:
+            raise GroupError("a Python scalar operand without a loop dtype")
+        c = constant_value(v)
+        if c is not NOT_CONSTANT:
+            try:   # NumPy raises OverflowError for a Python int out of the loop's range
+                want.type(c)
+            except (OverflowError, ValueError) as e:
+                raise GroupError(f"constant {c!r} as {want}: {e}") from None
+        elif v.type == IntType and want.kind in "iu" and want.itemsize < 8:
+            raise GroupError(f"a Python int variable in a {want} loop (NumPy checks its range "
+                             f"on every call)")
+        return self.scalar_input(v, want)
+
+    def cast(self, n: int, dtype: np.dtype) -> int:
+        if self.dtypes[n] == dtype:
+            return n
+        key = (n, dtype)
+        if key not in self.casts:
+            self.casts[key] = self.op("cast", (n,), dtype, (dtype,))
+        return self.casts[key]
+
+    def op(self, name: str, args: tuple[int, ...], dtype: np.dtype, attrs: tuple = ()) -> int:
+        n = len(self.dtypes)
+        self.slots.append(-1 - len(self.ops))
+        self.ops.append(KernelOp(name, args, np.dtype(dtype), attrs))
+        self.dtypes.append(np.dtype(dtype))
+        self.ancestors.append(frozenset().union(*(self.ancestors[a] for a in args)))
+        return n
+
+    def rank(self, n: int) -> int:
+        return max((self.inputs[i].rank for i in self.ancestors[n]), default=0)
+
+    # ---- nodes
+    def add(self, node: Node, call: ElementwiseCall) -> None:
+        reads = [*call.operands, *([call.target] if call.target is not None else [])]
+        if self.written and any(map(self.reads_unwritten_array, reads)):
+            raise GroupError(f"{node.kind} reads an array after an in-place write in the "
+                             f"group (the two may be the same memory)")
+        if sum(self.kind(v) == "value" for v in call.operands) >= 2 or call.target is not None:
+            self.raising.add(node)
+        result = self.compute(call)
+        if call.target is not None:
+            self.write(node, call, result)
+        else:
+            self.numbers[node.output] = result
+        if self.rank(result) == 0:
+            raise GroupError(f"{node.kind} has a 0-d result (a NumPy scalar in NumPy)")
+
+    def compute(self, call: ElementwiseCall) -> int:
+        types = [self.promotion_type(v) for v in call.operands]
+        if call.kernel == "cast":
+            (source,) = call.operands
+            if call.assignment:
+                if self.kind(source) != "value":
+                    raise GroupError("assignment of a scalar (NumPy converts it by value)")
+                return self.use(source, None)
+            return self.use(source, call.cast_to)
+        if call.kernel == "where":
+            loop = loop_dtypes("where", types)
+            if loop is None:
+                raise GroupError(f"np.where of {', '.join(map(str, types))}")
+            result = loop[1]
+            cond, x, y = call.operands
+            c = self.use(cond, None if self.kind(cond) != "python" else np.dtype(bool))
+            return self.op("where", (c, self.use(x, result), self.use(y, result)), result)
+        loop = loop_dtypes(call.ufunc, types)
+        if loop is None:
+            raise GroupError(f"np.{call.ufunc.__name__} has no loop for "
+                             f"{', '.join(map(str, types))}")
+        in_dtypes, out = loop
+        signature = OP_SIGNATURES.get(call.kernel)
+        if signature is None:
+            raise GroupError(f"the kernel generator has no op {call.kernel!r}")
+        power = self.small_power(call, out)
+        if power is not None:
+            return power
+        truthiness = signature.operands == "any"
+        args = tuple(self.use(v, None if truthiness and self.kind(v) != "python" else d)
+                     for v, d in zip(call.operands, in_dtypes))
+        return self.op(call.kernel, args, out)
+
+    def small_power(self, call: ElementwiseCall, out: np.dtype) -> int | None:
+        """`x ** c` for the exponents in _POWERS on a float array that keeps its dtype."""
+        if call.kernel != "pow" or out.kind != "f" or out.itemsize < 4:
+            return None
+        base, exponent = call.operands
+        c = constant_value(exponent)
+        if type(c) not in (int, float) or c not in _POWERS or \
+                np.dtype(self.promotion_type(base).dtype or "O") != out:
+            return None
+        x = self.use(base, out)
+        n = x
+        for name in _POWERS[c]:
+            n = self.op(name, (n, x) if name == "mul" else (n,), out)
+        return n
+
+    def write(self, node: Node, call: ElementwiseCall, result: int) -> None:
+        target = call.target
+        root = self.root_of.get(target)
+        if root is None:
+            if self.kind(target) != "value":
+                raise GroupError(f"{node.kind} on a scalar rebinds it instead of writing")
+            root = target
+            self.use(target, None)    # the array is an input (or a value computed here)
+        dtype = self.dtypes[self.number(root)]
+        if self.dtypes[result] != dtype and not call.assignment and \
+                not np.can_cast(self.dtypes[result], dtype, "same_kind"):
+            raise GroupError(f"{node.kind}: NumPy cannot write {self.dtypes[result]} into "
+                             f"{dtype} (same_kind casting)")
+        result = self.cast(result, dtype)
+        if root not in self.current:
+            self.written.append(root)
+            self.root_of[root] = root
+        self.current[root] = result
+        for v in node.outputs:
+            self.root_of[v] = root
+
+    # ---- the kernel
+    def finish(self, nodes: list[Node], used_outside) -> FusedKernel:
+        arrays = frozenset(i for i, inp in enumerate(self.inputs) if not inp.is_scalar)
+        out_rank = max((self.inputs[i].rank for i in arrays), default=0)
+        outputs: list[GroupOutput] = []
+        numbers: list[int] = []
+        inplace: list[int | None] = []
+        checks: set[frozenset[int]] = set()
+        external = set(self.group_inputs)
+        members = [v for n in nodes for v in n.outputs]
+        for root in self.written:
+            values = [v for v in members if self.root_of.get(v) is root]
+            is_input = root in external
+            if not is_input and not any(map(used_outside, values)):
+                continue
+            n = self.current[root]
+            start = self.numbers[root]
+            numbers.append(n)
+            inplace.append(self.slots[start] if is_input else None)
+            checks.add(frozenset({self.slots[start]}) if is_input else self.ancestors[start])
+            outputs.append(GroupOutput(root, values,
+                                       self.output_type(n, out_rank), is_input))
+        for v in members:
+            if v in self.root_of or not used_outside(v):
+                continue
+            n = self.numbers[v]
+            numbers.append(n)
+            inplace.append(None)
+            checks.add(self.ancestors[n])
+            outputs.append(GroupOutput(v, [v], self.output_type(n, out_rank), False))
+        if not outputs:
+            raise GroupError("no result of the group is used")
+        for n in numbers:
+            if self.rank(n) != out_rank:
+                raise GroupError(f"a result of rank {self.rank(n)} in a rank-{out_rank} group "
+                                 f"(NumPy gives it its own, smaller shape)")
+        ops = tuple(KernelOp(op.op, tuple(map(self.final, op.args)), op.dtype, op.attrs)
+                    for op in self.ops)
+        spec = KernelSpec(tuple(self.inputs), ops, tuple(map(self.final, numbers)),
+                          tuple(inplace))
+        ok, reason = supports(spec)
+        if not ok:
+            raise GroupError(f"the kernel generator refuses it: {reason}")
+        value_types = {v: self.output_type(self.number(v), out_rank) for v in members}
+        return FusedKernel(spec, list(self.group_inputs), tuple(self.feeds), outputs,
+                           tuple(c for c in checks if c != arrays),
+                           tuple(i for i in inplace if i is not None),
+                           {v: self.input_type(v) for v in self.group_inputs}, value_types,
+                           frozenset(self.raising))
+
+    def final(self, vid: int) -> int:
+        """The KernelSpec value number of value id `vid` (inputs first, then ops)."""
+        slot = self.slots[vid]
+        return slot if slot >= 0 else len(self.inputs) - 1 - slot
+
+    def input_type(self, v: Value) -> Type:
+        """The type the kernel assumes for group input `v` (what its guard checks): a
+        Python scalar's exact type, or a NumPy value's dtype, rank and ndarray-ness."""
+        if self.kind(v) == "python":
+            return v.type
+        t = v.type
+        return TensorType(t.dtype, (None,) * len(t.sizes), None, t.ndarray)
+
+    def output_type(self, n: int, rank: int) -> TensorType:
+        return TensorType(self.dtypes[n].name, (None,) * rank, None, True)

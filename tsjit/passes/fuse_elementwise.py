@@ -1,0 +1,251 @@
+"""Fusion: maximal groups of elementwise array ops become `prim::FusionGroup` nodes.
+
+Each block is scanned in program order.  An elementwise node joins the groups that
+produce its operands (merging them when it connects several, as `cy = f * cx + i * g`
+joins the forget and input gates of an LSTM cell), provided the group still makes one
+kernel (`elementwise_kernel.build_group`) and its members may all move down to the
+node's position.  A group runs where its last member was; a member may move past a node
+only if that changes nothing observable:
+  - the node does not use the member's result;
+  - the node has no effects (writes, prints, calls of unknown code), since members read
+    arrays such a node could change;
+  - not both may raise (the first exception must stay the first): a member may raise
+    only if it combines two arrays (their shapes may not broadcast) or writes in place;
+  - a member writing in place only passes nodes that neither read mutable values nor
+    raise.
+Groups of one op are left alone (a kernel launch would not beat NumPy's own loop).
+
+A FusionGroup takes the values its members read from outside (constants are copied into
+it) and gives the values read after it; its `subgraph` holds copies of the members with
+their input types as the kernel assumes them, which `insert_guards` checks at run time.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from ..ir.graph import Block, Graph, Node, Value, clone_node
+from ..ir.types import BoolType, FloatType, IntType
+from ..ops import OPS
+from .analysis import has_effects, reads_mutable
+from .elementwise_kernel import FusedKernel, GroupError, build_group, is_constant_like, read_call
+
+MIN_GROUP_SIZE = 2
+_NONE: frozenset = frozenset()
+_SHAPE_ERRORS = frozenset({ValueError})
+_ANY = None
+
+log = logging.getLogger("tsjit.fuser")
+
+
+def fuse_elementwise(graph: Graph) -> None:
+    """Replace groups of elementwise ops by prim::FusionGroup nodes, block by block."""
+    blocks = [graph.block, *(b for node in graph.nodes() for b in node.blocks)]
+    for block in blocks:
+        _BlockFuser(block).run()
+
+
+class _BlockFuser:
+    def __init__(self, block: Block):
+        self.block = block
+        self.nodes = list(block.nodes)
+        self.position = {node: i for i, node in enumerate(self.nodes)}
+        self.users = {node: self._users(node) for node in self.nodes}
+        self.exceptions: dict[Node, frozenset | None] = {}
+
+    def _users(self, node: Node) -> set[Node]:
+        """The nodes of this block (or its return) that use a result of `node`,
+        directly or inside their blocks."""
+        users = set()
+        for v in node.outputs:
+            for user, _ in v.uses:
+                while user.block is not self.block:
+                    user = user.block.owner
+                users.add(user)
+        return users
+
+    def run(self) -> None:
+        groups: list[list[Node]] = []
+        group_of: dict[Node, list[Node]] = {}
+        for node in self.nodes:
+            if read_call(node) is None:
+                continue
+            joined = self._join(node, groups, group_of)
+            if joined is None:
+                try:
+                    build_group([node], self._outside_of({node}))
+                except GroupError as e:
+                    log.debug("not fused: %s: %s", _describe(node), e)
+                    continue
+                joined = [node]
+                groups.append(joined)
+            for member in joined:
+                group_of[member] = joined
+        for group in groups:
+            if len(group) < MIN_GROUP_SIZE:
+                log.debug("not fused: %s alone (a kernel for one op does not beat NumPy)",
+                          _describe(group[0]))
+            else:
+                self._replace(group)
+
+    def _join(self, node: Node, groups: list[list[Node]],
+              group_of: dict[Node, list[Node]]) -> list[Node] | None:
+        """Add `node` to the groups producing its operands (all of them if possible, else
+        the largest that works); returns the group it joined, or None."""
+        producers = []
+        for v in node.inputs:
+            group = group_of.get(v.node)
+            if group is not None and all(group is not g for g in producers):
+                producers.append(group)
+        options = ([producers] if len(producers) > 1 else []) + [
+            [g] for g in sorted(producers, key=len, reverse=True)]
+        for option in options:
+            members = sorted([*(m for g in option for m in g), node], key=self.position.get)
+            reason = self._check(members)
+            if reason is None:
+                for g in option:
+                    groups.remove(g)
+                groups.append(members)
+                return members
+            log.debug("not joined: %s to a group of %d: %s", _describe(node),
+                      len(members) - 1, reason)
+        return None
+
+    def _outside_of(self, members: set[Node]):
+        def used_outside(v: Value) -> bool:
+            return any(self._top(user) not in members for user, _ in v.uses)
+        return used_outside
+
+    def _top(self, user: Node) -> Node:
+        while user.block is not self.block:
+            user = user.block.owner
+        return user
+
+    def _check(self, members: list[Node]) -> str | None:
+        """Why `members` cannot be one group run at the last member's place, or None."""
+        member_set = set(members)
+        try:
+            fused = build_group(members, self._outside_of(member_set))
+        except GroupError as e:
+            return str(e)
+        end = self.position[members[-1]]
+        for member in members[:-1]:
+            for other in self.nodes[self.position[member] + 1:end]:
+                if other not in member_set:
+                    reason = self._blocks_move(member, other, member in fused.raising)
+                    if reason is not None:
+                        return reason
+        return None
+
+    def _blocks_move(self, member: Node, other: Node, member_raises: bool) -> str | None:
+        """Why `member` cannot move down past `other` (see the module docstring)."""
+        if other in self.users[member]:
+            return f"{_describe(other)} uses the result of {_describe(member)} before the group"
+        if has_effects(other):
+            return f"{_describe(member)} would move past the effects of {_describe(other)}"
+        raises = self._exceptions(other)
+        if read_call(member).target is not None and (raises != _NONE or _reads_mutable(other)):
+            return f"the write of {_describe(member)} would move past {_describe(other)}"
+        if member_raises and raises != _NONE and raises != _SHAPE_ERRORS:
+            return (f"{_describe(member)} and {_describe(other)} may both raise; their "
+                    f"order must stay")
+        return None
+
+    def _exceptions(self, node: Node) -> frozenset | None:
+        """The exception classes `node` may raise (None: any).  A member only raises
+        ValueError (shapes that do not broadcast, a read-only output), so it may swap
+        places with a node that raises nothing else: whichever raises first, the class
+        is the same."""
+        if node not in self.exceptions:
+            raises = _ANY if _may_raise(node) else _NONE
+            if _total_on_numbers(node):
+                raises = _NONE
+            elif read_call(node) is not None:
+                try:
+                    fused = build_group([node], lambda v: True)
+                    raises = _SHAPE_ERRORS if fused.raising else _NONE
+                except GroupError:
+                    pass
+            self.exceptions[node] = raises
+        return self.exceptions[node]
+
+    def _replace(self, members: list[Node]) -> None:
+        member_set = set(members)
+        try:
+            fused = build_group(members, self._outside_of(member_set))
+        except GroupError as e:   # the group's last join succeeded, so this is not expected
+            log.debug("not fused: group of %d: %s", len(members), e)
+            return
+        group = Node("prim::FusionGroup", {"subgraph": _subgraph(members, fused)},
+                     members[-1].source)
+        for v in fused.group_inputs:
+            group.add_input(v)
+        for out in fused.outputs:
+            group.add_output(out.type, out.root.name)
+        group.insert_before(members[-1])
+        for out, result in zip(fused.outputs, group.outputs):
+            for v in out.values:
+                v.replace_all_uses_with(result)
+        for member in reversed(members):
+            member.destroy()
+        log.debug("fused %d ops (%s) into a kernel: %d inputs, %d outputs", len(members),
+                  ", ".join(m.kind for m in members), len(group.inputs), len(group.outputs))
+
+
+def _subgraph(members: list[Node], fused: FusedKernel) -> Graph:
+    """Copies of `members` over parameters typed as the kernel assumes its inputs."""
+    graph = Graph()
+    env: dict[Value, Value] = {}
+    for v in fused.group_inputs:
+        env[v] = graph.add_input(fused.input_types[v], v.name)
+    for member in members:
+        for v in member.inputs:
+            _copy_constant(v, env, graph)
+        copy = graph.block.append(clone_node(member, env))
+        for original, v in zip(member.outputs, copy.outputs):
+            v.type = fused.value_types.get(original, v.type)
+    for out in fused.outputs:
+        graph.block.add_output(env[out.root])
+    return graph
+
+
+def _copy_constant(v: Value, env: dict[Value, Value], graph: Graph) -> None:
+    """Copy the constant (or slice of constants) `v` into the subgraph, once."""
+    if v in env:
+        return
+    assert is_constant_like(v.node), f"group operand {v} is neither an input nor a constant"
+    for inner in v.node.inputs:
+        _copy_constant(inner, env, graph)
+    graph.block.append(clone_node(v.node, env))
+
+
+# The ufuncs whose Python operator is not total on Python numbers (ZeroDivisionError,
+# OverflowError, a negative shift count); every other operator of the registry's kernel
+# table (+ - * comparisons, & | ^ ~ on ints) cannot raise on int, float and bool.
+_PARTIAL_ON_NUMBERS = frozenset({np.true_divide, np.floor_divide, np.remainder, np.power,
+                                 np.left_shift, np.right_shift})
+
+
+def _total_on_numbers(node: Node) -> bool:
+    """A Python operator on Python numbers that cannot raise (`r + 0.5 * s * s`)."""
+    op = OPS.get(node.kind)
+    ufunc = op.attrs.get("ufunc") if op is not None and not op.writes else None
+    return ufunc is not None and ufunc not in _PARTIAL_ON_NUMBERS and node.kind.startswith(
+        "aten::") and all(v.type in (IntType, FloatType, BoolType) for v in node.inputs)
+
+
+def _may_raise(node: Node) -> bool:
+    op = OPS.get(node.kind)
+    return op is None or op.may_raise or any(
+        _may_raise(inner) for block in node.blocks for inner in block.nodes)
+
+
+def _reads_mutable(node: Node) -> bool:
+    return reads_mutable(node) or any(
+        _reads_mutable(inner) for block in node.blocks for inner in block.nodes)
+
+
+def _describe(node: Node) -> str:
+    where = f" at {node.source}" if node.source is not None else ""
+    return f"{node.kind}{where}"
