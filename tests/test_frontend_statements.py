@@ -265,6 +265,36 @@ def while_condition_has_side_effects(xs: list[int]) -> int:
     return total
 
 
+def return_from_while_true(x: int) -> int:
+    while True:
+        x += 3
+        if x > 10:
+            return x
+
+
+def raise_from_while_true(xs: list[int]) -> int:
+    i = 0
+    while True:
+        if xs[i] < 0:              # IndexError when no element is negative
+            return i
+        i += 1
+
+
+def while_true_in_a_branch(x: int) -> str:
+    if x > 0:
+        while True:
+            x -= 1
+            if x < 3:
+                return "counted down"
+    return "skipped"
+
+
+def test_while_true_without_break_only_exits_by_return_or_raise():
+    check(return_from_while_true, (0,), (11,))
+    check(raise_from_while_true, ([1, -1],), ([1, 2],))
+    check(while_true_in_a_branch, (5,), (-1,))
+
+
 def test_while_condition_reevaluated_with_side_effects():
     check(while_condition_has_side_effects, ([1, 2, -1, 3],), ([],), ([1, 1],))
 

@@ -44,7 +44,7 @@ from ..ops.registry import (
     lookup_python,
 )
 from .annotations import AnnotationError, to_type
-from .control_flow import _contains_list
+from .control_flow import contains_statement
 from .environment import RETURNED
 from .errors import CompilationError
 from .sugared import BoundMethod, CompileTimeTuple, IterableForm, PythonObject, SpecialForm, Sugared
@@ -385,7 +385,7 @@ class CallMixin:
 
     def unrolled_for(self, target, items: list, body: list[ast.stmt], src) -> None:
         """Loops over tuples and ModuleLists: one copy of the body per element."""
-        if _contains_list(body, (ast.Break, ast.Continue), into_loops=False):
+        if contains_statement(body, (ast.Break, ast.Continue), into_loops=False):
             raise CompilationError("break/continue in a loop over a tuple or ModuleList "
                                    "(unrolled) is not supported", src)
         if not items:
@@ -394,7 +394,7 @@ class CallMixin:
         self.emit_statements(body)
         rest = items[1:]
         if rest and not self.frame.exited:
-            if _contains_list(body, (ast.Return,), into_loops=True):
+            if contains_statement(body, (ast.Return,), into_loops=True):
                 self.emit_if(self.any_flag(["$ret"], src), lambda: None,
                              lambda: self.unrolled_for(target, rest, body, src), src,
                              then_exited=RETURNED)

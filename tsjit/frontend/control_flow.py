@@ -205,8 +205,8 @@ class ControlFlowMixin:
         self.loop_depth += 1
         depth = self.loop_depth
         brk, cont = f"$brk{depth}", f"$cont{depth}"
-        may_break = _contains_list(body_stmts, (ast.Break,), into_loops=False)
-        may_return = _contains_list(body_stmts, (ast.Return,), into_loops=True)
+        may_break = contains_statement(body_stmts, (ast.Break,), into_loops=False)
+        may_return = contains_statement(body_stmts, (ast.Return,), into_loops=True)
         if may_break:
             self.frame.assign(brk, self.const(False, src), src)
         if may_return and self.frame.lookup("$retval") is None:
@@ -231,7 +231,7 @@ class ControlFlowMixin:
 
         def run_body():
             bind_iteration(iteration)
-            if _contains_list(body_stmts, (ast.Continue,), into_loops=False):
+            if contains_statement(body_stmts, (ast.Continue,), into_loops=False):
                 self.frame.assign(cont, self.const(False, src), src)
             self.emit_statements(body_stmts)
             exits = [f for f, used in ((brk, may_break), ("$ret", may_return)) if used]
@@ -330,7 +330,7 @@ def _contains(node: ast.AST, kinds: tuple, into_loops: bool) -> bool:
     return False
 
 
-def _contains_list(stmts: list[ast.stmt], kinds: tuple, into_loops: bool) -> bool:
+def contains_statement(stmts: list[ast.stmt], kinds: tuple, into_loops: bool) -> bool:
     return any(_contains(s, kinds, into_loops) for s in stmts)
 
 

@@ -36,8 +36,8 @@ from ..ir.types import (
 from ..ops.registry import OpTypeError, infer_types, op
 from .annotations import AnnotationError, evaluate, to_type
 from .calls import CallMixin
-from .control_flow import ControlFlowMixin
-from .environment import RAISED, Frame
+from .control_flow import ControlFlowMixin, contains_statement
+from .environment import RAISED, RETURNED, Frame
 from .errors import CompilationError
 from .expressions import BINARY, ExpressionMixin
 from .resolution import Resolver
@@ -357,6 +357,11 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
         self.emit_loop(self.trip_count_forever(src), first, stmt.body,
                        lambda i: self.apply_refinements(refine[0], src),
                        lambda: self.condition(stmt.test)[0], src)
+        forever = first.node.kind == "prim::Constant" and bool(first.node.attrs["value"])
+        if forever and not contains_statement(stmt.body, (ast.Break,), into_loops=False):
+            # `while True:` without a break: only a return or a raise leaves it
+            returns = contains_statement(stmt.body, (ast.Return,), into_loops=True)
+            self.frame.exited = RETURNED if returns else RAISED
 
     def stmt_For(self, stmt: ast.For) -> None:
         src = self.src(stmt)
