@@ -328,7 +328,9 @@ def _layouts(shape: tuple[int, ...], dtype=np.float32):
         yield "transposed", np.ascontiguousarray(c.T).T
 
 
-@pytest.mark.parametrize("shape", [(0,), (7,), (3, 5), (2, 3, 4), (1, 9), (4, 1, 3)])
+@pytest.mark.parametrize(
+    "shape", [(0,), (7,), (3, 5), (2, 3, 4), (1, 9), (4, 1, 3), (2, 1, 3, 1, 2, 3)]
+)
 def test_every_layout_combination(shape):
     for _, x in _layouts(shape):
         for _, y in _layouts(shape):
