@@ -7,7 +7,7 @@ implementations (tsjit and its peers). For each case the harness:
    inputs to its own array type (untimed), compiles or wraps it and makes the first call
    (timed together: the *first call* figure, compile time included);
 2. makes a few warmup calls (untimed: profiling runs, specialization, caches) and checks
-   the outputs of the first and the last call against the reference: same structure,
+   the outputs of all these calls against the reference: same structure,
    dtype and shape, values within the tolerance (`Tolerance`). An implementation that
    fails is reported and never timed;
 3. times all implementations in interleaved rounds in this one process, each round
@@ -170,9 +170,9 @@ def mismatch(got: object, expected: object) -> str | None:
 class _Timed:
     """One implementation while a case runs: its timer, samples and outcome."""
 
-    def __init__(self, implementation: Implementation, args: tuple):
+    def __init__(self, implementation: Implementation):
         self.implementation = implementation
-        self.args = implementation.convert(args)
+        self.args: tuple = ()
         self.fn: Callable[..., object] | None = None
         self.status = "ok"
         self.first_call_seconds: float | None = None
@@ -210,8 +210,10 @@ def _checked_call(timed: _Timed, case: Case, expected: object) -> float:
 
 
 def _prepare(timed: _Timed, case: Case, expected: object, settings: Settings) -> None:
-    """Compile, first call, warmup, checks, and the batch size; sets status on failure."""
+    """Inputs, compile, first call, warmup, checks, and the batch size; sets status on
+    failure."""
     try:
+        timed.args = timed.implementation.convert(case.args)
         start = time.perf_counter()
         timed.fn = timed.implementation.compile()
         compile_seconds = time.perf_counter() - start
@@ -241,7 +243,7 @@ def _calibrate(timer: timeit.Timer, call_seconds: float, settings: Settings) -> 
 
 def run_case(suite: str, case: Case, settings: Settings) -> list[Record]:
     expected = copy.deepcopy(case.reference(*case.args))
-    entries = [_Timed(impl, case.args) for impl in case.implementations]
+    entries = [_Timed(impl) for impl in case.implementations]
     for timed in entries:
         _prepare(timed, case, expected, settings)
     ready = [timed for timed in entries if timed.status == "ok"]
