@@ -173,9 +173,11 @@ class FunctionEmitter:
 
     def _call_site(self, node: Node, args: Sequence[NValue], out_kinds: list[NType]
                    ) -> list[NValue]:
-        """Call the node's Python site with its non-constant inputs (boxed)."""
+        """Call the node's Python site with its distinct non-constant inputs (boxed), the
+        parameters of `sites.single_node_graph`."""
         b = self.b
-        passed = [a for v, a in zip(node.inputs, args) if v.node.kind != "prim::Constant"]
+        distinct = {v: a for v, a in zip(node.inputs, args) if v.node.kind != "prim::Constant"}
+        passed = list(distinct.values())
         site = self.sites.site_for(node, out_kinds)
         argv = self.alloca(PTR, max(1, len(passed)))
         boxed = []

@@ -135,6 +135,12 @@ def _int_power(em: FunctionEmitter, base: ir.Value, exponent: ir.Value) -> ir.Va
     return next_result
 
 
+def _beyond_exact_double(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
+    """|v| > 2**53: the int may not convert to a double exactly."""
+    limit = _EXACT_INT_DOUBLE
+    return b.icmp_unsigned(">", b.add(v, const(I64, limit)), const(I64, 2 * limit))
+
+
 def _float_binary(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValue]
                   ) -> list[NValue]:
     b = em.b
@@ -145,9 +151,8 @@ def _float_binary(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValu
     if op == "truediv":
         unusual = y_zero
         if all(a.kind in (PY_INT, PY_BOOL) for a in args):   # CPython divides ints exactly
-            limit = const(DOUBLE, float(_EXACT_INT_DOUBLE))
-            unusual = any_of(b, [y_zero] + [
-                b.fcmp_ordered(">", intrinsic(b, "fabs", v), limit) for v in (x, y)])
+            unusual = any_of(b, [y_zero] + [_beyond_exact_double(b, to_int64(b, a.value, a.kind))
+                                            for a in args])
         return em.python_fallback(node, args, unusual,
                                   lambda: [NValue(PY_FLOAT, (b.fdiv(x, y),))])
     if op in ("floordiv", "mod"):

@@ -1,0 +1,689 @@
+"""Native scalar code (codegen/scalar, passes/lower_native_regions): regions of scalar
+control flow and element access compiled to LLVM must be indistinguishable from eager
+Python, and from the interpreter, on every input.
+
+`native(fn)` scripts `fn`, lowers its graph's native regions and runs the result in the
+interpreter (a NativeCall runs its compiled code), as the executor does after
+specializing.  `check_native` compares that with eager Python on fresh copies of each
+argument tuple: results (types included; ints reduced to 64 bits, as script ints wrap),
+exception classes, warnings and argument mutations; it also requires that the region
+really ran natively.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import importlib.util
+import math
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from _differential import assert_same, outcome
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tsjit
+from tsjit.codegen.scalar import NativeFunction
+from tsjit.codegen.scalar.sites import wrap_int64
+from tsjit.interpreter import compile_graph
+from tsjit.passes.lower_native_regions import lower_native_regions
+from tsjit.testing.filecheck import FileCheck
+
+INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+
+
+def native(fn):
+    """(callable running fn's graph with native regions, the regions' NativeFunctions)."""
+    scripted = tsjit.script(fn)
+    graph = scripted.graph.copy()
+    lower_native_regions(graph)
+    regions = [n.attrs["runtime"] for n in graph.nodes() if n.kind == "prim::NativeCall"]
+    return compile_graph(graph, scripted.name).fn, regions
+
+
+def wrapped(value: object) -> object:
+    """An eager result with its ints reduced to 64 bits, as script code computes them."""
+    if type(value) is int:
+        return wrap_int64(value)
+    if type(value) is tuple:
+        return tuple(map(wrapped, value))
+    return value
+
+
+def with_warnings(fn, args: tuple) -> tuple[tuple[str, object], list[tuple[type, str]]]:
+    """The outcome of fn(*args) and the warnings it emitted (NumPy's, for instance)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = outcome(fn, args)
+    return result, [(w.category, str(w.message)) for w in caught]
+
+
+def check_native(fn, *calls: tuple, natively: bool = True) -> list[NativeFunction]:
+    run, regions = native(fn)
+    assert regions, f"{fn.__name__} has no native region"
+    for args in calls:
+        eager_args, native_args = copy.deepcopy(args), copy.deepcopy(args)
+        (want, warned), (got, warns) = (with_warnings(f, a) for f, a in ((fn, eager_args),
+                                                                         (run, native_args)))
+        assert warns == warned, f"{fn.__name__}{args!r}: warnings {warns} != {warned}"
+        want = (want[0], wrapped(want[1]))
+        assert got[0] == want[0], f"{fn.__name__}{args!r}: native {got}, eager {want}"
+        if want[0] == "raise":
+            assert got[1] is want[1], f"{fn.__name__}{args!r}: {got[1]} != {want[1]}"
+        else:
+            assert_same(got[1], want[1], f"{fn.__name__}{args!r}")
+        assert_same(list(native_args), list(eager_args), f"{fn.__name__}{args!r} arguments")
+    if natively:
+        assert sum(r.stats()["native_calls"] for r in regions) > 0, [r.unsupported
+                                                                     for r in regions]
+    return regions
+
+
+# ---------------------------------------------------------------------------- regions
+
+
+def collatz(n: int) -> int:
+    total = 0
+    for i in range(1, n + 1):
+        x = i
+        while x != 1:
+            if x % 2 == 0:
+                x = x // 2
+            else:
+                x = 3 * x + 1
+            total += 1
+    return total
+
+
+def scale_then_count(x: tsjit.Tensor, t: float):
+    y = x * 2.0 + 1.0
+    count = 0
+    for i in range(y.shape[0]):
+        if y[i] > t:
+            count += 1
+    return y, count
+
+
+def array_only(x: tsjit.Tensor, y: tsjit.Tensor) -> tsjit.Tensor:
+    return x * y + 1.0
+
+
+def test_a_scalar_function_becomes_one_native_call():
+    scripted = tsjit.script(collatz)
+    graph = scripted.graph.copy()
+    lower_native_regions(graph)
+    FileCheck().check("prim::NativeCall_0").check_not("prim::Loop").check(
+        "with prim::NativeCall_0 = graph").check("prim::Loop").check("aten::floordiv").run(
+        str(graph))
+    assert [n.kind for n in graph.block.nodes] == ["prim::NativeCall"]
+
+
+def test_only_the_loop_of_a_function_with_array_ops_is_native():
+    scripted = tsjit.script(scale_then_count)
+    graph = scripted.graph.copy()
+    lower_native_regions(graph)
+    top = [n.kind for n in graph.block.nodes]
+    assert "prim::NativeCall" in top and "aten::mul" in top and "prim::Loop" not in top
+
+
+def test_array_arithmetic_is_left_to_the_fuser():
+    scripted = tsjit.script(array_only)
+    graph = scripted.graph.copy()
+    lower_native_regions(graph)
+    assert all(n.kind != "prim::NativeCall" for n in graph.nodes())
+
+
+def test_mixed_graph_runs_its_loop_natively():
+    x = np.array([0.5, -1.0, 3.0, 2.0])
+    check_native(scale_then_count, (x, 1.5), (x.astype(np.float32), 0.0), (x[:0], 1.0))
+
+
+# ---------------------------------------------------------------------------- Python ints
+
+
+def int_ops(a: int, b: int):
+    return a + b, a - b, a * b, a // b, a % b, a << 3, a >> 2, a & b, a | b, a ^ b, -a, ~a, \
+        abs(a), min(a, b), max(a, b), a == b, a < b, a >= b
+
+
+INT_PAIRS = [(7, 2), (-7, 2), (7, -2), (-7, -2), (0, 3), (-1, 5), (6, -3), (-6, 3),
+             (123456789, 1000), (INT64_MAX, 7), (INT64_MIN, -7), (INT64_MIN + 1, -1)]
+
+
+def test_int_arithmetic_follows_python():
+    check_native(int_ops, *INT_PAIRS)
+
+
+def test_int_division_by_zero_raises_zero_division_error():
+    check_native(int_ops, (5, 0), (0, 0), (-3, 0))
+
+
+def int_power(a: int) -> int:
+    return a ** 0 + a ** 1 + a ** 2 + a ** 5
+
+
+def int_power_of(a: int, n: int) -> int:
+    return a ** n
+
+
+def test_int_power():
+    check_native(int_power, (3,), (-2,), (0,), (1000,))
+    check_native(int_power_of, (3, 0), (-2, 7), (0, 0), (5, 13), (-1, 1000001))
+
+
+def wraps(a: int) -> int:
+    return a * 4 + 1
+
+
+def test_int_overflow_wraps_at_64_bits():
+    run, regions = native(wraps)
+    assert run(2 ** 62) == 1                       # (2**64 + 1) wrapped
+    assert run(INT64_MAX) == -3
+    assert regions[0].stats()["native_calls"] == 2
+
+
+def shifts(a: int, n: int):
+    return a << n, a >> n
+
+
+def test_shifts_follow_python_and_reject_negative_counts():
+    check_native(shifts, (5, 3), (-5, 1), (-1, 70), (1, 63), (3, 64), (7, 0), (5, -1))
+
+
+def true_division(a: int, b: int) -> float:
+    return a / b
+
+
+def test_int_true_division_is_correctly_rounded_beyond_2_53():
+    check_native(true_division, (7, 2), (-9, 4), (1, 3), (2 ** 53 + 1, 3),
+                 (INT64_MAX, INT64_MIN), (3, 2 ** 60 + 1), (1, 0))
+
+
+def mixed_compare(a: int, x: float):
+    return a == x, a != x, a < x, a <= x, a > x, a >= x, x < a, x == a
+
+
+def test_int_float_comparison_is_exact():
+    big = 2 ** 53
+    check_native(mixed_compare, (1, 1.0), (big + 1, float(big)), (big, float(big)),
+                 (-big - 1, -float(big)), (INT64_MAX, 2.0 ** 63), (INT64_MIN, -2.0 ** 63),
+                 (3, math.nan), (3, math.inf), (-3, -math.inf), (0, -0.0))
+
+
+# ---------------------------------------------------------------------------- Python floats
+
+
+def float_ops(x: float, y: float):
+    return x + y, x - y, x * y, x / y, x // y, x % y, -x, abs(x), min(x, y), max(x, y), \
+        x < y, x == y, x != y
+
+
+FLOAT_PAIRS = [(7.5, 2.0), (-7.5, 2.0), (7.5, -2.0), (-7.5, -2.0), (0.5, 0.25), (-0.1, 1.0),
+               (1e308, 10.0), (-0.0, 1.0), (math.inf, 2.0), (math.nan, 1.0), (1.0, math.nan),
+               (5.0, math.inf), (-5.0, math.inf), (2.0, 0.0)]
+
+
+def test_float_arithmetic_is_bitwise_cpython():
+    check_native(float_ops, *FLOAT_PAIRS)
+
+
+def float_power(x: float, y: float, n: int):
+    return x ** y, x ** n, x ** 2.0, abs(x) ** 0.5
+
+
+def test_float_power_follows_cpython():
+    check_native(float_power, (2.25, 0.5, 3), (-2.0, 3.0, 3), (0.0, 2.0, 0), (1.5, -2.0, -3),
+                 (10.0, 400.0, 2), (0.0, -1.0, 1), (math.inf, 0.0, 2), (math.nan, 0.0, 1))
+
+
+def complex_power(x: float, y: float) -> float:
+    return x ** y
+
+
+def test_a_complex_power_is_an_error_not_a_wrong_float():
+    run, _ = native(complex_power)
+    with pytest.raises(TypeError, match="complex"):
+        run(-8.0, 1.0 / 3.0)
+
+
+def math_functions(x: float, y: float):
+    return (math.sqrt(x), math.exp(x), math.log(x), math.log2(x), math.log10(x),
+            math.log1p(x), math.expm1(x), math.sin(x), math.cos(x), math.tan(x),
+            math.atan(x), math.sinh(x), math.cosh(x), math.tanh(x), math.asinh(x),
+            math.erf(x), math.erfc(x), math.atan2(y, x), math.fmod(x, y), math.pow(x, y),
+            math.hypot(x, y), math.copysign(x, y), math.fabs(y), math.degrees(x),
+            math.radians(y), math.isnan(x), math.isinf(y), math.isfinite(x))
+
+
+def test_math_functions_are_bitwise_cpython():
+    rng = np.random.default_rng(7)
+    calls = [(float(x), float(y)) for x, y in rng.uniform(0.01, 20.0, size=(20, 2))]
+    check_native(math_functions, *calls, (1.0, -3.5), (0.5, 1e-300))
+
+
+def test_math_domain_and_range_errors_raise_like_cpython():
+    check_native(math_functions, (-1.0, 2.0), (0.0, 1.0), (1000.0, 1.0), (math.nan, 1.0),
+                 (math.inf, 1.0), (2.0, 0.0))
+
+
+def conversions(x: float, n: int, flag: bool):
+    return int(x), float(n), bool(x), bool(n), math.floor(x), math.ceil(x), round(x), \
+        int(flag) + n, float(flag), abs(flag), flag + flag
+
+
+def test_casts_follow_python():
+    check_native(conversions, (2.7, 3, True), (-2.7, 0, False), (2.5, -5, True),
+                 (-0.5, 1, False), (3.5, 7, True), (1e18, 2, True))
+
+
+def test_casts_of_infinity_and_nan_raise():
+    check_native(conversions, (math.inf, 1, True), (-math.inf, 1, True),
+                 (math.nan, 1, False))
+
+
+# ---------------------------------------------------------------------------- control flow
+
+
+def control(n: int, m: int | None) -> int:
+    t = 0
+    for i in range(n, -3, -2):
+        if i == 7:
+            continue
+        if i < 0 and t > 50:
+            break
+        t += i
+    if m is not None:
+        t += m
+    k = 0
+    while True:
+        k += 1
+        if k * k > t:
+            return k
+    return -1
+
+
+def test_break_continue_early_return_and_optional():
+    check_native(control, (20, None), (11, 5), (0, -2), (-5, None), (100, 3))
+
+
+def ranges(a: int, b: int, s: int) -> int:
+    total = 0
+    for i in range(a, b, s):
+        total = total * 31 + i
+    return total
+
+
+def test_range_with_any_step():
+    check_native(ranges, (0, 10, 1), (10, 0, -1), (3, 30, 7), (30, 3, -7), (5, 5, 1),
+                 (INT64_MIN, INT64_MAX, 2 ** 62), (INT64_MAX, INT64_MIN, -(2 ** 62)),
+                 (-4, 9, 3), (0, 10, 0))
+
+
+def asserts_and_raises(n: int) -> int:
+    assert n != 3, "n must not be 3"
+    if n > 10:
+        raise ValueError("too large")
+    s = 0
+    for i in range(n):
+        s += 10 // (i - 4)
+    return s
+
+
+def test_exceptions_keep_their_class_and_point_at_the_script():
+    check_native(asserts_and_raises, (2,), (3,), (11,), (5,))
+    run, _ = native(asserts_and_raises)
+    with pytest.raises(AssertionError) as info:
+        run(3)
+    assert "n must not be 3" in str(info.value) and "<--- HERE" in str(info.value)
+    assert 'assert n != 3, "n must not be 3"' in str(info.value)
+    with pytest.raises(ZeroDivisionError, match="integer division or modulo by zero") as info:
+        run(5)
+    assert "10 // (i - 4)" in str(info.value) and str(info.value).count("<--- HERE") == 1
+
+
+def printing(n: int) -> int:
+    s = 0
+    for i in range(n):
+        if i % 3 == 0:
+            print("step", i)
+        s += i
+    return s
+
+
+def test_print_inside_a_native_loop(capsys):
+    check_native(printing, (7,))
+    assert capsys.readouterr().out == "step 0\nstep 3\nstep 6\n" * 2
+
+
+# ---------------------------------------------------------------------------- arrays
+
+
+def elements(x: tsjit.Tensor, i: int):
+    return x[i], x[-1], len(x), x.size, x.shape[0]
+
+
+def test_element_reads_keep_numpy_types():
+    for dtype in ("bool", "int8", "uint16", "int32", "int64", "uint64", "float32", "float64"):
+        x = (np.arange(5) * 37 % 11).astype(dtype)
+        check_native(elements, (x, 2), (x, -5), (x, 5), (x, -6))
+
+
+def matrix(a: tsjit.Tensor, i: int, j: int):
+    a[i, j] += 1
+    a[i, -1] = a[-1, j] * 2
+    return a[i, j], a.shape[1], a.shape[-1], a.size
+
+
+def test_two_dimensional_reads_and_writes():
+    a = np.arange(12, dtype=np.float64).reshape(3, 4)
+    check_native(matrix, (a, 1, 2), (a.astype(np.int32), 0, 0), (a.T, 2, 1),
+                 (a[:, ::2], -1, -2), (a, 3, 0), (a, 0, -5))
+
+
+def stores(out: tsjit.Tensor, v: int, f: float, flag: bool):
+    out[0] = v
+    out[1] = f
+    out[2] = flag
+    return out
+
+
+def test_stores_convert_as_numpy_setitem():
+    for dtype in ("int8", "uint8", "int32", "int64", "float32", "float64", "bool"):
+        out = np.zeros(3, dtype)
+        check_native(stores, (out, 5, 2.7, True), (out, -1, -2.7, False),
+                     (out, 300, 1e20, True), (out, 2 ** 60, math.nan, False),
+                     (out, 1, math.inf, True))
+
+
+def read_only(x: tsjit.Tensor) -> int:
+    for i in range(x.shape[0]):
+        x[i] = i
+    return 0
+
+
+def test_writing_a_read_only_array_raises_as_numpy():
+    x = np.zeros(3)
+    x.flags.writeable = False
+    run, regions = native(read_only)
+    with pytest.raises(ValueError, match="read-only"):
+        run(x)
+    assert regions[0].stats()["interpreted_runs"] == 1
+
+
+def dot(x: tsjit.Tensor, w: tsjit.Tensor):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i] * w[i]
+    return s
+
+
+def test_accumulator_is_a_python_float_until_it_meets_an_element():
+    x = np.array([0.5, 1.5, -2.0, 4.0])
+    check_native(dot, (x, x), (x.astype(np.float32), x.astype(np.float32)), (x[:0], x[:0]),
+                 (np.arange(4), np.arange(4) - 2), (x.astype(np.int32), x))
+
+
+def numpy_scalar_ops(x: tsjit.Tensor, i: int):
+    a = x[i]
+    b = x[i + 1]
+    return a + b, a - b, a * b, a / b, a // b, a % b, -a, abs(a), a < b, a == 1, a + 1, \
+        a * 2.5, float(a), int(a), bool(a)
+
+
+def test_numpy_scalar_arithmetic_follows_numpy():
+    for dtype in ("int8", "int32", "uint8", "int64", "float32", "float64"):
+        x = np.array([3, 5, 0, 7, 100, 100], dtype=dtype)
+        check_native(numpy_scalar_ops, (x, 0), (x, 1), (x, 3), (x, 4))
+
+
+def test_numpy_warnings_and_errstate_are_numpy_own():
+    x = np.array([100, 100, 0], dtype=np.int8)
+    run, regions = native(numpy_scalar_ops)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run(x, 0)
+    messages = {str(w.message) for w in caught}
+    assert "overflow encountered in scalar add" in messages
+    with np.errstate(all="raise"), pytest.raises(FloatingPointError):
+        run(x, 0)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert run(x, 0)[0] == np.int8(-56)
+    assert regions[0].stats()["native_calls"] == 3
+
+
+def mandelbrot(out: tsjit.Tensor, x0: float, y0: float, step: float, max_iter: int) -> int:
+    total = 0
+    for r in range(out.shape[0]):
+        for c in range(out.shape[1]):
+            cr, ci = x0 + c * step, y0 + r * step
+            zr = zi = 0.0
+            k = 0
+            while k < max_iter and zr * zr + zi * zi <= 4.0:
+                zr, zi = zr * zr - zi * zi + cr, 2.0 * zr * zi + ci
+                k += 1
+            out[r, c] = k
+            total += k
+    return total
+
+
+def test_mandelbrot_matches_python():
+    check_native(mandelbrot, (np.zeros((9, 14), np.int32), -2.0, -1.1, 0.17, 60),
+                 (np.zeros((2, 3), np.int8), -0.75, 0.1, 0.5, 200))
+
+
+# ---------------------------------------------------------------------------- guards
+
+
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+def test_guards_route_other_kinds_to_new_variants_or_the_interpreter():
+    run, (region,) = native(add)
+    assert run(2, 3) == 5
+    assert_same(run(2.5, 1), 3.5)                 # a float argument: another variant
+    assert_same(run(True, True), 2)
+    assert_same(run(2 ** 70, 1), 2 ** 70 + 1)     # a bignum: the interpreter
+    stats = region.stats()
+    assert stats["specializations"] == 3 and stats["interpreted_runs"] == 1
+    assert stats["guard_failures"] == 3 and stats["native_calls"] == 3
+
+
+def test_the_variant_budget_is_bounded():
+    run, (region,) = native(add)
+    for a in (1, 1.5, True, np.float32(2), np.int16(3), np.float64(4), np.uint8(5)):
+        assert_same(run(a, 1), a + 1)
+    assert region.stats()["specializations"] == 4
+    assert region.stats()["interpreted_runs"] == 3
+
+
+# ---------------------------------------------------------------------------- fuzzing
+
+HEADER = """\
+import math
+
+
+def fuzzed(a: int, b: int, c: float, flag: bool, x: tsjit.Tensor):
+    i0 = 0
+    i1 = a
+    f0 = 0.5
+    f1 = c
+    p0 = False
+"""
+RESULT = "(i0, i1, b, f0, f1, p0)"
+INT_VARS = ["a", "b", "i0", "i1"]
+FLOAT_VARS = ["c", "f0", "f1"]
+BOOL_VARS = ["flag", "p0"]
+CLAMP = 100_000
+
+
+@st.composite
+def int_exprs(draw, depth: int, loop_vars: tuple[str, ...]) -> str:
+    """Int expressions that stay far inside 64 bits (int variables are clamped to CLAMP,
+    products and shifts take leaves only), so that eager Python ints agree with script
+    ints also where a region runs in the interpreter."""
+    leaf = st.sampled_from(INT_VARS + list(loop_vars) + ["3", "-2", "7", "len(x)",
+                                                          "x.shape[0]"])
+    if depth <= 0:
+        return draw(leaf)
+    form = draw(st.sampled_from(["leaf", "arith", "div", "bits", "shift", "minmax", "abs",
+                                 "ternary", "int_of"]))
+    sub = int_exprs(depth - 1, loop_vars)
+    if form == "leaf":
+        return draw(leaf)
+    if form == "arith":
+        if draw(st.booleans()):
+            return f"({draw(leaf)} * {draw(leaf)})"
+        return f"({draw(sub)} {draw(st.sampled_from(['+', '-']))} {draw(sub)})"
+    if form == "div":
+        return f"({draw(sub)} {draw(st.sampled_from(['//', '%']))} {draw(sub)})"
+    if form == "bits":
+        return f"({draw(sub)} {draw(st.sampled_from(['&', '|', '^']))} {draw(sub)})"
+    if form == "shift":
+        return f"({draw(leaf)} {draw(st.sampled_from(['<<', '>>']))} ({draw(leaf)} % 16))"
+    if form == "minmax":
+        return f"{draw(st.sampled_from(['min', 'max']))}({draw(sub)}, {draw(sub)})"
+    if form == "abs":
+        return f"abs({draw(sub)})"
+    if form == "ternary":
+        return f"({draw(sub)} if {draw(bool_exprs(depth - 1, loop_vars))} else {draw(sub)})"
+    return f"int(max(-1e15, min(1e15, {draw(float_exprs(depth - 1, loop_vars))})))"
+
+
+@st.composite
+def float_exprs(draw, depth: int, loop_vars: tuple[str, ...]) -> str:
+    leaf = st.sampled_from(FLOAT_VARS + ["0.5", "-0.0", "2.25", "1e300", "float(x[0])"])
+    if depth <= 0:
+        return draw(leaf)
+    form = draw(st.sampled_from(["leaf", "arith", "div", "mixed", "math", "minmax", "neg"]))
+    sub = float_exprs(depth - 1, loop_vars)
+    if form == "leaf":
+        return draw(leaf)
+    if form == "arith":
+        return f"({draw(sub)} {draw(st.sampled_from(['+', '-', '*']))} {draw(sub)})"
+    if form == "div":
+        return f"({draw(sub)} {draw(st.sampled_from(['/', '//', '%']))} {draw(sub)})"
+    if form == "mixed":
+        return f"({draw(sub)} {draw(st.sampled_from(['+', '*', '/']))} " \
+               f"{draw(int_exprs(depth - 1, loop_vars))})"
+    if form == "math":
+        fn = draw(st.sampled_from(["math.sqrt(abs({}))", "math.exp(min({}, 5.0))",
+                                   "math.sin({})", "math.atan({})", "math.floor({}) * 1.0"]))
+        return fn.format(draw(sub))
+    if form == "minmax":
+        return f"{draw(st.sampled_from(['min', 'max']))}({draw(sub)}, {draw(sub)})"
+    return f"(-{draw(sub)})"
+
+
+@st.composite
+def bool_exprs(draw, depth: int, loop_vars: tuple[str, ...]) -> str:
+    cmp = st.sampled_from(["<", "<=", ">", ">=", "==", "!="])
+    form = draw(st.sampled_from(["leaf", "int", "float", "mixed", "not", "and_or", "element"]
+                                if depth > 0 else ["leaf"]))
+    if form == "leaf":
+        return draw(st.sampled_from(BOOL_VARS + ["True"]))
+    if form == "int":
+        return f"({draw(int_exprs(depth - 1, loop_vars))} {draw(cmp)} " \
+               f"{draw(int_exprs(depth - 1, loop_vars))})"
+    if form == "float":
+        return f"({draw(float_exprs(depth - 1, loop_vars))} {draw(cmp)} " \
+               f"{draw(float_exprs(depth - 1, loop_vars))})"
+    if form == "mixed":
+        return f"({draw(int_exprs(depth - 1, loop_vars))} {draw(cmp)} " \
+               f"{draw(float_exprs(depth - 1, loop_vars))})"
+    if form == "not":
+        return f"(not {draw(bool_exprs(depth - 1, loop_vars))})"
+    if form == "element":
+        return f"bool(x[{draw(int_exprs(0, loop_vars))} % len(x)] {draw(cmp)} 0.5)"
+    op = draw(st.sampled_from(["and", "or"]))
+    return f"({draw(bool_exprs(depth - 1, loop_vars))} {op} " \
+           f"{draw(bool_exprs(depth - 1, loop_vars))})"
+
+
+@st.composite
+def statements(draw, indent: int, depth: int, loop_vars: tuple[str, ...]) -> list[str]:
+    pad = "    " * indent
+    lines = []
+    for _ in range(draw(st.integers(1, 3))):
+        kinds = ["int", "float", "bool", "store", "raise"] + (
+            ["if", "for", "while"] if depth > 0 else []) + (
+            ["break", "continue"] if loop_vars else [])
+        kind = draw(st.sampled_from(kinds))
+        if kind == "int":
+            lines.append(f"{pad}{draw(st.sampled_from(INT_VARS[2:]))} = "
+                         f"max(-{CLAMP}, min({CLAMP}, {draw(int_exprs(2, loop_vars))}))")
+        elif kind == "float":
+            lines.append(f"{pad}{draw(st.sampled_from(FLOAT_VARS[1:]))} = "
+                         f"{draw(float_exprs(2, loop_vars))}")
+        elif kind == "bool":
+            lines.append(f"{pad}p0 = {draw(bool_exprs(2, loop_vars))}")
+        elif kind == "store":
+            lines.append(f"{pad}x[{draw(int_exprs(1, loop_vars))} % len(x)] = "
+                         f"{draw(float_exprs(1, loop_vars))}")
+        elif kind == "raise":
+            lines.append(f"{pad}if {draw(bool_exprs(1, loop_vars))}:")
+            lines.append(f"{pad}    raise ValueError('fuzzed')")
+        elif kind == "if":
+            lines.append(f"{pad}if {draw(bool_exprs(2, loop_vars))}:")
+            lines += draw(statements(indent + 1, depth - 1, loop_vars))
+            lines.append(f"{pad}else:")
+            lines += draw(statements(indent + 1, depth - 1, loop_vars))
+        elif kind == "for":
+            var = f"k{len(loop_vars)}"
+            bounds = draw(st.sampled_from(["4", "a % 5", "len(x)", "6, -1, -2", "b, 9, 3"]))
+            lines.append(f"{pad}for {var} in range({bounds}):")
+            lines += draw(statements(indent + 1, depth - 1, (*loop_vars, var)))
+        elif kind == "while":
+            var = f"w{len(loop_vars)}"
+            lines.append(f"{pad}{var} = 0")
+            lines.append(f"{pad}while {var} < 6 and {draw(bool_exprs(1, loop_vars))}:")
+            lines.append(f"{pad}    {var} += 1")
+            lines += draw(statements(indent + 1, depth - 1, (*loop_vars, var)))
+        else:
+            lines.append(f"{pad}if {draw(bool_exprs(1, loop_vars))}:")
+            lines.append(f"{pad}    {kind}")
+    return lines
+
+
+@st.composite
+def programs(draw) -> str:
+    body = ["    for k in range(2):"] + draw(statements(2, 2, ("k",)))
+    return HEADER + "\n".join(body) + f"\n    return {RESULT}\n"
+
+
+_MODULES = Path(tempfile.mkdtemp(prefix="tsjit_native_fuzz_"))
+
+
+def load(source: str):
+    """Import `source` from a real file (script() reads functions' source files)."""
+    name = "native_fuzzed_" + hashlib.sha1(source.encode()).hexdigest()[:16]
+    path = _MODULES / f"{name}.py"
+    path.write_text("import tsjit\n" + source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module.fuzzed
+
+
+ARGUMENTS = st.tuples(
+    st.integers(-20, 20), st.integers(-20, 20),
+    st.sampled_from([0.0, -0.0, 1.0, -2.5, 0.1, 7.0, math.inf, -math.inf, math.nan]),
+    st.booleans(),
+    st.lists(st.floats(-4, 4, allow_nan=False), min_size=1, max_size=5).map(np.array))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+          derandomize=True)
+@given(source=programs(), calls=st.lists(ARGUMENTS, min_size=3, max_size=3))
+def test_random_scalar_programs_match_python(source, calls):
+    fn = load(source)
+    try:
+        check_native(fn, *calls)
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n--- program ---\n{source}") from None
