@@ -281,3 +281,55 @@ class MaybeCache:
 
 def uses_optional_attribute(k: int) -> int:
     return MaybeCache(k).value()
+
+
+class Grid:
+    SIZE = 3
+    NAME = "grid"
+
+    def __init__(self, fill: int):
+        self.cells: dict[str, list[int]] = {}
+        self.fill = min(fill, Grid.SIZE)
+
+    @staticmethod
+    def key(i: int, j: int) -> str:
+        return f"{i},{j}"
+
+    def put(self, i: int, j: int) -> None:
+        k = self.key(i, j)
+        if k not in self.cells:
+            self.cells[k] = []
+        self.cells[k].append(self.fill * self.SIZE)
+
+
+def static_methods_and_class_constants(fill: int, n: int) -> tuple[dict[str, list[int]], str,
+                                                                   int]:
+    g = Grid(fill)
+    for i in range(n):
+        g.put(i % 2, 0)
+    return g.cells, Grid.key(n, n) + Grid.NAME, Grid.SIZE
+
+
+def test_static_methods_and_class_level_constants():
+    check(static_methods_and_class_constants, (1, 3), (7, 0))
+
+
+class Total:
+    def __init__(self):
+        self.n = 0
+
+    def __iadd__(self, k: int) -> Total:
+        self.n += k
+        return self
+
+
+def in_place_operator(ks: list[int]) -> tuple[int, bool]:
+    t = Total()
+    alias = t
+    for k in ks:
+        t += k
+    return t.n, alias is t
+
+
+def test_augmented_assignment_calls_in_place_magic_methods():
+    check(in_place_operator, ([1, 2, 3],), ([],))

@@ -29,6 +29,7 @@ from ..ir.types import (
 from ..ops.registry import Param
 from .annotations import AnnotationError, evaluate, is_final, parse_type_comment, to_type
 from .errors import CompilationError
+from .resolution import is_constant
 from .source import ParsedSource
 from .sugared import ModuleListValue, PythonObject, Sugared
 
@@ -107,6 +108,10 @@ class ClassConstructor(Sugared):
 
     def describe(self) -> str:
         return f"class '{self.class_type.py_class.__qualname__}'"
+
+    def attr(self, em, name, src):
+        found = em.compiler.class_level(em, self.class_type, name, src)
+        return found if found is not None else super().attr(em, name, src)
 
     def call(self, em, args, kwargs, src):
         t = self.class_type
@@ -272,9 +277,23 @@ class Compiler:
         if name in t.attributes:
             return em.insert("prim::GetAttr", [base], [t.attributes[name]], {"name": name},
                              src).output
+        found = self.class_level(em, t, name, src)
+        if found is not None:
+            return found
         if callable(getattr(t.py_class, name, None)):
             return BoundScriptMethod(base, name)
         raise CompilationError(f"'{t.annotation}' object has no attribute '{name}'", src)
+
+    def class_level(self, em, t: ClassType, name: str, src: SourceRange):
+        """A name defined on the class itself: a staticmethod (compiled like a function)
+        or a constant class variable (captured at compile time, like a global)."""
+        member = inspect.getattr_static(t.py_class, name, None)
+        if isinstance(member, staticmethod):
+            return self.function_value(member.__func__, src,
+                                       f"{t.py_class.__qualname__}.{name}")
+        if member is not None and not callable(member) and is_constant(member):
+            return em.const_python(member, src)
+        return None
 
     def set_class_attribute(self, em, base: Value, name: str, value: Value,
                             src: SourceRange) -> None:

@@ -39,7 +39,7 @@ from .calls import CallMixin
 from .control_flow import ControlFlowMixin, contains_statement
 from .environment import RAISED, RETURNED, Frame
 from .errors import CompilationError
-from .expressions import BINARY, ExpressionMixin
+from .expressions import BINARY, MAGIC, ExpressionMixin
 from .resolution import Resolver
 from .source import ParsedSource
 from .sugared import CompileTimeTuple, Sugared
@@ -177,17 +177,26 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
 
     def target_type(self, target: ast.expr) -> Type | None:
         """The type an element or attribute store expects, when its base is a variable
-        (`groups[k] = []`, `self.items = {}`): literals assigned there take it."""
-        if not isinstance(target, (ast.Subscript, ast.Attribute)) or not isinstance(
-                target.value, ast.Name):
+        or an attribute of one (`groups[k] = []`, `self.items = {}`, `self.d[k] = []`):
+        literals assigned there take it."""
+        if not isinstance(target, (ast.Subscript, ast.Attribute)):
             return None
-        binding = self.frame.lookup(target.value.id)
-        base = binding.value.type if binding and isinstance(binding.value, Value) else None
+        base = self.static_type(target.value)
         if isinstance(target, ast.Attribute):
             return base.attributes.get(target.attr) if isinstance(base, ClassType) else None
         if isinstance(base, ListType) and not isinstance(target.slice, ast.Slice):
             return base.elem
         return base.value if isinstance(base, DictType) else None
+
+    def static_type(self, node: ast.expr) -> Type | None:
+        """The type of a variable or a chain of attributes of one, without emitting code."""
+        if isinstance(node, ast.Name):
+            binding = self.frame.lookup(node.id)
+            return binding.value.type if binding and isinstance(binding.value, Value) else None
+        if isinstance(node, ast.Attribute):
+            base = self.static_type(node.value)
+            return base.attributes.get(node.attr) if isinstance(base, ClassType) else None
+        return None
 
     def typed_expr(self, node: ast.expr, declared: Type, what: str = "value") -> Value:
         """An expression checked against (and typed as) an annotation.  List, dict and
@@ -334,6 +343,9 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
                 raise CompilationError(f"cannot {name} a {rhs.type.annotation} to a "
                                        f"{current.type.annotation}", src)
             return result
+        in_place = "__i" + MAGIC[name][2:] if name in MAGIC else None
+        if in_place and self.has_magic(current, in_place):      # a class's __iadd__
+            return self.call_method(current, in_place, [rhs], {}, src)
         return self.binary(name, current, rhs, src)
 
     def stmt_If(self, stmt: ast.If) -> None:
