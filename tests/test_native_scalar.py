@@ -4,10 +4,11 @@ Python, and from the interpreter, on every input.
 
 `native(fn)` scripts `fn`, lowers its graph's native regions and runs the result in the
 interpreter (a NativeCall runs its compiled code), as the executor does after
-specializing.  `check_native` compares that with eager Python on fresh copies of each
-argument tuple: results (types included; ints reduced to 64 bits, as script ints wrap),
-exception classes, warnings and argument mutations; it also requires that the region
-really ran natively.
+specializing (but on the unspecialized graph, without profiling, so that each test sees
+the native code on every call).  `check_native` compares that with eager Python on fresh
+copies of each argument tuple: results (types included; ints reduced to 64 bits, as
+script ints wrap), exception classes, warnings and argument mutations; it also requires
+that the region really ran natively.
 """
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ from hypothesis import strategies as st
 import tsjit
 from tsjit.codegen.scalar import NativeFunction
 from tsjit.codegen.scalar.sites import wrap_int64
+from tsjit.executor.pipeline import LoweringContext, lower
+from tsjit.executor.stats import ExecutorStats
 from tsjit.interpreter import compile_graph
 from tsjit.passes.lower_native_regions import lower_native_regions
 from tsjit.testing.filecheck import FileCheck
@@ -41,6 +44,7 @@ def native(fn):
     scripted = tsjit.script(fn)
     graph = scripted.graph.copy()
     lower_native_regions(graph)
+    lower(graph, LoweringContext(scripted.name, "<test>", ExecutorStats(), fallback=None))
     regions = [n.attrs["runtime"] for n in graph.nodes() if n.kind == "prim::NativeCall"]
     return compile_graph(graph, scripted.name).fn, regions
 

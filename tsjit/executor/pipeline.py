@@ -19,10 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .. import config
+from ..codegen.scalar import lower_native_call
 from ..ir.graph import Graph, Node
 from ..passes.dead_code_elimination import eliminate_dead_code
 from ..passes.fuse_elementwise import fuse_elementwise
 from ..passes.insert_guards import insert_guards
+from ..passes.lower_native_regions import lower_native_regions
 from .fusion_runtime import lower_fusion_group
 from .guards import lower_type_check
 
@@ -36,8 +38,10 @@ class OptimizationPass:
 
 # The passes that compile parts of a specialized graph to native code, in order.
 OPTIMIZATION_PASSES: list[OptimizationPass] = [
+    # Scalar loops and element access first: they are numbers-only regions, so the fuser
+    # still sees every array op.
+    OptimizationPass("lower_native_regions", lower_native_regions, config.native_enabled),
     OptimizationPass("fuse_elementwise", fuse_elementwise, config.fusion_enabled),
-    # Native scalar code goes here: it replaces scalar regions by guarded native nodes.
 ]
 
 
@@ -73,6 +77,7 @@ LOWERINGS: dict[str, Lowering] = {
     "prim::TypeCheck": lower_type_check,
     "prim::FusionGroup": lower_fusion_group,
     "prim::FallbackGraph": lambda node, context: context.fallback(node.attrs["subgraph"]),
+    "prim::NativeCall": lower_native_call,
 }
 
 

@@ -18,12 +18,12 @@ and runs the region in the interpreter for kinds it cannot lower, so a wrong gue
 speed, never correctness.
 
 A NativeCall takes the values its region reads from outside (constants are copied in),
-gives the values read after it, and holds the region as its `subgraph` and the
-NativeFunction running it as its `runtime`.
+gives the values read after it, and holds the region as its `subgraph`; the executor's
+lowering gives it the NativeFunction that runs it (`codegen.scalar.lower_native_call`).
 """
 from __future__ import annotations
 
-from ..codegen.scalar import NativeFunction, rule_for
+from ..codegen.scalar import rule_for
 from ..ir.graph import Block, Graph, Node, Value, clone_node
 from ..ir.types import (
     BoolType,
@@ -164,9 +164,7 @@ def _make_region(run: list[Node], whole_function: bool) -> None:
         return
     region, inputs, outputs = _extract(run)
     first = next((n for n in run if n.kind != "prim::Constant"), run[0])
-    call = Node(NATIVE_CALL, source=first.source)
-    call.attrs["subgraph"] = region
-    call.attrs["runtime"] = NativeFunction(region, _name(first), first.source)
+    call = Node(NATIVE_CALL, {"subgraph": region}, first.source)
     for v in inputs:
         call.add_input(v)
     call.insert_before(run[0])
@@ -175,11 +173,6 @@ def _make_region(run: list[Node], whole_function: bool) -> None:
     for node in reversed(run):
         if node.kind != "prim::Constant" or not node.outputs[0].uses:
             node.destroy()
-
-
-def _name(node: Node) -> str:
-    where = f"_line{node.source.line}" if node.source is not None else ""
-    return f"native{where}"
 
 
 def _walk(node: Node):

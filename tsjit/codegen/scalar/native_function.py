@@ -1,15 +1,20 @@
 """NativeFunction: what a prim::NativeCall node calls — a region compiled per argument kinds.
 
-The interpreter runs a NativeCall as `fn.call(*args)`.  `call` starts as the Python
-dispatcher and becomes, after the first successful compilation, the compiled variant's
-builtin itself, so a call costs the builtin's guards and nothing in Python.  When a guard
-fails the builtin calls back `miss`, which picks (or compiles, within MAX_VARIANTS) the
-variant for the new argument kinds, or runs the region in the interpreter: a variant the
-native lowering does not support, arguments native code cannot take (a bignum, a list),
-or a full budget.  Every way through gives the interpreter's results.
+The executor's pipeline gives each NativeCall node its NativeFunction as `runtime`
+(`lower_native_call`), and the interpreter runs the node as `runtime.call(*args)`.
+`call` starts as the Python dispatcher and becomes, after the first successful
+compilation, the compiled variant's builtin itself, so a call costs the builtin's guards
+and nothing in Python.  When a guard fails the builtin calls back `miss`, which picks (or
+compiles, within MAX_VARIANTS) the variant for the new argument kinds, or runs the region
+in the interpreter: a variant the native lowering does not support, arguments native code
+cannot take (a bignum, a list), or a full budget.  Every way through gives the
+interpreter's results.
 
 Counters: native calls are counted by the native code itself (`counters[0]`), guard
-failures, interpreted runs and compilations here.
+failures, interpreted runs and compilations here; guard failures and interpreted runs are
+also reported to the executor's stats (`on_guard_failure`, `on_bailout`).  For the
+executor's inspection a NativeFunction looks like a fused kernel: `label`, `launches` and
+`kernel.llvm_ir` / `kernel.asm` (every compiled variant).
 """
 from __future__ import annotations
 
@@ -25,7 +30,7 @@ import numpy as np
 from llvmlite import ir
 
 from ...interpreter import compile_graph
-from ...ir.graph import Graph, SourceRange
+from ...ir.graph import Graph, Node, SourceRange
 from ...ir.printer import print_graph
 from ...ir.types import BoolType, FloatType, IntType, OptionalType, Type
 from ..engine import CompiledModule, get_engine
@@ -64,14 +69,24 @@ def argument_kind(value: object, static: Type) -> NType | None:
     return kind
 
 
+def _nothing() -> None:
+    return None
+
+
 class NativeFunction:
     """A region (a Graph with the NativeCall's inputs and outputs) and its compiled
     variants; see the module docstring."""
 
-    def __init__(self, region: Graph, name: str, source: SourceRange | None = None):
+    def __init__(self, region: Graph, name: str, source: SourceRange | None = None,
+                 on_guard_failure: Callable[[], None] = _nothing,
+                 on_bailout: Callable[[], None] = _nothing):
         self.region = region
         self.name = name
+        self.label = name if source is None else f"{name} (line {source.line})"
         self.source = source
+        self.on_guard_failure = on_guard_failure
+        self.on_bailout = on_bailout
+        self.kernel = CompiledCode(self)
         self.static_types = tuple(v.type for v in region.inputs)
         self.variants: dict[tuple[NType, ...], Variant | None] = {}
         self.unsupported: dict[tuple[NType, ...], str] = {}
@@ -95,6 +110,7 @@ class NativeFunction:
     def _miss(self, missed: tuple[NType, ...], *args: object) -> object:
         """A guard of the variant for `missed` failed on these arguments."""
         self.counts["guard_failures"] += 1
+        self.on_guard_failure()
         key = self._key(args)
         if key == missed:       # kinds and guards disagree: never loop, interpret instead
             return self.interpret(*args)
@@ -103,6 +119,7 @@ class NativeFunction:
     def interpret(self, *args: object) -> object:
         """Run the region in the reference interpreter."""
         self.counts["interpreted_runs"] += 1
+        self.on_bailout()
         if self._interpreted is None:
             self._interpreted = compile_graph(self.region, self.name).fn
         return self._interpreted(*args)
@@ -153,6 +170,11 @@ class NativeFunction:
     def compiled_variants(self) -> list[Variant]:
         return [v for v in self.variants.values() if v is not None]
 
+    @property
+    def launches(self) -> int:
+        """Native calls (what the executor counts as kernel launches)."""
+        return int(self.counters[0])
+
     def stats(self) -> dict[str, int]:
         return {"native_calls": int(self.counters[0]),
                 "guard_failures": self.counts["guard_failures"],
@@ -162,3 +184,35 @@ class NativeFunction:
     def __repr__(self) -> str:
         where = f" at {self.source}" if self.source is not None else ""
         return f"<tsjit native region {self.name}{where}>"
+
+
+class CompiledCode:
+    """The LLVM IR and assembly of every compiled variant of a NativeFunction, each headed
+    by the argument kinds it was compiled for."""
+
+    def __init__(self, function: NativeFunction):
+        self.function = function
+
+    def _text(self, comment: str, text: Callable[[Variant], str]) -> str:
+        return "".join(f"{comment} {self.function.label}: ({', '.join(map(str, v.kinds))})\n"
+                       f"{text(v)}\n" for v in self.function.compiled_variants())
+
+    @property
+    def llvm_ir(self) -> str:
+        return self._text(";", lambda v: v.compiled.optimized_ir)
+
+    @property
+    def asm(self) -> str:
+        return self._text("#", lambda v: v.compiled.asm)
+
+
+def lower_native_call(node: Node, context) -> NativeFunction:
+    """The executor's lowering of a prim::NativeCall node (see executor/pipeline.py): its
+    NativeFunction, reporting to the executor's stats and shown by its inspection."""
+    first = next(iter(node.attrs["subgraph"].block.nodes), None)
+    source = node.source or (first.source if first is not None else None)
+    runtime = NativeFunction(node.attrs["subgraph"],
+                             f"{context.name}_native{context.next_label()}", source,
+                             context.count_guard_failure, context.count_bailout)
+    context.add_kernel(runtime)
+    return runtime
