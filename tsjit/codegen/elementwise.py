@@ -47,7 +47,12 @@ from tsjit.codegen.ir_util import (
 )
 from tsjit.codegen.kernel_spec import KernelSpec
 
-__all__ = ["build_kernel_module", "entry_signature", "parallel_threshold", "vector_width"]
+__all__ = [
+    "build_kernel_module",
+    "entry_parameter_types",
+    "parallel_threshold",
+    "vector_width",
+]
 
 # Work (in units of one add per element) below which a job runs on the calling thread:
 # a parallel dispatch costs ~1-2 us, about 2**13 elements of a simple loop.
@@ -70,13 +75,10 @@ def _c_scalar_type(dtype: np.dtype) -> str:
     return "double" if kind == "f" else "uint64_t" if kind == "u" else "int64_t"
 
 
-def _entry_c_types(spec: KernelSpec) -> list[str]:
-    return ["int64_t"] + [_c_scalar_type(i.dtype) for i in spec.inputs if i.is_scalar]
-
-
-def entry_signature(spec: KernelSpec) -> str:
-    """cffi type of the entry point: the operand tuple's address, then the scalars."""
-    return f"void(*)({', '.join(_entry_c_types(spec))})"
+def entry_parameter_types(spec: KernelSpec) -> tuple[str, ...]:
+    """C types of the entry point's parameters (it returns void): the operand tuple's
+    address, then the scalars."""
+    return ("int64_t",) + tuple(_c_scalar_type(i.dtype) for i in spec.inputs if i.is_scalar)
 
 
 def parallel_threshold(spec: KernelSpec) -> int:
@@ -197,9 +199,9 @@ class _KernelBuilder:
         return fn
 
     def build_entry(self, body: ir.Function) -> None:
-        """Emit the exported entry point (see ``entry_signature``)."""
+        """Emit the exported entry point (see ``entry_parameter_types``)."""
         spec = self.spec
-        params = [ir.DoubleType() if c == "double" else I64 for c in _entry_c_types(spec)]
+        params = [ir.DoubleType() if c == "double" else I64 for c in entry_parameter_types(spec)]
         fn = self._function(self.name, params, internal=False)
         b = ir.IRBuilder(fn.append_basic_block())
         scalars = stack_slot(b, self.scalars_type)

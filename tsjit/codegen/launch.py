@@ -18,10 +18,10 @@ import hashlib
 import threading
 from collections.abc import Callable
 
-import cffi
+import _cffi_backend
 import numpy as np
 
-from tsjit.codegen.elementwise import build_kernel_module, entry_signature
+from tsjit.codegen.elementwise import build_kernel_module, entry_parameter_types
 from tsjit.codegen.elementwise_driver import ensure_driver
 from tsjit.codegen.engine import CompiledModule, generator_fingerprint, get_engine
 from tsjit.codegen.kernel_spec import KernelSpec, supports
@@ -29,7 +29,6 @@ from tsjit.codegen.output_pool import OutputPool
 
 __all__ = ["Kernel", "compile_kernel"]
 
-_ffi = cffi.FFI()
 _kernels: dict[KernelSpec, Kernel] = {}
 _kernels_lock = threading.Lock()
 
@@ -48,7 +47,7 @@ class Kernel:
         source = _call_source(spec)
         pool = OutputPool.shared()
         namespace = {
-            "_native": _ffi.cast(entry_signature(spec), compiled.addresses[entry]),
+            "_native": _native_function(entry_parameter_types(spec), compiled.addresses[entry]),
             "_broadcast_shapes": np.broadcast_shapes,
             "_overlaps": np.may_share_memory,
             "_check_target": _check_inplace_target,
@@ -79,6 +78,15 @@ class Kernel:
     def asm(self) -> str:
         """Machine assembly of the kernel module (generated on first request)."""
         return self.compiled.asm
+
+
+def _native_function(parameter_types: tuple[str, ...], address: int):
+    """A callable for the native ``void f(parameter_types...)`` at ``address``. cffi's
+    backend is used directly: ``cffi.FFI`` parses C declarations with pycparser, whose
+    import alone costs ~50-100 ms on the first kernel of a process."""
+    parameters = tuple(_cffi_backend.new_primitive_type(t) for t in parameter_types)
+    signature = _cffi_backend.new_function_type(parameters, _cffi_backend.new_void_type(), 0)
+    return _cffi_backend.cast(signature, address)
 
 
 def _check_inplace_target(target: np.ndarray, shape: tuple) -> None:
