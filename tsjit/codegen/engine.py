@@ -245,9 +245,11 @@ class JitEngine:
             return
         try:
             self._cache_dir.mkdir(parents=True, exist_ok=True)
-            if not self._cache_trimmed:
+            if not self._cache_trimmed:  # a scan of a big cache takes ~100 ms: not inline
                 self._cache_trimmed = True
-                _trim_cache(self._cache_dir, _CACHE_MAX_BYTES)
+                threading.Thread(
+                    target=_trim_cache, args=(self._cache_dir, _CACHE_MAX_BYTES), daemon=True
+                ).start()
             for suffix, data in ((".ll", optimized_ir.encode()), (".o", obj)):
                 final = self._cache_dir / f"{key}{suffix}"
                 partial = final.with_suffix(f"{suffix}.{os.getpid()}.tmp")
@@ -258,16 +260,23 @@ class JitEngine:
 
 
 def _trim_cache(directory: Path, max_bytes: int) -> None:
-    """Delete the least recently written files until the cache is 3/4 of ``max_bytes``."""
-    entries = [(e.stat().st_mtime, e.stat().st_size, e.path) for e in os.scandir(directory)]
-    total = sum(size for _, size, _ in entries)
-    if total <= max_bytes:
-        return
-    for _, size, path in sorted(entries):
-        os.remove(path)
-        total -= size
-        if total <= max_bytes * 3 // 4:
+    """Delete the least recently written files until the cache is 3/4 of ``max_bytes``.
+    Best effort: another process may be trimming or writing at the same time."""
+    try:
+        entries = []
+        for entry in os.scandir(directory):
+            info = entry.stat()
+            entries.append((info.st_mtime, info.st_size, entry.path))
+        total = sum(size for _, size, _ in entries)
+        if total <= max_bytes:
             return
+        for _, size, path in sorted(entries):
+            os.remove(path)
+            total -= size
+            if total <= max_bytes * 3 // 4:
+                return
+    except OSError:
+        pass
 
 
 _fingerprint: str | None = None
