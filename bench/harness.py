@@ -329,16 +329,15 @@ def run_suite(suite: str, cases: Iterable[Case], settings: Settings) -> list[Rec
         case_records = run_case(suite, case, settings)
         print_case(case, case_records, settings)
         records.extend(case_records)
-    write_results(suite, records, settings)
+    write_results(suite, records, asdict(settings))
     return records
 
 
-def write_results(suite: str, records: list[Record], settings: Settings,
-                  extra: dict[str, object] | None = None) -> None:
+def write_results(suite: str, records: list[Record], settings: dict[str, object]) -> None:
     RESULTS_DIR.mkdir(exist_ok=True)
     path = RESULTS_DIR / f"{suite}.json"
-    payload = {"suite": suite, "settings": asdict(settings), "machine": machine_description(),
-               "records": [asdict(record) for record in records], **(extra or {})}
+    payload = {"suite": suite, "settings": settings, "machine": machine_description(),
+               "records": [asdict(record) for record in records]}
     path.write_text(json.dumps(payload, indent=1))
     print(f"\nwrote {path}")
     plot_ratios(suite, records)
