@@ -1,12 +1,12 @@
 """Accuracy and vectorization of the inline math library (tsjit.codegen.vmath).
 
 Each function runs through a real JIT-compiled, vectorized loop (tests/_llvm_harness.py) and
-is compared against a higher-precision reference: float32 results against NumPy's float64
-function rounded to float32, float64 results against NumPy's 80-bit long double. The error
-measure is the distance in units in the last place between the result and the rounded
-reference, counted on the integer views of the two floats (sign-aware, so -0 and +0 are 0
-apart and crossing zero counts every float in between). Rounding the reference can add half
-an ulp to the measured distance: the 4-ulp bound asserted here is stricter than 4 ulp.
+is compared against a higher-precision reference rounded to the tested dtype: for float32,
+NumPy's float64 function (math.erf for erf); for float64, NumPy's 80-bit long double
+function (glibc's long double libm; a long double series for erf). The error is the number
+of floats between the result and that correctly rounded reference, counted on the integer
+views of the two (sign-aware: -0 and +0 are 0 apart, and crossing zero counts every float
+in between); NaN must meet NaN.
 """
 
 from __future__ import annotations

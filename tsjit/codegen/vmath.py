@@ -594,6 +594,7 @@ def _sqrt(em: _Emit, x):
     return em.sqrt(x)
 
 
+# name -> (arity, emitter); NumPy's names and argument order: arctan2(y, x), pow(x, y).
 _FUNCTIONS: dict[str, tuple[int, Callable[..., ir.Value]]] = {
     "exp": (1, _exp),
     "expm1": (1, _expm1),
