@@ -9,10 +9,11 @@ calls, no branches, no loops, so a float32 loop becomes ``<16 x float>`` code.
 Accuracy: within 4 ulp of the correctly rounded result over the whole domain (tests measure
 at most 2 ulp), including signed zeros, infinities, NaN and denormal inputs and outputs;
 special values follow NumPy (C99 Annex F). One exception, by design: sin, cos and tan reduce
-their argument exactly only for |x| < 2**27 (about 1.3e8), in both precisions. Beyond, the
-reduced argument carries an absolute error of about |x| * 2**-53, which grows until it is
-meaningless at |x| = 2**51; from there on they return their value at +-0. So sin and cos
-stay within [-1, 1] for every finite input, but are inaccurate beyond 2**27.
+their argument exactly only for |x| < 2**27 (about 1.3e8) in float64 and |x| < 2**37 (about
+1.4e11) in float32. Beyond, the reduced argument carries an absolute error of about
+|x| * 2**-57, which grows until it is meaningless at |x| = 2**51; from there on they return
+their value at +-0. So sin and cos stay within [-1, 1] for every finite input, but are
+inaccurate beyond those bounds.
 
 float32 sin, cos and tan reduce their argument in float64 (fewer pieces of pi/2, more
 range). ``llvm.fmuladd`` (fused where the CPU has FMA) evaluates polynomials; ``llvm.fma``
@@ -426,11 +427,12 @@ def _pow(em: _Emit, x, y):
 
 # ---------------------------------------------------------------- sin, cos, tan
 
-# pi/2 as 26-bit heads (n * head is exact for |n| < 2**27) and a rounded tail. float64
-# needs 131 bits for the worst cancellation of a double below 2**27, float32 far fewer.
+# pi/2 as short heads (n * head is exact for n below 2**(53 - head bits)) and a rounded
+# tail. float64 needs 131 bits for the worst cancellation of a double below 2**27; float32
+# inputs have 24 significant bits and fewer hard cases, so 16-bit heads serve up to 2**37.
 _PIO2 = {
     "float64": K.split(Fraction(K.PI) / 2, (26, 26, 26), "float64"),
-    "float32": K.split(Fraction(K.PI) / 2, (26, 26), "float64"),
+    "float32": K.split(Fraction(K.PI) / 2, (16, 16, 16), "float64"),
 }
 _TWO_OVER_PI = K.rounded(2 / Fraction(K.PI), "float64")
 # No double-precision reduction means anything from here on.
@@ -440,25 +442,27 @@ _MEANINGLESS_TRIG = 2.0**51
 def _reduce_trig(em: _Emit, x) -> tuple[ir.Value, ir.Value, ir.Value]:
     """(r, r_lo, n) with x = n * pi/2 + r + r_lo, |r| <= pi/4, r_lo below an ulp of r.
 
-    Cody-Waite in float64 (float32 inputs are widened): x - n * head is exact (Sterbenz),
-    so for |x| < 2**27 (n < 2**27) the only roundings are at the size of r itself. float64
-    sums the pieces with TwoSum into a double-double; float32 rounds the float64 r.
-    Beyond 2**27 the products round and r degrades gracefully; from 2**51 on, x is
-    replaced by a zero of its sign (so results stay bounded)."""
+    Cody-Waite in float64 (float32 inputs are widened): x - n * head is exact (Sterbenz), and
+    so are the products with the other heads, so while n is small enough (|x| < 2**27 for
+    float64, 2**37 for float32) the only roundings are at the size of r itself. float64 sums
+    the pieces with TwoSum into a double-double; float32 rounds the float64 r. Beyond those
+    bounds the products round and r degrades gracefully; from 2**51 on, x is replaced by a
+    zero of its sign (so results stay bounded)."""
     wide = em.promoted()
     ax = em.fabs(x)
     meaningless = em.b.and_(em.cmp(">=", ax, _MEANINGLESS_TRIG), em.cmp("<", ax, _INF))
     x = em.to(em.sel(meaningless, em.copysign(0.0, x), x), _F64)
     n_f, n = wide.round_int(wide.mul(x, _TWO_OVER_PI))
-    p1, p2, *rest = _PIO2[em.fmt.name]
-    head = wide.sub(x, wide.mul(n_f, p1))
+    head, *pieces = _PIO2[em.fmt.name]
+    r = wide.sub(x, wide.mul(n_f, head))
     if em.fmt is _F32:
-        r = wide.mla(n_f, -rest[0], wide.mla(n_f, -p2, head))
+        for piece in pieces:
+            r = wide.mla(n_f, -piece, r)
         r_hi = wide.to(r, _F32)
         return r_hi, wide.to(wide.sub(r, em.to(r_hi, _F64)), _F32), em.b.trunc(n, _F32.itype)
-    s, e1 = wide.two_sum(head, wide.mul(n_f, -p2))
-    s, e2 = wide.two_sum(s, wide.mul(n_f, -rest[0]))
-    tail = wide.mla(n_f, -rest[1], wide.add(e1, e2))
+    s, e1 = wide.two_sum(r, wide.mul(n_f, -pieces[0]))
+    s, e2 = wide.two_sum(s, wide.mul(n_f, -pieces[1]))
+    tail = wide.mla(n_f, -pieces[2], wide.add(e1, e2))
     r = wide.add(s, tail)
     return r, wide.sub(tail, wide.sub(r, s)), n
 
