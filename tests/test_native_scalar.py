@@ -691,3 +691,46 @@ def test_random_scalar_programs_match_python(source, calls):
         check_native(fn, *calls)
     except AssertionError as e:
         raise AssertionError(f"{e}\n--- program ---\n{source}") from None
+
+
+# ---------------------------------------------------------------------------- the public API
+
+
+def scripted_add(a: int, b: int) -> int:
+    return a + b
+
+
+def test_a_whole_native_function_is_called_straight_into_native_code():
+    f = tsjit.script(scripted_add)
+    assert f(1, 2) == 3                                # compiles; later calls are direct
+    assert type(f).__call__ is not tsjit.ScriptFunction.__call__
+    assert_same(f(2, 3), 5)
+    assert_same(f(a=4, b=5), 9)                        # keywords take the normal path
+    assert_same(f(True, True), 2)                      # so do other kinds (bool)
+    with pytest.raises(TypeError, match="argument 'a'"):
+        f("x", 1)                                      # with the normal argument check
+    # every call that passed the argument checks counts, the direct ones included
+    assert f.stats()["calls"] == 4 and isinstance(f, tsjit.ScriptFunction)
+
+
+def test_disabling_native_code_drops_the_direct_entry():
+    f = tsjit.script(scripted_add)
+    f(1, 2)
+    try:
+        tsjit.set_native_enabled(False)
+        assert type(f) is tsjit.ScriptFunction and f(2, 2) == 4
+        assert "NativeCall" not in str(f.graph_for(1, 1))
+    finally:
+        tsjit.set_native_enabled(True)
+    assert f(3, 3) == 6 and "NativeCall" in str(f.graph_for(1, 1))
+
+
+def test_inspection_shows_native_regions():
+    f = tsjit.script(scale_then_count)
+    x = np.arange(5.0)
+    graph = str(f.graph_for(x, 2.0))
+    assert "prim::NativeCall" in graph and "with prim::NativeCall" in graph
+    llvm = f.inspect_llvm(x, 2.0)
+    assert "Array(float64, rank=1" in llvm and "define ptr @tsjit_native_" in llvm
+    assert "ret" in f.inspect_asm(x, 2.0)
+    assert f.stats()["kernel_launches"] >= 1

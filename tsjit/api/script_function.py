@@ -1,6 +1,10 @@
 """The objects `tsjit.script` returns: ScriptFunction, and ScriptModule for modules."""
 from __future__ import annotations
 
+import weakref
+
+from .. import config
+from ..codegen.scalar import direct_entry
 from ..executor import GraphExecutor
 from ..frontend.compiler import CompiledCallable
 from ..interpreter import python_source
@@ -23,12 +27,33 @@ class ScriptFunction:
         compiled.executor = self.executor
         self._check = make_argument_checker(compiled.name, compiled.param_types)
         self._arity = len(compiled.param_types)
+        self._plain_class = type(self)
+        self._drop_direct()
+        _functions.add(self)
 
     def __call__(self, *args, **kwargs):
-        if kwargs or len(args) != self._arity:
-            args = self._bind(args, kwargs)
-        self._check(*args)
-        return self.executor(*args)
+        return self._call(*args, **kwargs)
+
+    def _call(self, *args, **kwargs):
+        result = self.executor(*self._executor_args(args, kwargs))
+        if self.executor.optimized is not self._direct_graph:
+            self._direct_graph = self.executor.optimized
+            entry = direct_entry(self._direct_graph, self._call)
+            if entry is not None:
+                builtin, self._direct_calls = entry
+                self.__class__ = type(self._plain_class.__name__, (self._plain_class,),
+                                      {"__call__": builtin, "__module__": __name__})
+        return result
+
+    def _drop_direct(self) -> None:
+        """Forget the direct entry.  A function whose optimized graph is one native region
+        is called straight into its native code: the instance gets a class of its own
+        whose `__call__` is the region's builtin (no Python frame at all).  The builtin's
+        guards check at least what the argument checks do, and any other call (keyword
+        arguments, other types, a miss) takes `_call`, the normal path."""
+        self.__class__ = self._plain_class
+        self._direct_graph = None
+        self._direct_calls = None
 
     def _bind(self, args: tuple, kwargs: dict) -> tuple:
         import inspect
@@ -76,13 +101,25 @@ class ScriptFunction:
         return "".join(f"# {k.label}\n{k.kernel.asm}\n" for k in kernels)
 
     def stats(self) -> dict[str, int]:
-        return self.executor.stats()
+        stats = self.executor.stats()
+        if self._direct_calls is not None:
+            stats["calls"] += int(self._direct_calls[0])
+        return stats
 
     def __repr__(self) -> str:
         return f"<tsjit.ScriptFunction {self.schema}>"
 
 
 _NO_DEFAULT = object()
+_functions: weakref.WeakSet[ScriptFunction] = weakref.WeakSet()
+
+
+def _drop_direct_entries() -> None:
+    for function in list(_functions):
+        function._drop_direct()
+
+
+config.on_change(_drop_direct_entries)
 
 
 class ScriptMethod(ScriptFunction):

@@ -10,8 +10,8 @@ LLVM functions that Python calls as builtins.
     native_function      the callable a prim::NativeCall holds: variants, dispatch, stats
 """
 from . import numpy_ops, operator_rules, python_ops  # noqa: F401  (register their rules)
-from .native_function import NativeFunction, lower_native_call
+from .native_function import NativeFunction, direct_entry, lower_native_call
 from .ntypes import Unsupported
 from .rules import rule_for
 
-__all__ = ["NativeFunction", "Unsupported", "lower_native_call", "rule_for"]
+__all__ = ["NativeFunction", "Unsupported", "direct_entry", "lower_native_call", "rule_for"]

@@ -1,13 +1,13 @@
 """The CPython boundary of native scalar code: C-API declarations, object layouts, and
 the conversion of a JIT-compiled function into a Python builtin.
 
-Why a builtin (a `PyCFunction` with METH_FASTCALL) instead of a cffi call: a region's entry
-point takes the argument objects themselves, checks their types (the guards), unboxes
-them, runs, and boxes its results, all under the GIL.  A call then costs ~20-40 ns, where a
-cffi call of the same function costs ~400 ns on this machine (argument conversion, GIL
-release, errno handling), more than the whole 1 µs budget of a small scripted function.
-Holding the GIL also lets native code call back into Python on its rare paths (raising an
-exception, a NumPy warning) with the interpreter's exact semantics.
+Why a builtin (a `PyCFunction` with METH_FASTCALL | METH_KEYWORDS) instead of a cffi
+call: a region's entry point takes the argument objects themselves, checks their types (the
+guards), unboxes them, runs, and boxes its results, all under the GIL.  A call then costs
+~20-40 ns, where a cffi call of the same function costs ~400 ns on this machine (argument
+conversion, GIL release, errno handling), more than the whole 1 µs budget of a small
+scripted function.  Holding the GIL also lets native code call back into Python on its
+rare paths (raising an exception, a NumPy warning) with the interpreter's exact semantics.
 
 Only stable parts of CPython are relied on: the exported C-API functions below (part of the
 stable ABI), `ob_type` at offset 8, tuple items at offset 24 and a float's value at offset
@@ -30,7 +30,7 @@ NUMPY_SCALAR_VALUE = 16     # PyXxxScalarObject.obval (right after PyObject_HEAD
 ARRAY_DATA, ARRAY_NDIM, ARRAY_DIMS, ARRAY_STRIDES, ARRAY_DESCR, ARRAY_FLAGS = (
     16, 24, 32, 40, 56, 64)
 NPY_ARRAY_WRITEABLE = 0x0400
-METH_FASTCALL = 0x0080
+METH_FASTCALL, METH_KEYWORDS = 0x0080, 0x0002
 
 # name -> (return type, parameter types, variadic)
 _SIGNATURES: dict[str, tuple[ir.Type, tuple[ir.Type, ...]]] = {
@@ -94,11 +94,13 @@ class BuiltinKeepAlive:
 
 
 def make_builtin(name: str, address: int, objects: list, compiled: object):
-    """A Python builtin calling the METH_FASTCALL function at `address`; its `self` is the
-    tuple `(keep_alive, *objects)`, which the native code reads its objects from (so the
-    code itself holds no addresses and can be cached on disk)."""
+    """A Python builtin calling the METH_FASTCALL | METH_KEYWORDS function at `address`
+    (`PyObject *f(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject
+    *kwnames)`); its `self` is the tuple `(keep_alive, *objects)`, which the native code
+    reads its objects from (so the code itself holds no addresses and can be cached on
+    disk)."""
     encoded = name.encode()
-    method_def = _PyMethodDef(encoded, address, METH_FASTCALL, None)
+    method_def = _PyMethodDef(encoded, address, METH_FASTCALL | METH_KEYWORDS, None)
     context = (BuiltinKeepAlive(method_def, encoded, compiled), *objects)
     return _new_cfunction(ctypes.addressof(method_def), context, None)
 

@@ -1,12 +1,13 @@
 """Lowering one region variant to one LLVM function: the entry point, values and control flow.
 
-The function is a METH_FASTCALL builtin (see cpython.py):
+The function is a METH_FASTCALL | METH_KEYWORDS builtin (see cpython.py):
 
-    entry:   check the argument count, unbox each argument (a failed check jumps to `miss`)
+    entry:   check the argument count (and that there are no keyword arguments), unbox each
+             argument (a failed check jumps to `miss`)
     body:    the region's nodes; prim::If / prim::Loop become branches and loops whose
              joins are phi nodes, one per component of each value (see ntypes.py)
     exit:    box the results (a tuple when there are several) and return them
-    miss:    a guard failed: return `miss_handler(*args)` (the Python dispatcher)
+    miss:    a guard failed: return `miss_handler(*args, **kwargs)` (the Python dispatcher)
     fail:    an exception is set: return NULL
 
 Rare cases are not reproduced in LLVM: a rule emits a test for them and `python_fallback`
@@ -42,6 +43,7 @@ from .ntypes import (
 from .rules import RULES
 
 FUNCTION_ATTRIBUTES = ("nounwind",)
+MISS_HANDLER, CALL_COUNTER = 0, 1     # indices in FunctionEmitter.objects
 
 
 class SiteTable:
@@ -60,12 +62,13 @@ class FunctionEmitter:
         self.name = name
         self.sites = sites
         self.module = module
-        fnty = ir.FunctionType(PTR, (PTR, PTR, I64))
+        fnty = ir.FunctionType(PTR, (PTR, PTR, I64, PTR))
         self.fn = ir.Function(module, fnty, name=name)
         for attr in FUNCTION_ATTRIBUTES:
             self.fn.attributes.add(attr)
-        self.context, self.args, self.nargs = self.fn.args
-        self.context.name, self.args.name, self.nargs.name = "context", "args", "nargs"
+        self.context, self.args, self.nargs, self.kwnames = self.fn.args
+        for arg, name in zip(self.fn.args, ("context", "args", "nargs", "kwnames")):
+            arg.name = name
         self._allocas = self.fn.append_basic_block("allocas")
         self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
         self.objects: list[object] = []
@@ -76,10 +79,15 @@ class FunctionEmitter:
 
     # ------------------------------------------------------------------ the function
     def build(self, miss_handler: object, counters: object) -> None:
-        """Emit the whole function; the objects it reads are `self.objects` afterwards."""
+        """Emit the whole function; the objects it reads are `self.objects` afterwards,
+        the miss handler and the call counter first (MISS_HANDLER, CALL_COUNTER), so that
+        the same code can serve with others (see NativeFunction.direct_entry)."""
+        self.object(miss_handler)
+        self.object(counters)
         b = self.b
         inputs = self.region.inputs
-        arity_ok = b.icmp_signed("==", self.nargs, ir.Constant(I64, len(inputs)))
+        arity_ok = b.and_(b.icmp_signed("==", self.nargs, ir.Constant(I64, len(inputs))),
+                          b.icmp_unsigned("==", self.kwnames, ir.Constant(PTR, None)))
         self._branch_unless(arity_ok, self.miss_block(miss_handler))
         for k, param in enumerate(inputs):
             item = b.load(b.gep(self.args, [ir.Constant(I64, k)], source_etype=PTR), typ=PTR)
@@ -108,7 +116,7 @@ class FunctionEmitter:
             self._miss = self.fn.append_basic_block("miss")
             with self.b.goto_block(self._miss):
                 self.b.ret(cpython.call(self.b, "PyObject_Vectorcall", self.object(miss_handler),
-                                        self.args, self.nargs, ir.Constant(PTR, None)))
+                                        self.args, self.nargs, self.kwnames))
         return self._miss
 
     @property

@@ -35,7 +35,7 @@ from ...ir.printer import print_graph
 from ...ir.types import BoolType, FloatType, IntType, OptionalType, Type
 from ..engine import CompiledModule, get_engine
 from .cpython import make_builtin
-from .emitter import FunctionEmitter
+from .emitter import CALL_COUNTER, MISS_HANDLER, FunctionEmitter
 from .inference import infer_kinds
 from .ntypes import NONE, NType, OptionalScalar, PyScalar, Unsupported, kind_of_value
 from .sites import Sites
@@ -56,6 +56,7 @@ class Variant:
     builtin: Callable
     compiled: CompiledModule
     symbol: str
+    objects: tuple[object, ...]      # what the builtin reads (see FunctionEmitter.build)
 
 
 def argument_kind(value: object, static: Type) -> NType | None:
@@ -91,6 +92,7 @@ class NativeFunction:
         self.variants: dict[tuple[NType, ...], Variant | None] = {}
         self.unsupported: dict[tuple[NType, ...], str] = {}
         self.counters = np.zeros(1, dtype=np.int64)
+        self.direct_counters: list[np.ndarray] = []
         self.counts: Counter = Counter()
         self.call: Callable = self._dispatch
         self._interpreted: Callable | None = None
@@ -164,7 +166,7 @@ class NativeFunction:
         compiled = get_engine().compile(module, [symbol])
         builtin = make_builtin(symbol, compiled.addresses[symbol], emitter.objects, compiled)
         log.info("%s compiled for (%s)", self.name, ", ".join(map(str, key)))
-        return Variant(key, builtin, compiled, symbol)
+        return Variant(key, builtin, compiled, symbol, tuple(emitter.objects))
 
     # ------------------------------------------------------------------ inspecting
     def compiled_variants(self) -> list[Variant]:
@@ -173,10 +175,26 @@ class NativeFunction:
     @property
     def launches(self) -> int:
         """Native calls (what the executor counts as kernel launches)."""
-        return int(self.counters[0])
+        return int(self.counters[0]) + sum(int(c[0]) for c in self.direct_counters)
+
+    def direct_entry(self, fallback: Callable) -> tuple[Callable, np.ndarray] | None:
+        """The first compiled variant's code as a builtin of its own, for a caller that
+        runs this region as its whole function: a guard miss calls `fallback(*args)`
+        instead of this region's dispatcher, and calls are counted in a counter of its
+        own (returned with the builtin).  None when nothing is compiled."""
+        variant = next(iter(self.compiled_variants()), None)
+        if variant is None:
+            return None
+        counter = np.zeros(1, dtype=np.int64)
+        objects = list(variant.objects)
+        objects[MISS_HANDLER], objects[CALL_COUNTER] = fallback, counter
+        self.direct_counters.append(counter)
+        builtin = make_builtin(variant.symbol, variant.compiled.addresses[variant.symbol],
+                               objects, variant.compiled)
+        return builtin, counter
 
     def stats(self) -> dict[str, int]:
-        return {"native_calls": int(self.counters[0]),
+        return {"native_calls": self.launches,
                 "guard_failures": self.counts["guard_failures"],
                 "interpreted_runs": self.counts["interpreted_runs"],
                 "specializations": self.counts["specializations"]}
@@ -204,6 +222,19 @@ class CompiledCode:
     @property
     def asm(self) -> str:
         return self._text("#", lambda v: v.compiled.asm)
+
+
+def direct_entry(graph: Graph | None, fallback: Callable) -> tuple[Callable, np.ndarray] | None:
+    """When `graph` is nothing but one NativeCall of its parameters (in order) giving its
+    result, the region's native code as a builtin taking the function's own arguments
+    (`NativeFunction.direct_entry`: a guard miss calls `fallback`); else None."""
+    if graph is None or len(graph.block.nodes) != 1:
+        return None
+    (call,) = graph.block.nodes
+    if call.kind != "prim::NativeCall" or call.inputs != graph.inputs \
+            or call.outputs != graph.outputs:
+        return None
+    return call.attrs["runtime"].direct_entry(fallback)
 
 
 def lower_native_call(node: Node, context) -> NativeFunction:
