@@ -16,7 +16,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tsjit.codegen.engine import JitEngine
-from tsjit.codegen.kernel_spec import OP_SIGNATURES, KernelInput, KernelOp, KernelSpec, supports
+from tsjit.codegen.kernel_spec import (
+    MATH_FUNCTIONS,
+    OP_SIGNATURES,
+    KernelInput,
+    KernelOp,
+    KernelSpec,
+    supports,
+)
 from tsjit.codegen.launch import compile_kernel
 from tsjit.codegen.output_pool import OutputPool
 
@@ -43,7 +50,8 @@ _UFUNCS = {
     "rint": np.rint, "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite,
     "signbit": np.signbit, "copysign": np.copysign, "exp": np.exp, "expm1": np.expm1,
     "log": np.log, "log1p": np.log1p, "log2": np.log2, "log10": np.log10, "tanh": np.tanh,
-    "sin": np.sin, "cos": np.cos, "sqrt": np.sqrt,
+    "sin": np.sin, "cos": np.cos, "tan": np.tan, "arctan": np.arctan, "arctan2": np.arctan2,
+    "sqrt": np.sqrt,
 }
 
 
@@ -170,7 +178,7 @@ def test_gelu_within_tolerance_of_numpy():
 
 
 @pytest.mark.parametrize("name", ["exp", "expm1", "log", "log1p", "log2", "log10", "tanh",
-                                  "sin", "cos", "sigmoid"])
+                                  "sin", "cos", "tan", "arctan", "sigmoid"])
 @pytest.mark.parametrize("dtype", [F32, F64])
 def test_transcendentals_within_4_ulp(name, dtype):
     rng = np.random.default_rng(2)
@@ -186,12 +194,13 @@ def test_transcendentals_within_4_ulp(name, dtype):
     np.testing.assert_array_max_ulp(got[finite], want[finite], maxulp=4)
 
 
+@pytest.mark.parametrize("name", ["pow", "arctan2"])
 @pytest.mark.parametrize("dtype", [F32, F64])
-def test_pow_within_4_ulp(dtype):
+def test_binary_math_within_4_ulp(name, dtype):
     rng = np.random.default_rng(7)
     base = np.concatenate([rng.uniform(0, 10, 3000), [0.0, 1.0, 2.0, np.inf, np.nan, 0.5]])
     exponent = np.concatenate([rng.uniform(-8, 8, 3000), [2.0, 0.0, -1.0, 0.5, 1.0, 3.0]])
-    k = spec([(dtype, 1, False)] * 2, [("pow", (0, 1), dtype)], [2])
+    k = spec([(dtype, 1, False)] * 2, [(name, (0, 1), dtype)], [2])
     args = [base.astype(dtype), exponent.astype(dtype)]
     (got,) = compile_kernel(k)(*args)
     (want,) = numpy_reference(k, args)
@@ -479,8 +488,7 @@ _FLOAT_POOL = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 7.0, 1e30, -1e-30, np.inf, 
 # tested above on non-NaN values).
 _FUZZ_OPS = sorted(
     name for name in OP_SIGNATURES
-    if name not in {"exp", "expm1", "log", "log1p", "log2", "log10", "tanh", "sigmoid",
-                    "sin", "cos", "pow", "fmax", "fmin", "signbit", "copysign"}
+    if name not in {*MATH_FUNCTIONS, "pow", "fmax", "fmin", "signbit", "copysign"}
 )
 
 

@@ -15,12 +15,8 @@ from collections.abc import Callable
 import numpy as np
 from llvmlite import ir
 
-from tsjit.codegen.kernel_spec import KernelOp
-
-try:  # the inline vectorizable math library; libm calls stand in until it is present
-    from tsjit.codegen import vmath
-except ImportError:  # pragma: no cover - depends on the development state of the tree
-    vmath = None
+from tsjit.codegen import vmath
+from tsjit.codegen.kernel_spec import MATH_FUNCTIONS, KernelOp
 
 __all__ = [
     "cast_value",
@@ -187,26 +183,6 @@ def cast_value(b: ir.IRBuilder, v: ir.Value, src: np.dtype, dst: np.dtype) -> ir
 # ---------------------------------------------------------------------------- floats
 
 
-def _math(b: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Value:
-    if vmath is not None and name in vmath.SUPPORTED:
-        return vmath.emit_math(b, name, args)
-    return _libm_call(b, name, args)
-
-
-def _libm_call(b: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Value:
-    """Scalar libm stand-in for functions vmath does not provide (correct, not vectorized)."""
-    if name == "sigmoid":
-        x = args[0]
-        one = _const(x.type, 1.0)
-        return b.fdiv(one, b.fadd(one, _libm_call(b, "exp", [b.fneg(x)])))
-    ty = args[0].type
-    symbol = name + ("f" if isinstance(ty, ir.FloatType) else "")
-    fn = b.module.globals.get(symbol)
-    if fn is None:
-        fn = ir.Function(b.module, ir.FunctionType(ty, [ty] * len(args)), name=symbol)
-    return b.call(fn, args)
-
-
 def _float_divmod(b: ir.IRBuilder, a: ir.Value, d: ir.Value) -> tuple[ir.Value, ir.Value]:
     """NumPy's npy_divmod (floor quotient and Python-style remainder), branch-free."""
     ty = a.type
@@ -270,7 +246,7 @@ _FLOAT_OPS: dict[str, Lowering] = {
     "truediv": lambda b, a: b.fdiv(a[0], a[1]),
     "floordiv": lambda b, a: _float_divmod(b, a[0], a[1])[0],
     "mod": lambda b, a: _float_divmod(b, a[0], a[1])[1],
-    "pow": lambda b, a: _math(b, "pow", a),
+    "pow": lambda b, a: vmath.emit_math(b, "pow", a),
     "neg": lambda b, a: b.fneg(a[0]),
     "pos": lambda b, a: a[0],
     "abs": lambda b, a: _call(b, "fabs", a[0]),
@@ -303,8 +279,8 @@ _FLOAT_OPS: dict[str, Lowering] = {
     },
     "ne": lambda b, a: b.fcmp_unordered("!=", a[0], a[1]),
 }
-for _name in ("exp", "expm1", "log", "log1p", "log2", "log10", "tanh", "sigmoid", "sin", "cos"):
-    _FLOAT_OPS[_name] = lambda b, a, name=_name: _math(b, name, a)
+for _name in MATH_FUNCTIONS:  # inline polynomial code that vectorizes (libm calls do not)
+    _FLOAT_OPS[_name] = lambda b, a, name=_name: vmath.emit_math(b, name, a)
 
 
 # ---------------------------------------------------------------------------- integers

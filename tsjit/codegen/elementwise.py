@@ -45,7 +45,7 @@ from tsjit.codegen.ir_util import (
     set_string_attribute,
     stack_slot,
 )
-from tsjit.codegen.kernel_spec import KernelSpec
+from tsjit.codegen.kernel_spec import MATH_FUNCTIONS, KernelSpec
 
 __all__ = [
     "build_kernel_module",
@@ -63,10 +63,8 @@ _PARALLEL_WORK = 1 << 18
 # A kernel counts as compute-bound from this much work per element (in units of one add).
 _WIDE_VECTOR_WORK = 8
 _OP_COST = {
-    **dict.fromkeys(
-        ("exp", "expm1", "log", "log1p", "log2", "log10", "tanh", "sigmoid", "sin", "cos"), 16
-    ),
-    "pow": 32, "floordiv": 8, "mod": 8, "truediv": 2, "sqrt": 4,
+    **dict.fromkeys(MATH_FUNCTIONS, 16),
+    "pow": 32, "arctan2": 24, "floordiv": 8, "mod": 8, "truediv": 2, "sqrt": 4,
 }
 
 

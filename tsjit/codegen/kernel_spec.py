@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
+    "MATH_FUNCTIONS",
     "MAX_OPERANDS",
     "MAX_RANK",
     "SUPPORTED_DTYPES",
@@ -101,6 +102,12 @@ class OpSignature:
     operands: str = "same"
 
 
+# Functions lowered through tsjit.codegen.vmath (pow too, as the float case of "pow").
+MATH_FUNCTIONS = (
+    "exp", "expm1", "log", "log1p", "log2", "log10", "tanh", "sigmoid", "sin", "cos", "tan",
+    "arctan", "arctan2",
+)
+
 _INT = "iu"
 _NUM = "iuf"
 _ALL = "biuf"
@@ -131,14 +138,10 @@ OP_SIGNATURES: dict[str, OpSignature] = {
     **{name: OpSignature(1, _NUM) for name in ("floor", "ceil", "trunc", "rint")},
     **{name: OpSignature(1, "b", "any") for name in ("isnan", "isinf", "isfinite", "signbit")},
     "copysign": OpSignature(2, "f"),
-    # transcendental functions (float only; lowered through vmath)
-    **{
-        name: OpSignature(1, "f")
-        for name in (
-            "exp", "expm1", "log", "log1p", "log2", "log10", "tanh", "sigmoid", "sin", "cos",
-            "sqrt",
-        )
-    },
+    "sqrt": OpSignature(1, "f"),  # exact: LLVM's sqrt instruction
+    # transcendental functions (float only; inline vectorizable code from vmath)
+    **{name: OpSignature(1, "f") for name in MATH_FUNCTIONS if name != "arctan2"},
+    "arctan2": OpSignature(2, "f"),
 }
 
 
