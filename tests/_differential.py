@@ -18,30 +18,46 @@ import numpy as np
 import tsjit
 
 
-def assert_same(got: object, want: object, where: str = "result") -> None:
+def assert_same(got: object, want: object, where: str = "result", ulps: int = 0) -> None:
+    """Indistinguishable results.  Floats compare bitwise (the sign of zero counts, NaN
+    matches NaN) unless `ulps` allows the contract's tolerance for transcendental functions
+    (4 ulp)."""
     assert type(got) is type(want), f"{where}: type {type(got).__name__} != " \
                                     f"{type(want).__name__} ({got!r} vs {want!r})"
     if isinstance(want, np.ndarray | np.generic):
         assert got.dtype == want.dtype, f"{where}: dtype {got.dtype} != {want.dtype}"
         assert np.shape(got) == np.shape(want), f"{where}: shape {np.shape(got)} != " \
                                                 f"{np.shape(want)}"
-        same_nan = want.dtype.kind in "fc"
-        assert np.array_equal(got, want, equal_nan=same_nan), f"{where}: {got!r} != {want!r}"
+        if want.dtype.kind == "f":
+            assert _same_floats(got, want, ulps), f"{where}: {got!r} != {want!r}"
+        else:
+            assert np.array_equal(got, want), f"{where}: {got!r} != {want!r}"
     elif isinstance(want, float):
-        assert got == want or (math.isnan(got) and math.isnan(want)), \
+        assert _same_floats(np.float64(got), np.float64(want), ulps), \
             f"{where}: {got!r} != {want!r}"
     elif isinstance(want, list | tuple):
         assert len(got) == len(want), f"{where}: length {len(got)} != {len(want)}"
         for i, (g, w) in enumerate(zip(got, want)):
-            assert_same(g, w, f"{where}[{i}]")
+            assert_same(g, w, f"{where}[{i}]", ulps)
     elif isinstance(want, dict):
         assert list(got) == list(want), f"{where}: keys {list(got)} != {list(want)}"
         for k in want:
-            assert_same(got[k], want[k], f"{where}[{k!r}]")
+            assert_same(got[k], want[k], f"{where}[{k!r}]", ulps)
     elif isinstance(want, int | complex | str | bytes | enum.Enum) or want is None:
         assert got == want, f"{where}: {got!r} != {want!r}"
     else:                                   # a script-class instance: compare its state
-        assert_same(vars(got), vars(want), f"{where}.__dict__")
+        assert_same(vars(got), vars(want), f"{where}.__dict__", ulps)
+
+
+def _same_floats(got: np.ndarray, want: np.ndarray, ulps: int) -> bool:
+    got, want = np.asarray(got), np.asarray(want)
+    nan = np.isnan(want)
+    if not np.array_equal(np.isnan(got), nan):
+        return False
+    got, want = got[~nan], want[~nan]
+    if ulps == 0:
+        return bool(np.all((got == want) & (np.signbit(got) == np.signbit(want))))
+    return bool(np.all((got == want) | (np.abs(got - want) <= ulps * np.abs(np.spacing(want)))))
 
 
 def outcome(fn, args: tuple) -> tuple[str, object]:
@@ -52,7 +68,7 @@ def outcome(fn, args: tuple) -> tuple[str, object]:
         return "raise", type(e)
 
 
-def check(fn, *calls: tuple, scripted=None) -> object:
+def check(fn, *calls: tuple, scripted=None, ulps: int = 0) -> object:
     """Script `fn` (unless given) and compare it with `fn` on every argument tuple."""
     scripted = scripted if scripted is not None else tsjit.script(fn)
     for args in calls:
@@ -64,6 +80,6 @@ def check(fn, *calls: tuple, scripted=None) -> object:
             assert got[1] is want[1], f"{fn.__name__}{args!r}: raised {got[1].__name__}, " \
                                       f"eager raised {want[1].__name__}"
         else:
-            assert_same(got[1], want[1], f"{fn.__name__}{args!r}")
+            assert_same(got[1], want[1], f"{fn.__name__}{args!r}", ulps)
         assert_same(list(script_args), list(eager_args), f"{fn.__name__}{args!r} arguments")
     return scripted

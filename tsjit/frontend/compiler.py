@@ -21,7 +21,6 @@ from ..ir.types import (
     DictType,
     ListType,
     NoneType,
-    OptionalType,
     Type,
     is_subtype,
     unify,
@@ -359,8 +358,8 @@ class Compiler:
             if len(keys) == 1 and len(vals) == 1:
                 return DictType(keys.pop(), vals.pop())
             return DictType(AnyType, AnyType) if not value else None
-        if value is None:
-            return OptionalType(TENSOR)
+        if value is None:       # as TorchScript infers it; annotate Optional[T] to assign later
+            return NoneType
         t = constant_type(value)
         if t != AnyType:
             return t

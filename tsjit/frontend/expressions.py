@@ -242,6 +242,9 @@ class ExpressionMixin:
     def identity(self, op, a: Value, b: Value, a_node, b_node, src):
         """`x is None` / `x is not None`, refining an Optional variable on each branch."""
         kind = "aten::__is__" if isinstance(op, ast.Is) else "aten::__isnot__"
+        known = _known_identity(a.type, b.type)
+        if known is not None:       # decided by the types (`self.bias is None`, bias: None)
+            return self.const(known == (kind == "aten::__is__"), src), NO_REFINEMENT
         result = self.emit_op(kind, [a, b], src=src)
         refine_true: dict = {}
         refine_false: dict = {}
@@ -445,6 +448,17 @@ class ExpressionMixin:
         conversion = {-1: "", 115: "s", 114: "r", 97: "a"}[node.conversion]
         return self.emit_op("prim::FormatValue", [value, spec], attrs={"conversion": conversion},
                             src=src)
+
+
+def _known_identity(a: Type, b: Type) -> bool | None:
+    """`a is b` when the static types decide it: None is None, and a value whose type
+    excludes None is never None."""
+    if a == NoneType and b == NoneType:
+        return True
+    for x, y in ((a, b), (b, a)):
+        if x == NoneType and y != AnyType and NoneType not in union_options(y):
+            return False
+    return None
 
 
 def _is_literal(node: ast.expr) -> bool:
