@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import enum
-import math
 
 import numpy as np
 
