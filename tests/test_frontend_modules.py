@@ -265,3 +265,69 @@ class WithSequenceLoop(tsjit.Module):
 def test_return_inside_an_unrolled_module_list_loop(n):
     check_module(lambda: WithSequenceLoop(n), "forward", (np.ones((1, 2), np.float32),),
                  (np.full((1, 2), 60.0, np.float32),))
+
+
+class Scale(tsjit.Module):
+    def __init__(self, k: float):
+        super().__init__()
+        self.k = k
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        return x * self.k
+
+
+class Shift(tsjit.Module):
+    def __init__(self, b: float):
+        super().__init__()
+        self.b = np.full(3, b)
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        return x + self.b
+
+    @tsjit.export
+    def undo(self, x: np.ndarray) -> np.ndarray:
+        return x - self.b
+
+
+class Pipeline(tsjit.Module):
+    def __init__(self, with_bias: bool):
+        super().__init__()
+        self.steps = tsjit.ModuleList([Scale(2.0), Shift(1.0), Scale(-1.0)])
+        self.shift = Shift(5.0)
+        self.extras = [np.ones(3), np.zeros(3)]
+        self.pair = (2, 3.5)
+        self.bias = np.full(3, 0.25) if with_bias else None
+
+    def forward(self, x: np.ndarray, times: int = 1) -> np.ndarray:
+        for _ in range(times):
+            for step in self.steps:
+                x = step(x)
+        x = self.shift.undo(x)
+        for extra in self.extras:
+            x = x + extra
+        if self.bias is not None:
+            x = x + self.bias
+        return x * self.pair[0] + self.pair[1] + len(self.steps)
+
+
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_heterogeneous_module_list_none_attributes_and_submodule_methods(with_bias):
+    x = np.arange(3.0)
+    check_module(lambda: Pipeline(with_bias), "forward", (x,), (x, 2))
+
+
+def test_a_none_attribute_is_known_to_be_none_when_compiled():
+    graph = str(tsjit.script(Pipeline(False)).graph)
+    assert "bias" not in graph
+
+
+class WithoutSuperInit(tsjit.Module):
+    def __init__(self):
+        self.w = 3
+
+    def forward(self, x: int) -> int:
+        return x * self.w
+
+
+def test_module_whose_init_does_not_call_super():
+    check_module(WithoutSuperInit, "forward", (3,))

@@ -67,6 +67,10 @@ class OpFunction(Sugared):
         return f"'{self.name}'"
 
     def call(self, em, args, kwargs, src):
+        if self.obj is len and len(args) == 1 and isinstance(args[0], Sugared):
+            items = args[0].unroll(em, src)         # len(self.layers): known when compiled
+            if items is not None:
+                return em.const(len(items), src)
         return em.call_op(self.op, args, kwargs, src, self.name)
 
     def as_value(self, em, src):
