@@ -208,7 +208,8 @@ def _float_divmod(b: ir.IRBuilder, a: ir.Value, d: ir.Value) -> tuple[ir.Value, 
 
 
 def _fmaximum(b: ir.IRBuilder, x: ir.Value, y: ir.Value, pred: str) -> ir.Value:
-    """NumPy maximum/minimum: NaN in either operand wins; on ties the second operand."""
+    """NumPy maximum/minimum: NaN in either operand wins; ties (+0 vs -0) go to the second
+    operand with a strict ``pred``, to the first with a non-strict one."""
     pick = b.select(b.fcmp_ordered(pred, x, y), x, y)
     return b.select(b.fcmp_unordered("uno", x, x), x, pick)
 
@@ -408,6 +409,15 @@ _LOGICAL_OPS: dict[str, Lowering] = {
 }
 
 
+# NumPy's half loops compare with npy_half_ge/le: ties (+0 vs -0) keep the first operand,
+# where its float and double loops keep the second.
+_HALF_OPS: dict[str, Lowering] = {
+    "maximum": lambda b, a: _fmaximum(b, a[0], a[1], ">="),
+    "minimum": lambda b, a: _fmaximum(b, a[0], a[1], "<="),
+    "clip": lambda b, a: _fmaximum(b, _fmaximum(b, a[0], a[1], ">="), a[2], "<="),
+}
+
+
 def _table(dtype: np.dtype) -> dict[str, Lowering]:
     if dtype.kind == "f":
         return _FLOAT_OPS
@@ -433,6 +443,6 @@ def lower_op(
     operand_dtype = arg_dtypes[0]
     if operand_dtype == _F16:  # NumPy computes half ops in float and rounds each result
         widened = [b.fpext(v, ir.FloatType()) for v in args]
-        result = _table(_F32)[name](b, widened)
+        result = _HALF_OPS.get(name, _table(_F32)[name])(b, widened)
         return b.fptrunc(result, ir.HalfType()) if dtype == _F16 else result
     return _table(operand_dtype)[name](b, args)
