@@ -460,6 +460,23 @@ def test_wrong_argument_type_raises_type_error_naming_it(index, value, expected,
     assert re.search(expected, message) and f"'{found}'" in message, message
 
 
+def with_default(a: int, b: int = 2) -> int:
+    return a + b
+
+
+@pytest.mark.parametrize("args,kwargs,text", [
+    ((), {}, "missing a required argument: 'a'"),
+    ((), {"b": 1}, "missing a required argument: 'a'"),
+    ((1,), {"c": 3}, "unexpected keyword argument 'c'"),
+    ((1, 2, 3), {}, "too many positional arguments"),
+    ((1,), {"a": 2}, "multiple values for argument 'a'"),
+])
+def test_wrong_arity_at_call_time_raises_type_error(args, kwargs, text):
+    with pytest.raises(TypeError) as info:
+        tsjit.script(with_default)(*args, **kwargs)
+    assert str(info.value).startswith("with_default()") and text in str(info.value)
+
+
 def test_python_numeric_tower_is_accepted():
     f = tsjit.script(typed)
     args = list(GOOD)

@@ -9,6 +9,7 @@ from ..executor import GraphExecutor
 from ..frontend.compiler import CompiledCallable
 from ..interpreter import python_source
 from ..ir.graph import Graph
+from ..ops.registry import NO_DEFAULT
 from .argument_check import make_argument_checker
 
 
@@ -59,9 +60,12 @@ class ScriptFunction:
         import inspect
         sig = inspect.Signature([inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
                                                    default=p.default if p.default is not
-                                                   _NO_DEFAULT else inspect.Parameter.empty)
+                                                   NO_DEFAULT else inspect.Parameter.empty)
                                  for p in self.compiled.params])
-        bound = sig.bind(*args, **kwargs)
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.name}() {e}") from None
         bound.apply_defaults()
         return tuple(bound.arguments.values())
 
@@ -110,7 +114,6 @@ class ScriptFunction:
         return f"<tsjit.ScriptFunction {self.schema}>"
 
 
-_NO_DEFAULT = object()
 _functions: weakref.WeakSet[ScriptFunction] = weakref.WeakSet()
 
 

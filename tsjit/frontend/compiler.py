@@ -25,7 +25,7 @@ from ..ir.types import (
     is_subtype,
     unify,
 )
-from ..ops.registry import Param
+from ..ops.registry import NO_DEFAULT, Param
 from .annotations import AnnotationError, evaluate, is_final, parse_type_comment, to_type
 from .errors import CompilationError
 from .resolution import is_constant
@@ -55,13 +55,12 @@ class CompiledCallable:
         parts = []
         for p, (name, t) in zip(self.params, self.param_types):
             text = f"{t.annotation} {name}"
-            if p.default is not inspect.Parameter.empty and p.default is not _NO_DEFAULT:
+            if p.default is not inspect.Parameter.empty and p.default is not NO_DEFAULT:
                 text += f"={p.default!r}"
             parts.append(text)
         return f"{self.name}({', '.join(parts)}) -> {self.return_type.annotation}"
 
 
-_NO_DEFAULT = Param("").default
 
 
 class ScriptFunctionRef(Sugared):
@@ -178,7 +177,7 @@ class Compiler:
                                    "parameters are not supported", source.range(definition))
         sig = inspect.signature(fn)
         params = tuple(Param(p.name, p.default if p.default is not inspect.Parameter.empty
-                             else _NO_DEFAULT) for p in sig.parameters.values())
+                             else NO_DEFAULT) for p in sig.parameters.values())
         names = [a.arg for a in args.args]
         annotations: list[ast.expr | None] = [a.annotation for a in args.args]
         returns = definition.returns
