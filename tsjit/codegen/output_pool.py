@@ -1,13 +1,17 @@
 """Fresh kernel outputs, with large buffers recycled once their previous result is dead.
 
-Why: a freshly mmap'd 64 MB output costs more than a memory-bound kernel itself (the
-kernel zeroes and maps every page on first touch: ~6 ms for a*x+y at 16M float32, against
-~4 ms for the arithmetic). glibc returns allocations above its 32 MB mmap ceiling to the OS
-on free, so NumPy pays that cost on every call. The pool keeps a few such buffers and
-hands one out again only when no array refers to it any more: every result is a view of
-a pooled base array, and a view (or a view of a view, a memoryview, ...) holds a
-reference to its base, so the base's reference count says exactly whether any result is
-still alive. Small outputs bypass the pool (np.empty is cheaper than the bookkeeping).
+Why: a freshly mmap'd 64 MB output costs more than a memory-bound kernel itself: the
+kernel faults in (and the OS zeroes) every page on first touch, ~6 ms with the transparent
+huge pages NumPy asks for and ~30 ms with 4 KiB pages, against ~5 ms for a*x+y at 16M
+float32 (measured here). glibc returns allocations above its 32 MB mmap ceiling to the OS
+on free, so NumPy pays that cost on every call. (Kernels that large run on all threads,
+so the first touch of a fresh output is at least spread over the cores.)
+
+The pool keeps a few such buffers and hands one out again only when no array refers to
+it any more: every result is a view of a pooled base array, and a view (or a view of a
+view, a memoryview, ...) holds a reference to its base, so the base's reference count
+says exactly whether any result is still alive. Small outputs bypass the pool (np.empty
+is cheaper than the bookkeeping). A pooled result is a view (``.base`` is the buffer).
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ class OutputPool:
         self._max_buffers = max_buffers
         self._min_bytes = min_bytes
         self._lock = threading.Lock()
-        # References to a free buffer: the list's, getrefcount's argument and the loop's.
+        # References to a free buffer: the list's and getrefcount's argument.
         self._free_refcount = self._measure_free_refcount()
 
     @classmethod
@@ -108,7 +112,3 @@ class OutputPool:
                 del self._buffers[position]
                 return
         del self._buffers[0]
-
-    def clear(self) -> None:
-        with self._lock:
-            self._buffers.clear()
