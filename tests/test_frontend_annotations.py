@@ -45,6 +45,19 @@ def test_every_annotation_spelling_gives_the_same_schema(fn):
     assert signature.startswith("List[int] xs, Dict[str, float] d, Tuple[int, str] t")
 
 
+def type_comments_on_assignments(n: int) -> Tuple[List[int], Dict[str, float]]:
+    xs = []  # type: List[int]
+    d = {}  # type: Dict[str, float]
+    for i in range(n):
+        xs.append(i)
+        d[str(i)] = i * 0.5
+    return xs, d
+
+
+def test_type_comments_on_assignments():
+    check(type_comments_on_assignments, (0,), (3,))
+
+
 def unannotated(x, y):
     return x * y + 1
 

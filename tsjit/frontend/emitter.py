@@ -159,8 +159,8 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
         pass
 
     def stmt_Assign(self, stmt: ast.Assign) -> None:
-        declared = self.target_type(stmt.targets[0]) if len(stmt.targets) == 1 else None
-        if declared is not None and _literal_hint(stmt.value, declared) is not None:
+        declared = self.assignment_hint(stmt)
+        if declared is not None:
             value = self.typed_expr(stmt.value, declared)
         else:
             value = self.sugared_expr(stmt.value)
@@ -174,6 +174,26 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
             return
         value = self.typed_expr(stmt.value, declared)
         self.assign_target(stmt.target, value, src)
+
+    def assignment_hint(self, stmt: ast.Assign) -> Type | None:
+        """The type an assigned value must have: a `# type:` comment, or for a literal
+        the type of the element or attribute it is stored into."""
+        if stmt.type_comment:                       # `xs = []  # type: List[int]`
+            return self.type_comment(stmt)
+        declared = self.target_type(stmt.targets[0]) if len(stmt.targets) == 1 else None
+        if declared is None or _literal_hint(stmt.value, declared) is None:
+            return None
+        return declared
+
+    def type_comment(self, stmt: ast.Assign) -> Type:
+        try:
+            node = ast.parse(stmt.type_comment, mode="eval").body
+        except SyntaxError as e:
+            raise CompilationError(f"malformed type comment {stmt.type_comment!r}: {e.msg}",
+                                   self.src(stmt)) from None
+        ast.copy_location(node, stmt)
+        node.end_lineno, node.end_col_offset = stmt.end_lineno, stmt.end_col_offset
+        return self.annotation_type(node)
 
     def target_type(self, target: ast.expr) -> Type | None:
         """The type an element or attribute store expects, when its base is a variable
