@@ -3,7 +3,8 @@
 The group's guard has already checked dtypes and ranks.  What only the call can tell is
 checked here, and on the rare path only: when the array inputs' shapes differ, their
 broadcast must exist and each output (and each array written in place) must have exactly
-that shape, as NumPy would give it; an array written in place must be writeable.  When a
+that shape, as NumPy would give it; an array written in place must be writeable; a Python
+int must fit the integer dtype it is converted to (NumPy raises OverflowError).  When a
 check fails the launcher runs the group's ops in the interpreter instead (a bailout),
 which computes NumPy's result or raises NumPy's error.  Otherwise it is one call of the
 kernel (see `codegen.launch`), with constants passed as literals.
@@ -107,6 +108,9 @@ def _launcher(label: str, subgraph: Graph, fused: FusedKernel, kernel, bailout: 
             lines.append(f"            {bail}")
     for k in fused.written:
         lines.append(f"    if not {array[k]}.flags.writeable:")
+        lines.append(f"        {bail}")
+    for k, (lo, hi) in fused.range_checks.items():
+        lines.append(f"    if not {lo} <= {args[k]} <= {hi}:")
         lines.append(f"        {bail}")
     lines.append("    _launches[0] += 1")
     call = f"_call({', '.join(args)})"

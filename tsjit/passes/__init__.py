@@ -23,6 +23,7 @@ from .inline_calls import inline_calls
 from .insert_guards import insert_guards
 from .peephole import peephole
 from .profile_insertion import insert_profiles
+from .propagate_types import propagate_types
 from .specialize_types import specialize_types
 
 Pass = Callable[[Graph], None]
@@ -36,6 +37,7 @@ PASSES: dict[str, Pass] = {
     # the profiling executor's passes (tsjit/executor/pipeline.py runs them)
     "profile_insertion": insert_profiles,
     "specialize_types": specialize_types,
+    "propagate_types": propagate_types,
     "fuse_elementwise": fuse_elementwise,
     "insert_guards": insert_guards,
 }
@@ -68,4 +70,4 @@ def _run(name: str, graph: Graph) -> None:
 
 __all__ = ["PASSES", "eliminate_common_subexpressions", "eliminate_dead_code", "fuse_elementwise",
            "inline_calls", "insert_guards", "insert_profiles", "peephole", "propagate_constants",
-           "run_canonical_passes", "specialize_types"]
+           "propagate_types", "run_canonical_passes", "specialize_types"]

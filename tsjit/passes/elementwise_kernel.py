@@ -65,7 +65,9 @@ def read_call(node: Node) -> ElementwiseCall | None:
     if node.kind == "aten::__setitem__":
         return _read_assignment(node)
     op = OPS.get(node.kind)
-    kernel = op.attrs.get("kernel") if op is not None and op.elementwise else None
+    # x op= y carries its operator's kernel without being pure (it writes x)
+    kernel = op.attrs.get("kernel") if op is not None and (
+        op.elementwise or op.writes == (0,)) else None
     if kernel is None or len(node.outputs) != 1 or \
             not any(isinstance(v.type, TensorType) for v in node.inputs):
         return None
@@ -184,6 +186,7 @@ class FusedKernel:
     shape_checks: tuple[frozenset[int], ...]   # kernel array-input sets (see module doc)
     written: tuple[int, ...]                    # kernel inputs written in place
     input_types: dict[Value, Type] = field(default_factory=dict)  # as the kernel assumes
+    range_checks: dict[int, tuple[int, int]] = field(default_factory=dict)  # Python ints
     value_types: dict[Value, TensorType] = field(default_factory=dict)
     raising: frozenset[Node] = frozenset()      # members that may raise (shapes mismatch)
 
@@ -222,6 +225,7 @@ class _Builder:
         self.current: dict[Value, int] = {}          # written array -> its latest value
         self.written: list[Value] = []
         self.raising: set[Node] = set()
+        self.range_checks: dict[int, tuple[int, int]] = {}   # kernel input -> (lo, hi)
 
     # ---- values
     def number(self, v: Value) -> int | None:
@@ -316,10 +320,14 @@ class _Builder:
                 want.type(c)
             except (OverflowError, ValueError) as e:
                 raise GroupError(f"constant {c!r} as {want}: {e}") from None
-        elif v.type == IntType and want.kind in "iu" and want.itemsize < 8:
-            raise GroupError(f"a Python int variable in a {want} loop (NumPy checks its range "
-                             f"on every call)")
-        return self.scalar_input(v, want)
+            return self.scalar_input(v, want)
+        n = self.scalar_input(v, want)
+        if v.type == IntType and want.kind in "iu":
+            # NumPy raises OverflowError for an int out of the loop's range: the launcher
+            # checks the value and lets the interpreter raise it
+            info = np.iinfo(want)
+            self.range_checks[self.slots[n]] = (int(info.min), int(info.max))
+        return n
 
     def cast(self, n: int, dtype: np.dtype) -> int:
         if self.dtypes[n] == dtype:
@@ -472,8 +480,8 @@ class _Builder:
         return FusedKernel(spec, list(self.group_inputs), tuple(self.feeds), outputs,
                            tuple(c for c in checks if c != arrays),
                            tuple(i for i in inplace if i is not None),
-                           {v: self.input_type(v) for v in self.group_inputs}, value_types,
-                           frozenset(self.raising))
+                           {v: self.input_type(v) for v in self.group_inputs},
+                           self.range_checks, value_types, frozenset(self.raising))
 
     def final(self, vid: int) -> int:
         """The KernelSpec value number of value id `vid` (inputs first, then ops)."""

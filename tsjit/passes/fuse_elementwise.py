@@ -26,7 +26,7 @@ import logging
 import numpy as np
 
 from ..ir.graph import Block, Graph, Node, Value, clone_node
-from ..ir.types import BoolType, FloatType, IntType
+from ..ir.types import BoolType, FloatType, IntType, TensorType
 from ..ops import OPS
 from .analysis import has_effects, reads_mutable
 from .elementwise_kernel import FusedKernel, GroupError, build_group, is_constant_like, read_call
@@ -92,12 +92,15 @@ class _BlockFuser:
     def _join(self, node: Node, groups: list[list[Node]],
               group_of: dict[Node, list[Node]]) -> list[Node] | None:
         """Add `node` to the groups producing its operands (all of them if possible, else
-        the largest that works); returns the group it joined, or None."""
+        the largest that works), or else to the last group reading the same arrays;
+        returns the group it joined, or None."""
         producers = []
         for v in node.inputs:
             group = group_of.get(v.node)
             if group is not None and all(group is not g for g in producers):
                 producers.append(group)
+        if not producers:
+            producers = self._siblings(node, groups)
         options = ([producers] if len(producers) > 1 else []) + [
             [g] for g in sorted(producers, key=len, reverse=True)]
         for option in options:
@@ -111,6 +114,18 @@ class _BlockFuser:
             log.debug("not joined: %s to a group of %d: %s", _describe(node),
                       len(members) - 1, reason)
         return None
+
+    def _siblings(self, node: Node, groups: list[list[Node]]) -> list[list[Node]]:
+        """Groups reading every array `node` reads (so both iterate over the same space:
+        `np.exp(x), np.tanh(x)` read x once)."""
+        arrays = {v for v in node.inputs if isinstance(v.type, TensorType)}
+        siblings = []
+        for group in groups:
+            members = set(group)
+            inputs = {v for m in group for v in m.inputs if v.node not in members}
+            if arrays and arrays <= inputs:
+                siblings.append(group)
+        return siblings[-1:]
 
     def _outside_of(self, members: set[Node]):
         def used_outside(v: Value) -> bool:

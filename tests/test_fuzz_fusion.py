@@ -1,0 +1,215 @@
+"""Differential fuzzing of the fuser: random elementwise programs, eager against optimized.
+
+Hypothesis writes random programs as Python source (op DAGs over bool, int32, int64,
+float32 and float64 arrays with broadcasting shapes, C-, Fortran-ordered and strided
+inputs, NaN, infinities and signed zeros, Python scalar operands, in-place updates of an
+argument), scripts each with tsjit and calls it with fresh arguments: a first call (which
+specializes), optimized calls, a call with other dtypes (a guard fails, a fallback
+specializes) and a call with the first types again.  Every result, every exception class
+and every argument's final contents must match NumPy's: bitwise for arithmetic,
+comparisons, casts and sqrt (NaN where NumPy has NaN), within 4 ulps for transcendental
+functions (whose results the generator never feeds into other ops, so errors cannot grow).
+
+A few examples run in CI; a long run:
+
+    TSJIT_FUZZ_EXAMPLES=5000 python -m pytest tests/test_fuzz_fusion.py -q
+"""
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import os
+import sys
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import tsjit
+
+EXAMPLES = int(os.environ.get("TSJIT_FUZZ_EXAMPLES", "25"))
+DTYPES = ("bool", "int32", "int64", "float32", "float64")
+FLOAT_SPECIALS = (0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e30, 0.5, -2.25, 3.0)
+
+EXACT_BINARY = ("{a} + {b}", "{a} - {b}", "{a} * {b}", "{a} / {b}", "{a} // {b}", "{a} % {b}",
+                "{a} < {b}", "{a} >= {b}", "{a} == {b}", "{a} != {b}", "{a} & {b}",
+                "{a} | {b}", "{a} ^ {b}", "np.maximum({a}, {b})", "np.minimum({a}, {b})",
+                "np.fmax({a}, {b})", "np.copysign({a}, {b})")
+EXACT_UNARY = ("-{a}", "~{a}", "np.abs({a})", "np.sqrt({a})", "np.floor({a})", "np.ceil({a})",
+               "np.isnan({a})", "np.isfinite({a})", "{a} ** 2", "{a} ** 0.5",
+               "{a}.astype(np.float32)", "{a}.astype(np.int32)", "{a}.astype(np.float64)",
+               "np.logical_not({a})", "np.sign({a})")
+APPROXIMATE_UNARY = ("np.exp({a})", "np.log({a})", "np.tanh({a})", "np.sin({a})",
+                     "np.expm1({a})", "np.log1p({a})", "{a} ** 3")
+
+
+@dataclass(frozen=True)
+class Argument:
+    """How to build one array argument, so that every call gets a fresh, equal one."""
+
+    dtype: str
+    shape: tuple[int, ...]
+    layout: str          # C, F, strided, transposed
+    seed: int
+
+    def make(self, dtype: str | None = None) -> np.ndarray:
+        dtype = dtype or self.dtype
+        rng = np.random.default_rng(self.seed)
+        n = max(1, int(np.prod(self.shape)))
+        if dtype == "bool":
+            values = rng.integers(0, 2, n).astype(bool)
+        elif dtype.startswith("int"):
+            values = rng.integers(-40, 41, n).astype(dtype)
+        else:
+            values = np.where(rng.random(n) < 0.3, rng.choice(FLOAT_SPECIALS, n),
+                              rng.standard_normal(n) * 10).astype(dtype)
+        values = values[:int(np.prod(self.shape))]
+        if self.layout == "F":
+            return np.asfortranarray(values.reshape(self.shape))
+        if self.layout == "strided":
+            return np.repeat(values.reshape(self.shape), 2, axis=-1)[..., ::2]
+        if self.layout == "transposed":
+            return np.ascontiguousarray(values.reshape(self.shape[::-1])).T
+        return values.reshape(self.shape)
+
+
+@dataclass(frozen=True)
+class Program:
+    source: str
+    arguments: tuple[Argument, ...]
+    scalar: float | int | None
+    other_dtypes: tuple[str, ...]
+    approximate: tuple[bool, ...]     # per result
+
+
+@st.composite
+def programs(draw) -> Program:
+    rank = draw(st.integers(1, 2))
+    base = tuple(draw(st.lists(st.integers(0, 5), min_size=rank, max_size=rank)))
+    n_arrays = draw(st.integers(1, 3))
+    arguments = []
+    for i in range(n_arrays):
+        shape = base
+        if i and draw(st.booleans()):     # a broadcasting operand
+            shape = tuple(1 if draw(st.booleans()) else s for s in base)[
+                draw(st.integers(0, rank - 1)):]
+        layout = draw(st.sampled_from(("C", "F", "strided", "transposed")))
+        arguments.append(Argument(draw(st.sampled_from(DTYPES)), shape, layout,
+                                  draw(st.integers(0, 2**16))))
+    scalar = draw(st.one_of(st.none(), st.sampled_from((2, -3, 0.5, -1.25, 7.0))))
+    names = [f"x{i}" for i in range(n_arrays)]
+    params = [f"x{i}: tsjit.Tensor" for i in range(n_arrays)]
+    if scalar is not None:
+        params.append(f"s: {type(scalar).__name__}")
+    operands = [*names, *(["s"] if scalar is not None else [])]
+    constants = ("2", "0.5", "-1", "3.0", "True")
+    lines, exact, approximate = [], list(names), []
+    for k in range(draw(st.integers(2, 7))):
+        a = draw(st.sampled_from(exact))
+        kind = draw(st.sampled_from(("binary", "binary", "unary", "approximate", "where")))
+        if kind == "binary":
+            b = draw(st.sampled_from(exact + operands[n_arrays:] + list(constants)))
+            a, b = (b, a) if draw(st.booleans()) and b in exact else (a, b)
+            expr = draw(st.sampled_from(EXACT_BINARY)).format(a=a, b=b)
+        elif kind == "unary":
+            expr = draw(st.sampled_from(EXACT_UNARY)).format(a=a)
+        elif kind == "where":
+            b, c = draw(st.sampled_from(exact)), draw(st.sampled_from(exact + list(constants)))
+            expr = f"np.where({a} > {b}, {b}, {c})"
+        else:
+            expr = draw(st.sampled_from(APPROXIMATE_UNARY)).format(a=a)
+        lines.append(f"    t{k} = {expr}")
+        (approximate if kind == "approximate" else exact).append(f"t{k}")
+    results = [name for name in (exact[-1], *approximate[-1:]) if name not in names]
+    assume(results)
+    if draw(st.booleans()):     # an in-place update of the first argument
+        op = draw(st.sampled_from(("+=", "*=", "-=")))
+        lines.append(f"    x0 {op} {draw(st.sampled_from(exact[1:] + list(constants)))}")
+    source = (f"import numpy as np\nimport tsjit\n\n\ndef program({', '.join(params)}):\n"
+              + "\n".join(lines) + f"\n    return ({', '.join(results)},)\n")
+    other = tuple(draw(st.sampled_from(DTYPES)) for _ in arguments)
+    return Program(source, tuple(arguments), scalar, other,
+                   tuple(r in approximate for r in results))
+
+
+_modules = itertools.count()
+
+
+def load(source: str, directory) -> object:
+    """The function `program` of `source`, imported from a file (tsjit reads the source)."""
+    name = f"_fuzz_program_{next(_modules)}"
+    path = directory / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = sys.modules[name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.program
+
+
+def run(fn, args: list) -> tuple[object, list]:
+    """(results or the exception class, the arguments afterwards)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return fn(*args), args
+        except Exception as e:   # the class is compared
+            return type(e), args
+
+
+def indistinguishable(got, want, approximate: bool) -> None:
+    assert type(got) is type(want), (got, want)
+    if isinstance(want, tuple):
+        assert len(got) == len(want)
+        return
+    got, want = np.asarray(got), np.asarray(want)
+    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+    if want.dtype.kind != "f":
+        np.testing.assert_array_equal(got, want)
+        return
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    ints = {2: np.int16, 4: np.int32, 8: np.int64}[want.dtype.itemsize]
+    g, w = got[~nan].view(ints).astype(np.int64), want[~nan].view(ints).astype(np.int64)
+    if not approximate:
+        np.testing.assert_array_equal(g, w)    # bitwise, signed zeros included
+        return
+    g = np.where(g < 0, np.iinfo(ints).min - g, g)
+    w = np.where(w < 0, np.iinfo(ints).min - w, w)
+    assert np.abs(g - w).max(initial=0) <= 4, (got, want)
+
+
+def arguments_for(program: Program, dtypes: tuple[str, ...] | None = None) -> list:
+    args = [a.make(None if dtypes is None else d)
+            for a, d in zip(program.arguments, dtypes or program.other_dtypes)]
+    return args + ([program.scalar] if program.scalar is not None else [])
+
+
+def test_random_elementwise_programs_match_numpy(tmp_path):
+    launches = []
+
+    @settings(max_examples=EXAMPLES, deadline=None, derandomize=EXAMPLES <= 25,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    @given(programs())
+    def check(program: Program) -> None:
+        fn = load(program.source, tmp_path)
+        expected, _ = run(fn, arguments_for(program))
+        assume(not (isinstance(expected, type) and issubclass(expected, TypeError)))
+        scripted = tsjit.script(fn)
+        for dtypes in (None, None, None, program.other_dtypes, None):
+            want, want_args = run(fn, arguments_for(program, dtypes))
+            got, got_args = run(scripted, arguments_for(program, dtypes))
+            if isinstance(want, type):
+                assert got is want, (program.source, got, want)
+            else:
+                indistinguishable(got, want, False)
+                for g, w, approximate in zip(got, want, program.approximate):
+                    indistinguishable(g, w, approximate)
+            for g, w in zip(got_args, want_args):
+                indistinguishable(g, w, False)
+        launches.append(scripted.stats()["kernel_launches"])
+
+    check()
+    # the generator must exercise the fuser, not just the interpreter
+    assert sum(n > 0 for n in launches) >= len(launches) // 3, launches
