@@ -1,13 +1,15 @@
 """Throughput of the inline math library (tsjit.codegen.vmath) against NumPy, one thread.
 
     python bench/vmath_speed.py [--size N] [--samples K] [--functions exp,log,...]
+    python bench/vmath_speed.py --every-float32 [--functions ...]     # accuracy only, ~1 h
 
 Each function runs as a JIT-compiled vectorized loop (tests/_llvm_harness.py) over N
 elements (default 16M) of float32 and float64, writing into a preallocated array; NumPy
 writes into a preallocated array too (`out=`), so neither side pays for page faults. Times
 are medians of K interleaved samples. Before timing, every output is checked: its largest
 error in ulp against a higher-precision reference (the tests' reference) is printed and must
-be at most 4.
+be at most 4. --every-float32 instead measures the error of each one-argument function on
+every float32 input (sin, cos, tan: within their documented exact-reduction range).
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from _llvm_harness import MathKernels  # noqa: E402
-from test_vmath import CASES, MAX_ULP, reference, ulp_distance  # noqa: E402
+from _llvm_harness import MathKernels, arity  # noqa: E402
+from test_vmath import CASES, MAX_ULP, accurate_part, reference, ulp_distance  # noqa: E402
 
 from tsjit.codegen import vmath  # noqa: E402
 
@@ -88,16 +90,43 @@ def bench(dtype: type, names: list[str], size: int, samples: int) -> list[str]:
     return rows
 
 
+def every_float32(names: list[str]) -> None:
+    """Largest error and error histogram of each one-argument function over all 2**32
+    float32 bit patterns, in chunks of 2**24."""
+    names = [name for name in names if arity(name) == 1]
+    kernels = MathKernels(np.float32, names)
+    chunk = 1 << 24
+    print(f"{'function':8} {'max ulp':>8}  count of results 0, 1, 2, 3, 4, >4 ulp off; worst x")
+    for name in names:
+        counts = np.zeros(MAX_ULP + 2, dtype=np.int64)
+        worst, worst_x = 0.0, None
+        for start in range(0, 1 << 32, chunk):
+            bits = np.arange(start, start + chunk, dtype=np.uint64).astype(np.uint32)
+            (x,) = accurate_part(name, (bits.view(np.float32),))
+            distance = ulp_distance(kernels(name, x), reference(name, x))
+            counts += np.bincount(np.minimum(distance, MAX_ULP + 1).astype(np.int64),
+                                  minlength=MAX_ULP + 2)
+            i = int(np.argmax(distance))
+            if distance[i] > worst:
+                worst, worst_x = float(distance[i]), x[i]
+        print(f"{name:8} {worst:8.0f}  {counts.tolist()}; {worst_x!r}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=1 << 24)
     parser.add_argument("--samples", type=int, default=7)
     parser.add_argument("--functions", default=",".join(sorted(vmath.SUPPORTED)))
+    parser.add_argument("--every-float32", action="store_true",
+                        help="measure accuracy on every float32 input instead of speed")
     args = parser.parse_args()
     names = args.functions.split(",")
     unknown = set(names) - set(CASES)
     if unknown:
         parser.error(f"unknown functions {sorted(unknown)}")
+    if args.every_float32:
+        every_float32(names)
+        return
     print(f"{args.size} elements, median of {args.samples}, one thread; "
           f"max ulp measured on the first {VERIFIED_ELEMENTS} outputs")
     print(f"{'function':8} {'dtype':8} {'vmath ms':>9} {'numpy ms':>9} {'speedup':>9} "

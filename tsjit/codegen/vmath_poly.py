@@ -7,8 +7,8 @@ Coefficients were rounded to the working precision one at a time, refitting the 
 ones after each rounding. The comment on each table gives the variable, the interval and the
 weighted error of the rounded polynomial; tests/test_vmath.py checks the end-to-end error.
 
-Split constants such as ln 2 = LN2[0] + LN2[1] have a head with few significant bits, so
-that its product with a small integer is exact (Cody-Waite range reduction).
+``split`` cuts a constant such as ln 2 into a head with few significant bits, so that its
+product with a small integer is exact (Cody-Waite range reduction), and a rounded tail.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ TWO_THIRDS = "0.66666666666666666666666666666666666666666666666667"
 
 
 def _round_bits(q: Fraction, bits: int) -> Fraction:
-    """``q`` rounded to ``bits`` significant bits (round half away from zero is fine here:
-    only the sum of the pieces matters, and the tail piece absorbs the difference)."""
+    """``q`` rounded to ``bits`` significant bits (any rounding would do: only the sum of
+    the pieces matters, and the next piece absorbs the difference)."""
     if q == 0:
         return q
     magnitude = abs(q)
