@@ -117,6 +117,26 @@ def test_multi_line_ranges_are_underlined_on_every_line():
     assert marked == ['x +\n"text"']
 
 
+def broken_callee(x: int) -> int:
+    return x + "a"
+
+
+def calls_broken_callee(y: int) -> int:
+    return broken_callee(y) * 2
+
+
+def calls_through_a_chain(z: int) -> int:
+    return calls_broken_callee(z)
+
+
+def test_error_in_a_callee_shows_the_calls_that_compiled_it():
+    message = str(compile_error(calls_through_a_chain))
+    assert message.startswith("unsupported operand types for +")
+    assert underlined(message) == ['x + "a"', "broken_callee", "calls_broken_callee"]
+    assert "'broken_callee' is being compiled since it was called from " \
+           "'calls_broken_callee'" in message
+
+
 # ---- unsupported syntax
 
 

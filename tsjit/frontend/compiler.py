@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import inspect
 import typing
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -141,7 +142,20 @@ class Compiler:
         if fn in self.stack:
             raise CompilationError(f"'{name}' is called recursively. Recursive calls are not "
                                    "supported", src)
-        return ScriptFunctionRef(self.compile_function(fn))
+        with self.called_from(name, src):
+            return ScriptFunctionRef(self.compile_function(fn))
+
+    @contextmanager
+    def called_from(self, name: str, src: SourceRange | None):
+        """An error inside a callee also shows the call that had it compiled."""
+        caller = getattr(self.stack[-1], "__qualname__", None) if self.stack else None
+        try:
+            yield
+        except CompilationError as e:
+            if src is not None and caller is not None:
+                e.add_context(f"'{name}' is being compiled since it was called from "
+                              f"'{caller}' here:", src)
+            raise
 
     def compile_function(self, fn, self_type: ClassType | None = None,
                          name: str | None = None) -> CompiledCallable:
@@ -256,7 +270,8 @@ class Compiler:
         if name == "__init__":
             self.compiling_init.append(t)
         try:
-            compiled = self.compile_function(fn, t, f"{t.py_class.__qualname__}.{name}")
+            with self.called_from(f"{t.py_class.__qualname__}.{name}", src):
+                compiled = self.compile_function(fn, t, f"{t.py_class.__qualname__}.{name}")
         finally:
             if name == "__init__":
                 self.compiling_init.remove(t)
