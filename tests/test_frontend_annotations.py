@@ -423,6 +423,40 @@ def test_is_scripting_selects_the_branch_at_compile_time():
     assert scripting_branch(1) == 1
 
 
+DEBUG = False
+
+
+class Flags(tsjit.Module):
+    verbose: tsjit.Final[bool]
+
+    def __init__(self):
+        super().__init__()
+        self.verbose = False
+
+    def forward(self, x: int) -> int:
+        if not self.verbose and x >= 0:
+            return x
+        return {x: x}[x] if self.verbose else -x
+
+
+def static_conditions(x: int) -> Tuple[int, int]:
+    if not tsjit.is_scripting():
+        return len({x}), 0          # not script code: never compiled
+    if DEBUG and x > 0:
+        print({x})
+    a = x if tsjit.is_scripting() or {x} else 0
+    b = len({x}) if DEBUG else x * 2
+    return a, b
+
+
+def test_conditions_known_when_compiled_skip_the_other_branch():
+    scripted = tsjit.script(static_conditions)
+    assert scripted(3) == (3, 6)
+    assert static_conditions(3) == (1, 0)
+    module = tsjit.script(Flags())
+    assert module(3) == 3 and module(-2) == 2
+
+
 def annotate_values(n: int) -> Tuple[List[int], Dict[int, str], Optional[int]]:
     xs = tsjit.annotate(List[int], [])
     d = tsjit.annotate(Dict[int, str], {})

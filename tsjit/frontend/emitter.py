@@ -39,7 +39,7 @@ from .calls import CallMixin
 from .control_flow import ControlFlowMixin, contains_statement
 from .environment import RAISED, RETURNED, Frame
 from .errors import CompilationError
-from .expressions import BINARY, MAGIC, ExpressionMixin
+from .expressions import BINARY, MAGIC, ExpressionMixin, constant_bool
 from .resolution import Resolver
 from .source import ParsedSource
 from .sugared import CompileTimeTuple, Sugared
@@ -370,10 +370,10 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
 
     def stmt_If(self, stmt: ast.If) -> None:
         cond, refine = self.condition(stmt.test)
-        if cond.node.kind == "prim::Constant":
+        taken = constant_bool(cond)
+        if taken is not None:
             # decided at compile time (is_scripting(), a Final flag, a static isinstance):
             # only the taken branch is compiled, as TorchScript does
-            taken = bool(cond.node.attrs["value"])
             self.apply_refinements(refine[0 if taken else 1], self.src(stmt))
             self.emit_statements(stmt.body if taken else stmt.orelse)
             return
@@ -389,9 +389,8 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
         self.emit_loop(self.trip_count_forever(src), first, stmt.body,
                        lambda i: self.apply_refinements(refine[0], src),
                        lambda: self.condition(stmt.test)[0], src)
-        forever = first.node.kind == "prim::Constant" and bool(first.node.attrs["value"])
-        if forever and not contains_statement(stmt.body, (ast.Break,), into_loops=False):
-            # `while True:` without a break: only a return or a raise leaves it
+        # `while True:` without a break: only a return or a raise leaves it
+        if constant_bool(first) and not contains_statement(stmt.body, (ast.Break,), False):
             returns = contains_statement(stmt.body, (ast.Return,), into_loops=True)
             self.frame.exited = RETURNED if returns else RAISED
 

@@ -116,7 +116,7 @@ class ExpressionMixin:
         src = self.src(node)
         if isinstance(node.op, ast.Not):
             cond, _ = self.condition(node.operand)
-            return self.emit_op("aten::__not__", [cond], src=src)
+            return self.negate(cond, src)
         value = self.expr(node.operand)
         name = UNARY[type(node.op)]
         if isinstance(value.type, ClassType) and name in MAGIC:
@@ -156,6 +156,13 @@ class ExpressionMixin:
         def keep_left() -> Value:
             return self.const(not is_and, src) if want_bool or left.type == BoolType else left
 
+        known = constant_bool(cond)
+        if known is not None:       # decided when compiled (is_scripting(), a constant flag)
+            if known != is_and:     # short-circuits: the right operand is not compiled
+                return keep_left(), NO_REFINEMENT
+            value = evaluate_right()
+            return value, refined_after[0] if want_bool or value.type == BoolType else (
+                NO_REFINEMENT)
         if is_and:
             result = self.emit_conditional(cond, evaluate_right, keep_left, src)
         else:
@@ -167,6 +174,12 @@ class ExpressionMixin:
             return result, ({**refine[0], **inner}, {})
         inner = refined_after[0][1] if refined_after else {}
         return result, ({}, {**refine[1], **inner})
+
+    def negate(self, cond: Value, src: SourceRange) -> Value:
+        known = constant_bool(cond)
+        if known is not None:
+            return self.const(not known, src)
+        return self.emit_op("aten::__not__", [cond], src=src)
 
     def operand(self, node: ast.expr):
         """An operand of and/or: its value as is (Python returns operands, not bools),
@@ -266,7 +279,7 @@ class ExpressionMixin:
             value, refine = self.bool_op(node, want_bool=True)
         elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             inner, refine = self.condition(node.operand)
-            return self.emit_op("aten::__not__", [inner], src=self.src(node)), refine[::-1]
+            return self.negate(inner, self.src(node)), refine[::-1]
         elif isinstance(node, ast.Call) and self.is_isinstance_call(node):
             value, refine = self.isinstance_call(node.args, self.src(node))
         elif isinstance(node, ast.Name):
@@ -281,6 +294,9 @@ class ExpressionMixin:
     def expr_IfExp(self, node: ast.IfExp) -> Value:
         src = self.src(node)
         cond, refine = self.condition(node.test)
+        known = constant_bool(cond)
+        if known is not None:       # only the taken alternative is compiled
+            return self.expr(node.body if known else node.orelse)
 
         def branch(expr_node, narrowed):
             def run():
@@ -448,6 +464,14 @@ class ExpressionMixin:
         conversion = {-1: "", 115: "s", 114: "r", 97: "a"}[node.conversion]
         return self.emit_op("prim::FormatValue", [value, spec], attrs={"conversion": conversion},
                             src=src)
+
+
+def constant_bool(value: Value) -> bool | None:
+    """The value of a bool known when compiling (a constant), else None."""
+    node = value.node
+    if node.kind == "prim::Constant" and value.type == BoolType:
+        return bool(node.attrs["value"])
+    return None
 
 
 def _known_identity(a: Type, b: Type) -> bool | None:
