@@ -319,12 +319,14 @@ class CallMixin:
             index.append(i)
             bind_element(it.element(i))
 
-        first, more = self.const(True, src), None
-        if it.has is not None:
-            first = it.has(self.const(0, src))
-            more = lambda: it.has(self.emit_op("aten::add", [index[-1], self.const(1, src)],  # noqa: E731
-                                               src=src))
-        self.emit_loop(it.trip, first, body, bind, more, src, target=target)
+        def has_next() -> Value:
+            return it.has(self.emit_op("aten::add", [index[-1], self.const(1, src)], src=src))
+
+        if it.has is None:
+            self.emit_loop(it.trip, self.const(True, src), body, bind, None, src, target=target)
+        else:
+            self.emit_loop(it.trip, it.has(self.const(0, src)), body, bind, has_next, src,
+                           target=target)
 
     def unrolled_items(self, iterable, src: SourceRange) -> list | None:
         """The elements of an iterable known at compile time (tuples, ModuleLists, enums,
