@@ -80,6 +80,23 @@ def test_submodules_and_module_list_unrolled():
     check_module(MLP, "forward", (np.ones((4, 3), np.float32),))
 
 
+class Slices(tsjit.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = tsjit.ModuleList([Linear(2, 2, i) for i in range(4)])
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        for layer in self.layers[1:]:
+            x = layer(x)
+        for layer in self.layers[::-2]:
+            x = layer(x) - self.layers[-1].bias
+        return x
+
+
+def test_module_list_slices_and_negative_indices():
+    check_module(Slices, "forward", (np.ones((1, 2), np.float32),))
+
+
 class Branches(tsjit.Module):
     def __init__(self):
         super().__init__()

@@ -407,7 +407,10 @@ class ExpressionMixin:
 
     def constant_index(self, node: ast.expr, container: Sugared, src) -> object:
         """The index of a compile-time container: a literal, or a constant such as the
-        key of an unrolled loop over a ModuleDict."""
+        key of an unrolled loop over a ModuleDict; or a slice of such constants."""
+        if isinstance(node, ast.Slice):
+            return slice(*(None if part is None else self.constant_index(part, container, src)
+                           for part in (node.lower, node.upper, node.step)))
         if _is_literal(node):
             return ast.literal_eval(node)
         key = self.sugared_expr(node)

@@ -165,6 +165,8 @@ class ModuleListValue(Sugared):
         return super().attr(em, name, src)
 
     def lookup(self, key: object, src: SourceRange) -> Result:
+        if isinstance(key, slice) and not self.is_dict:      # self.layers[1:]
+            return ModuleListValue(self.items[key], False)
         try:
             return dict(self.items)[key] if self.is_dict else self.items[key][1]
         except (KeyError, IndexError, TypeError):
