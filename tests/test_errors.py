@@ -384,6 +384,13 @@ def list_of_mixed_assignment(xs: list[int]) -> None:
     xs[0] = "a"
 
 
+def numpy_scalar_returned_as_float(x: np.ndarray) -> float:
+    total = 0.0
+    for i in range(x.shape[0]):
+        total += x[i]
+    return total
+
+
 def return_mismatch_between_paths(x: int):
     if x > 0:
         return 1
@@ -436,6 +443,7 @@ def sets_wrong_attribute_type(x: int) -> None:
     (unknown_annotation, r"NoSuchType", None),
     (list_of_mixed_assignment, r"List\[int\].*str|str.*List\[int\]", None),
     (return_mismatch_between_paths, r"int.*str", None),
+    (numpy_scalar_returned_as_float, r"Tensor.*float.*convert it with float", "total"),
     (sets_attribute_outside_init, r"nonexistent attribute 'w'", "self.w"),
     (sets_wrong_attribute_type, r"attribute 'v'.*int.*str", "self.v"),
 ])

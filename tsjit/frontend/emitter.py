@@ -240,8 +240,12 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
         if value.type == declared:
             return value
         if not is_subtype(value.type, declared):
+            hint = ""
+            if isinstance(value.type, TensorType) and declared in (FloatType, IntType, BoolType):
+                hint = (f" (a NumPy scalar such as x[i] or x.sum() is a Tensor in script code: "
+                        f"convert it with {declared.annotation}(...))")
             raise CompilationError(f"{what} has type {value.type.annotation}, but "
-                                   f"{declared.annotation} was expected", src)
+                                   f"{declared.annotation} was expected{hint}", src)
         return self.insert("aten::annotate", [value], [declared], src=src).output
 
     def assign_target(self, target: ast.expr, value, src: SourceRange) -> None:
