@@ -591,6 +591,7 @@ def _random_array(draw, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     return array
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(programs())

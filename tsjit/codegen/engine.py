@@ -60,12 +60,18 @@ class CompiledModule:
 
 
 def _default_cache_dir() -> Path | None:
+    """TSJIT_CACHE_DIR, else $XDG_CACHE_HOME/tsjit or ~/.cache/tsjit; None (no disk cache)
+    with TSJIT_DISK_CACHE=0 or when there is no home directory."""
     if os.environ.get(DISK_CACHE_ENV, "1") == "0":
         return None
-    configured = os.environ.get(CACHE_DIR_ENV)
-    if configured:
-        return Path(configured)
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tsjit"
+    if os.environ.get(CACHE_DIR_ENV):
+        return Path(os.environ[CACHE_DIR_ENV])
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"]) / "tsjit"
+    try:
+        return Path.home() / ".cache" / "tsjit"
+    except RuntimeError:
+        return None
 
 
 class _Llvm:

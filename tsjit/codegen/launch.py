@@ -53,11 +53,14 @@ class Kernel:
             "_check_target": _check_inplace_target,
             "_check_out": _check_out,
             "_dtypes": tuple(spec.value_dtype(v) for v in spec.outputs),
+            "_empty": np.empty,
             **{
                 f"_alloc{j}": pool.allocator(spec.value_dtype(v), spec.out_rank)
                 for j, v in enumerate(spec.outputs)
                 if spec.inplace_target(j) is None
             },
+            **{f"_min{j}": pool.min_elements(spec.value_dtype(v))
+               for j, v in enumerate(spec.outputs)},
         }
         exec(compile(source, f"<tsjit kernel {entry}>", "exec"), namespace)
         call = staticmethod(namespace["call"])
@@ -140,7 +143,11 @@ def _call_source(spec: KernelSpec) -> str:
     if fresh:
         lines.append("    if out is None:")
         for j in fresh:
-            lines.append(f"        o{j} = _alloc{j}(shape, {model})")
+            if spec.out_rank == 1:  # one layout: small vectors skip the allocator's call
+                lines.append(f"        o{j} = _empty(shape, _dtypes[{j}]) if shape[0] < _min{j} "
+                             f"else _alloc{j}(shape, {model})")
+            else:
+                lines.append(f"        o{j} = _alloc{j}(shape, {model})")
         # Caller-supplied outputs: the native code trusts their shape and dtype.
         lines.append("    else:")
         targets = ", ".join(f"o{j}" for j in fresh)

@@ -58,12 +58,16 @@ class OutputPool:
         # Same expression as in _measure_free_refcount: the list's reference + the argument.
         return sys.getrefcount(self._buffers[position]) == self._free_refcount
 
+    def min_elements(self, dtype: np.dtype) -> int:
+        """Outputs with fewer elements are plain np.empty arrays (not pooled)."""
+        return -(-self._min_bytes // np.dtype(dtype).itemsize)
+
     def allocator(self, dtype: np.dtype, rank: int) -> Allocator:
         """The cheapest allocation function for outputs of this dtype and rank:
         ``alloc(shape, like)`` returns an uninitialized array laid out as NumPy would lay
         out a ufunc result computed from ``like`` (C order when ``like`` is None)."""
         dtype = np.dtype(dtype)
-        min_elements = -(-self._min_bytes // dtype.itemsize)
+        min_elements = self.min_elements(dtype)
         empty, empty_like = np.empty, np.empty_like
 
         if rank <= 1:  # one layout only: no need to look at ``like``
