@@ -480,6 +480,37 @@ def test_mandelbrot_matches_python():
                  (np.zeros((2, 3), np.int8), -0.75, 0.1, 0.5, 200))
 
 
+def list_reads(values: list[int], weights: list[float], flags: list[bool], limit: int):
+    total = 0
+    weighted = 0.0
+    for v in values:
+        if v % 3 == 0:
+            continue
+        total += v
+        if total > limit:
+            break
+    for i in range(len(weights)):
+        if flags[i % len(flags)]:
+            weighted += weights[i] * values[-1 - i]
+    return total, weighted, weights[limit]
+
+
+def test_lists_of_numbers_are_read_natively():
+    check_native(list_reads, ([1, 2, 3, 4, 5, 6, 7, 8], [0.5, -1.5, 2.0], [True, False], 1),
+                 ([3, 6, 9, 2], [1.0, 2.0, 3.0, 4.0], [False], 2),
+                 ([10, -20, 31, 4], [0.25], [True], 0),
+                 ([1, 2], [1.0], [True], 5),                  # IndexError
+                 ([1, 2], [1.0], [], 0))                      # ZeroDivisionError (i % 0)
+
+
+def test_lists_with_other_items_run_in_the_interpreter():
+    run, (region,) = native(list_reads)
+    for args in (([True, 2], [1.0, 2.0], [True], 1), ([2 ** 70, 5], [1.0], [True], 0),
+                 ([1, 2], [1, 2.5], [True], 1)):
+        assert_same(run(*args), list_reads(*args))
+    assert region.stats()["interpreted_runs"] == 3
+
+
 # ---------------------------------------------------------------------------- guards
 
 

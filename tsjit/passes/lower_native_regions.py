@@ -9,7 +9,8 @@ are scanned in turn, so the loop nest of `for i: for j: out[i, j] = ...` inside 
 function that also allocates arrays still becomes native.
 
 Native code computes with numbers, never with whole arrays: an array may only be indexed
-(`x[i, j]`, `x[i] = v`) or measured (`x.shape`, `len(x)`, `x.size`).  A `Tensor` value
+(`x[i, j]`, `x[i] = v`) or measured (`x.shape`, `len(x)`, `x.size`), a list of numbers
+only read (`xs[i]`, `len(xs)`, `for x in xs`).  A `Tensor` value
 counts as a number when it is an element read by an int index, a NumPy scalar by its
 refined type, or computed from such numbers (loops and branches included); any other
 `Tensor` is an array.  Where the IR is vague (`x[i]` of an array of unknown rank) the check
@@ -30,6 +31,7 @@ from ..ir.types import (
     DTypeType,
     FloatType,
     IntType,
+    ListType,
     NoneType,
     NoReturnType,
     OptionalType,
@@ -155,6 +157,8 @@ def _carries(t: Type, constant: bool) -> bool:
         return t.py_class is None and all(_carries(e, constant) for e in t.elems)
     if isinstance(t, VarTupleType):
         return t.elem == IntType
+    if isinstance(t, ListType):      # read only: no list op but `xs[i]` and `len` lowers
+        return t.elem in _SCALARS
     return False
 
 

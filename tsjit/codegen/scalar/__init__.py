@@ -3,13 +3,18 @@ LLVM functions that Python calls as builtins.
 
     ntypes / inference   run-time kinds of values, per variant of a region's inputs
     rules                the per-op lowering rules, registered by python_ops,
-                         operator_rules and numpy_ops
+                         operator_rules, numpy_ops and sequence_ops
     emitter / boundary   one LLVM function per variant: CFG, phis, boxing, guards
     cpython              the C-API boundary and the builtin wrapper
     sites                fallbacks: single nodes run by the interpreter
     native_function      the callable a prim::NativeCall holds: variants, dispatch, stats
 """
-from . import numpy_ops, operator_rules, python_ops  # noqa: F401  (register their rules)
+from . import (  # noqa: F401  (each registers its rules)
+    numpy_ops,
+    operator_rules,
+    python_ops,
+    sequence_ops,
+)
 from .native_function import NativeFunction, direct_entry, lower_native_call
 from .ntypes import Unsupported
 from .rules import rule_for

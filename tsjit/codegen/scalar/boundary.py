@@ -30,6 +30,7 @@ from .ntypes import (
     NumpyScalar,
     NValue,
     OptionalScalar,
+    PyList,
     PyScalar,
     Shape,
     Tagged,
@@ -62,7 +63,7 @@ def box(em: FunctionEmitter, value: NValue) -> ir.Value:
         return _new_ref(em, em.object(kind.value if isinstance(kind, Const) else None))
     if isinstance(kind, NumpyScalar):
         return _box_numpy_scalar(em, kind.dtype, value.value)
-    if isinstance(kind, Array):
+    if isinstance(kind, (Array, PyList)):
         return _new_ref(em, value.parts[0])
     if isinstance(kind, OptionalScalar):
         return _box_optional(em, value)
@@ -177,9 +178,14 @@ def unbox(em: FunctionEmitter, obj: ir.Value, kind: NType, miss: ir.Block | None
         return _unbox_array(em, obj, kind, require, exact_type)
     if isinstance(kind, OptionalScalar):
         return _unbox_optional(em, obj, kind, miss)
+    if isinstance(kind, PyList):
+        exact_type(list)
+        if miss is not None:
+            _check_items(em, obj, kind.elem, miss)
+        return NValue(kind, (obj,))
     if isinstance(kind, Tuple):
         exact_type(tuple)
-        size = cpython.field(b, obj, 16, I64)
+        size = cpython.field(b, obj, cpython.VAR_SIZE, I64)
         require(b.icmp_signed("==", size, ir.Constant(I64, len(kind.elems))))
         parts = []
         for k, elem in enumerate(kind.elems):
@@ -208,6 +214,30 @@ def _unbox_array(em: FunctionEmitter, obj: ir.Value, kind: Array, require, exact
     steps = [b.load(b.gep(strides, [ir.Constant(I64, k)], source_etype=I64), typ=I64)
              for k in range(kind.rank)]
     return NValue(kind, (obj, data, *sizes, *steps))
+
+
+def list_items(em: FunctionEmitter, obj: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """A list's length and its array of item pointers (PyListObject: ob_size, ob_item)."""
+    return (cpython.field(em.b, obj, cpython.VAR_SIZE, I64),
+            cpython.field(em.b, obj, cpython.LIST_ITEMS, PTR))
+
+
+def _check_items(em: FunctionEmitter, obj: ir.Value, elem: PyScalar, miss: ir.Block) -> None:
+    """Jump to `miss` unless every item of the list is exactly of kind `elem`."""
+    b = em.b
+    size, items = list_items(em, obj)
+    entry = b.block
+    loop, done = em.fn.append_basic_block("check_items"), em.fn.append_basic_block("checked")
+    b.cbranch(b.icmp_signed(">", size, ir.Constant(I64, 0)), loop, done)
+    b.position_at_end(loop)
+    index = b.phi(I64)
+    index.add_incoming(ir.Constant(I64, 0), entry)
+    item = b.load(b.gep(items, [index], source_etype=PTR), typ=PTR)
+    unbox(em, item, elem, miss)
+    following = b.add(index, ir.Constant(I64, 1))
+    index.add_incoming(following, b.block)
+    b.cbranch(b.icmp_signed("<", following, size), loop, done)
+    b.position_at_end(done)
 
 
 def _unbox_optional(em: FunctionEmitter, obj: ir.Value, kind: OptionalScalar,

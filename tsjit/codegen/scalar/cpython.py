@@ -10,8 +10,9 @@ scripted function.  Holding the GIL also lets native code call back into Python 
 rare paths (raising an exception, a NumPy warning) with the interpreter's exact semantics.
 
 Only stable parts of CPython are relied on: the exported C-API functions below (part of the
-stable ABI), `ob_type` at offset 8, tuple items at offset 24 and a float's value at offset
-16 (unchanged since Python 3.0), and NumPy's public `PyArrayObject_fields` layout, which
+stable ABI), the object header (`ob_type` at offset 8, a tuple's or list's `ob_size` at 16),
+tuple items and a list's item pointer at offset 24 and a float's value at offset 16
+(unchanged since Python 3.0), and NumPy's public `PyArrayObject_fields` layout, which
 NumPy's own inline accessors use.
 """
 from __future__ import annotations
@@ -23,7 +24,9 @@ from llvmlite import ir
 from .ntypes import DOUBLE, I32, I64, PTR
 
 OB_TYPE = 8                 # PyObject.ob_type
+VAR_SIZE = 16               # PyVarObject.ob_size (tuples, lists)
 TUPLE_ITEMS = 24            # PyTupleObject.ob_item
+LIST_ITEMS = 24             # PyListObject.ob_item (a pointer to the items)
 FLOAT_VALUE = 16            # PyFloatObject.ob_fval
 NUMPY_SCALAR_VALUE = 16     # PyXxxScalarObject.obval (right after PyObject_HEAD)
 # PyArrayObject_fields on 64-bit platforms

@@ -32,12 +32,20 @@ from llvmlite import ir
 from ...interpreter import compile_graph
 from ...ir.graph import Graph, Node, SourceRange
 from ...ir.printer import print_graph
-from ...ir.types import BoolType, FloatType, IntType, OptionalType, Type
+from ...ir.types import BoolType, FloatType, IntType, ListType, OptionalType, Type
 from ..engine import CompiledModule, get_engine
 from .cpython import make_builtin
 from .emitter import CALL_COUNTER, MISS_HANDLER, FunctionEmitter
 from .inference import infer_kinds
-from .ntypes import NONE, NType, OptionalScalar, PyScalar, Unsupported, kind_of_value
+from .ntypes import (
+    NONE,
+    NType,
+    OptionalScalar,
+    PyScalar,
+    Unsupported,
+    kind_of_value,
+    list_kind,
+)
 from .sites import Sites
 
 log = logging.getLogger("tsjit.native")
@@ -61,7 +69,10 @@ class Variant:
 
 def argument_kind(value: object, static: Type) -> NType | None:
     """The kind a variant takes `value` as: its run-time kind, widened to Optional where the
-    IR type is Optional (one variant serves both None and numbers)."""
+    IR type is Optional (one variant serves both None and numbers); a list of numbers by
+    its IR type's element kind (which an empty list does not tell)."""
+    if type(value) is list and isinstance(static, ListType) and static.elem in _SCALAR_KINDS:
+        return list_kind(value, _SCALAR_KINDS[static.elem])
     kind = kind_of_value(value)
     if isinstance(static, OptionalType) and static.elem in _SCALAR_KINDS:
         elem = _SCALAR_KINDS[static.elem]

@@ -174,6 +174,20 @@ class Shape(NType):
 
 
 @dataclass(frozen=True)
+class PyList(NType):
+    """A Python list of numbers that native code only reads (`xs[i]`, `len(xs)`, `for x in
+    xs`): its object.  The guard checks every item's exact kind once per call."""
+
+    elem: PyScalar
+
+    def components(self) -> tuple[ir.Type, ...]:
+        return (PTR,)
+
+    def __str__(self) -> str:
+        return f"List[{self.elem}]"
+
+
+@dataclass(frozen=True)
 class Tuple(NType):
     elems: tuple[NType, ...]
 
@@ -233,6 +247,12 @@ def join(a: NType, b: NType) -> NType:
 
 def _fits_int64(value: int) -> bool:
     return -(1 << 63) <= value < (1 << 63)
+
+
+def list_kind(value: list, elem: PyScalar) -> PyList | None:
+    """PyList(elem) when every item of `value` is exactly of kind `elem` (what its guard
+    checks), else None."""
+    return PyList(elem) if all(kind_of_value(v) == elem for v in value) else None
 
 
 def kind_of_value(value: object) -> NType | None:

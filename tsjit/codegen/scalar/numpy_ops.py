@@ -228,7 +228,7 @@ def _index_kinds(index: NType) -> list[NType]:
     return list(index.elems) if isinstance(index, Tuple) else [index]
 
 
-def _element_infer(array: NType, index: NType) -> NumpyScalar:
+def element_infer(array: NType, index: NType) -> NumpyScalar:
     """The element kind of `array[index]` when it reads one element, else Unsupported."""
     if not isinstance(array, Array):
         raise Unsupported(f"indexing {array}")
@@ -255,49 +255,23 @@ def _element_pointer(em: FunctionEmitter, node: Node, args: Sequence[NValue]
     return address, any_of(b, outside) if outside else const(I1, 0)
 
 
-def _getitem_infer(node: Node, kinds) -> list[NType]:
-    seq, index = kinds
-    if isinstance(seq, (Shape, Tuple)) and index == PY_INT:
-        elems = (PY_INT,) * seq.rank if isinstance(seq, Shape) else seq.elems
-        if isinstance(seq, Tuple) and any(e != elems[0] for e in elems):
-            raise Unsupported("indexing a tuple of mixed kinds")
-        return [elems[0]] if elems else [PY_INT]
-    return [_element_infer(seq, index)]
-
-
-def _getitem_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NValue]:
-    b = em.b
-    seq, index = args
-    if isinstance(seq.kind, (Shape, Tuple)):
-        return _sequence_item(em, node, args, out_kinds[0])
+def element_read(em: FunctionEmitter, node: Node, args: Sequence[NValue], kind: NType
+                 ) -> list[NValue]:
+    """`array[i, ...]`: the element, or NumPy's IndexError for an index out of bounds."""
     address, outside = _element_pointer(em, node, args)
 
     def load() -> list[NValue]:
-        return [NValue(out_kinds[0], (load_value(b, address, seq.kind.dtype),))]
+        return [NValue(kind, (load_value(em.b, address, args[0].kind.dtype),))]
     return em.python_fallback(node, args, outside, load)
 
 
-def _sequence_item(em: FunctionEmitter, node: Node, args, kind: NType) -> list[NValue]:
-    """shape[k] / tuple[k]: a select over the items; out of range raises IndexError."""
-    b = em.b
-    seq, index = args
-    items = [seq.parts[k:k + 1] for k in range(len(seq.parts))]
-    n = len(items)
-    if not n:
-        return em.python_fallback(node, args)
-    i = index.value
-    wrapped = b.select(b.icmp_signed("<", i, const(I64, 0)), b.add(i, const(I64, n)), i)
-    value = items[0][0]
-    for k in range(1, n):
-        value = b.select(b.icmp_signed("==", wrapped, const(I64, k)), items[k][0], value)
-    outside = b.icmp_unsigned(">=", wrapped, const(I64, n))
-    return em.python_fallback(node, args, outside, [NValue(kind, (value,))])
-
-
-def _getitem_check(node: Node) -> str | None:
+def index_check(node: Node) -> str | None:
+    """Why `seq[index]` (read or written) is no element access, judging by the IR."""
     seq, index = (v.type for v in node.inputs[:2])
     if node.attrs.get("slice"):
         return "slicing"
+    if node.kind == "aten::__setitem__" and not isinstance(seq, TensorType):
+        return f"assignment to an item of a {seq.annotation}"
     indices = index.elems if isinstance(index, TupleType) else (index,)
     if any(t != IntType for t in indices):
         return "an index that is not an int"
@@ -305,8 +279,6 @@ def _getitem_check(node: Node) -> str | None:
         return "indexing that yields a sub-array"
     return None
 
-
-register_rule("aten::__getitem__", _getitem_infer, _getitem_emit, _getitem_check)
 
 
 def _store_exact(b: ir.IRBuilder, value: NValue, dtype: np.dtype
@@ -334,7 +306,7 @@ def _store_exact(b: ir.IRBuilder, value: NValue, dtype: np.dtype
 
 def _setitem_infer(node: Node, kinds) -> list[NType]:
     array, index, value = kinds
-    _element_infer(array, index)
+    element_infer(array, index)
     if not array.writeable:
         raise Unsupported("writing into an array that is not writeable")
     if not isinstance(value, (PyScalar, NumpyScalar)):
@@ -354,7 +326,7 @@ def _setitem_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NVal
     return em.python_fallback(node, args, b.or_(outside, inexact), store)
 
 
-register_rule("aten::__setitem__", _setitem_infer, _setitem_emit, _getitem_check)
+register_rule("aten::__setitem__", _setitem_infer, _setitem_emit, index_check)
 
 
 def _array_infer(result: Callable[[Array], NType]):
@@ -378,21 +350,11 @@ def _size_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NValue]
     return [NValue(PY_INT, (total,))]
 
 
-def _len_infer(node: Node, kinds) -> list[NType]:
-    (seq,) = kinds
-    if not isinstance(seq, (Array, Shape, Tuple)):
-        raise Unsupported(f"len of {seq}")
-    return [PY_INT]
-
-
-def _len_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NValue]:
-    (seq,) = args
-    if isinstance(seq.kind, Array):
-        if seq.kind.rank == 0:
-            return em.python_fallback(node, args)     # TypeError: len() of unsized object
-        return [NValue(PY_INT, (_sizes(seq)[0],))]
-    n = seq.kind.rank if isinstance(seq.kind, Shape) else len(seq.kind.elems)
-    return [NValue(PY_INT, (const(I64, n),))]
+def array_length(em: FunctionEmitter, node: Node, args: Sequence[NValue]) -> list[NValue]:
+    """len(array): its first size; a 0-d array raises TypeError (in Python)."""
+    if args[0].kind.rank == 0:
+        return em.python_fallback(node, args)
+    return [NValue(PY_INT, (_sizes(args[0])[0],))]
 
 
 register_rule(("ndarray::shape", "numpy::shape"), _array_infer(lambda a: Shape(a.rank)),
@@ -401,5 +363,3 @@ register_rule("ndarray::size", _array_infer(lambda a: PY_INT), _size_emit)
 register_rule(("ndarray::ndim", "numpy::ndim"), _array_infer(lambda a: PY_INT),
               lambda em, node, args, out_kinds: [
                   NValue(PY_INT, (const(I64, args[0].kind.rank),))])
-register_rule("aten::len", _len_infer, _len_emit)
-
