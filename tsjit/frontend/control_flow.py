@@ -331,6 +331,8 @@ def _contains(node: ast.AST, kinds: tuple, into_loops: bool) -> bool:
 
 
 def contains_statement(stmts: list[ast.stmt], kinds: tuple, into_loops: bool) -> bool:
+    """Whether a statement list may run a `kinds` statement (return, break, ...): what
+    decides which exit flags a loop or a block needs."""
     return any(_contains(s, kinds, into_loops) for s in stmts)
 
 
