@@ -1,4 +1,4 @@
-"""The process-wide LLVM JIT: one target machine, one optimization pipeline, one ORC LLJIT.
+"""The process-wide LLVM JIT: host target machines, the O3 pipeline, one ORC LLJIT, caches.
 
 Why these choices (see shared/design/LLVM_NOTES.md for the measurements):
 - ORC LLJIT rather than MCJIT: it raises on an unresolved external symbol where MCJIT
@@ -7,7 +7,7 @@ Why these choices (see shared/design/LLVM_NOTES.md for the measurements):
 - We run the optimizer and ``emit_object`` ourselves, then hand the object to the JIT: the
   same bytes go to the on-disk cache, so a fresh process skips parse, O3 and codegen
   (~10-30 ms) and reloads a kernel in well under a millisecond.
-- LLVM is initialized lazily on the first compile: importing tsjit costs nothing.
+- LLVM is initialized lazily, on the first compile.
 """
 
 from __future__ import annotations
@@ -102,7 +102,6 @@ class _Llvm:
         self.host_id = "|".join((self.cpu, self.features, llvmlite.__version__, _CACHE_FORMAT))
         # Every linked module gets its own JITDylib, named uniquely within the LLJIT.
         self.library_names = (f"tsjit_module_{i}" for i in itertools.count())
-
         # Quick mode (bookkeeping code, not hot loops): scalar cleanups and FastISel.
         self.quick_tm = self.new_target_machine(opt=0)
 
@@ -122,7 +121,7 @@ class _Llvm:
 
 def _runtime_symbols() -> dict[str, int]:
     """Addresses of the C runtime's functions; empty when the runtime is not built (kernels
-    then run on the calling thread, see ``elementwise``)."""
+    then run on the calling thread, see ``elementwise_driver``)."""
     try:
         from tsjit import runtime
     except ImportError:
