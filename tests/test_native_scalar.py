@@ -174,6 +174,15 @@ def int_power_of(a: int, n: int) -> int:
     return a ** n
 
 
+def builtins_of_numbers(a: int, b: int, x: float):
+    return divmod(a, b), divmod(x, 2.5), pow(a, 3), pow(x, b), pow(2, 10) + b
+
+
+def test_divmod_and_pow_builtins():
+    check_native(builtins_of_numbers, (7, 2, 7.5), (-7, 2, -7.5), (7, -3, 0.25), (5, 0, 1.0),
+                 (INT64_MIN, -1, -0.0))
+
+
 def test_int_power():
     check_native(int_power, (3,), (-2,), (0,), (1000,))
     check_native(int_power_of, (3, 0), (-2, 7), (0, 0), (5, 13), (-1, 1000001))

@@ -35,12 +35,14 @@ from .ntypes import (
     DOUBLE,
     I1,
     I64,
+    NONE,
     PY_BOOL,
     PY_FLOAT,
     PY_INT,
     NType,
     NumpyScalar,
     NValue,
+    Tuple,
     Unsupported,
 )
 from .python_ops import require_numbers
@@ -79,7 +81,10 @@ def python_result(op: str, a: NType, b: NType) -> NType:
 
 
 def _binary_infer(node: Node, kinds) -> list[NType]:
-    op = _operator_name(node)
+    return _infer_binary(_operator_name(node), node, kinds)
+
+
+def _infer_binary(op: str, node: Node, kinds: Sequence[NType]) -> list[NType]:
     if _has_numpy(kinds):
         return numpy_ops.binary_infer(op, kinds)
     require_numbers(node, kinds)
@@ -87,7 +92,12 @@ def _binary_infer(node: Node, kinds) -> list[NType]:
 
 
 def _binary_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NValue]:
-    op, (kind,) = _operator_name(node), out_kinds
+    return _emit_binary(_operator_name(node), em, node, args, out_kinds)
+
+
+def _emit_binary(op: str, em: FunctionEmitter, node: Node, args: Sequence[NValue],
+                 out_kinds: Sequence[NType]) -> list[NValue]:
+    (kind,) = out_kinds
     if isinstance(kind, NumpyScalar):
         return numpy_ops.binary_emit(em, node, op, args, kind)
     if kind == PY_BOOL:
@@ -165,6 +175,39 @@ def _float_binary(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValu
 
 register_rule([f"aten::{prefix}{op}" for op in _ARITHMETIC for prefix in ("", "i")],
               _binary_infer, _binary_emit)
+
+
+def _pow_infer(node: Node, kinds) -> list[NType]:
+    """pow(base, exp) as base ** exp; pow(base, exp, mod) stays with Python."""
+    if kinds[2] != NONE:
+        raise Unsupported("pow() with a modulus")
+    return _infer_binary("pow", node, kinds[:2])
+
+
+register_rule("prim::pow", _pow_infer, lambda em, node, args, out_kinds: _emit_binary(
+    "pow", em, node, args[:2], out_kinds))
+
+
+def _divmod_infer(node: Node, kinds) -> list[NType]:
+    require_numbers(node, kinds)
+    kind = python_result("floordiv", *kinds)
+    return [Tuple((kind, kind))]
+
+
+def _divmod_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NValue]:
+    """(a // b, a % b); a zero divisor raises CPython's ZeroDivisionError."""
+    b, (kind,) = em.b, out_kinds
+    if kind.elems[0] == PY_INT:
+        x, y = (to_int64(b, a.value, a.kind) for a in args)
+        dtype, zero = INT64, b.icmp_signed("==", y, const(I64, 0))
+    else:
+        x, y = (to_double(b, a.value, a.kind) for a in args)
+        dtype, zero = FLOAT64, b.fcmp_ordered("==", y, const(DOUBLE, 0.0))
+    return em.python_fallback(node, args, zero, lambda: [NValue(kind, tuple(
+        elementwise(b, op, [x, y], dtype) for op in ("floordiv", "mod")))])
+
+
+register_rule("aten::divmod", _divmod_infer, _divmod_emit)
 
 
 # ---------------------------------------------------------------------------- comparisons
