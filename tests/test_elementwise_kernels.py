@@ -8,6 +8,7 @@ within 4 ulp. Long fuzzing run: TSJIT_FUZZ_EXAMPLES=2000 pytest tests/test_eleme
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 
 import numpy as np
@@ -375,6 +376,28 @@ def test_large_kernels_split_across_threads_correctly():
     k = spec([(F64, 2, False), (F64, 1, False)], [("add", (0, 1), F64)], [2])
     run_and_compare(k, [big.T, big[:, 0]])
     run_and_compare(k, [big[:, ::3], big[0, ::3]])
+
+
+def test_concurrent_calls_from_python_threads():
+    """cffi releases the GIL during the call: kernels run concurrently with each other and
+    with the thread pool."""
+    kernel = compile_kernel(triad_spec())
+    failures = []
+
+    def work(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        for _ in range(10):
+            n = int(rng.integers(1, 300_000))
+            x, y = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
+            if not np.array_equal(kernel(x, y, 1.5)[0], np.float32(1.5) * x + y):
+                failures.append(n)
+
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
 
 
 # ------------------------------------------------------------------ in place
