@@ -453,6 +453,18 @@ def test_numpy_scalar_arithmetic_follows_numpy():
         check_native(numpy_scalar_ops, (x, 0), (x, 1), (x, 3), (x, 4))
 
 
+def numpy_scalar_conversions(x: tsjit.Tensor, i: int):
+    v = x[i]
+    return int(v), float(v), bool(v), math.floor(v), math.ceil(v), math.sqrt(abs(v)), \
+        math.trunc(v)
+
+
+def test_numpy_scalars_convert_as_cpython_converts_them():
+    for dtype in ("bool", "int32", "uint64", "float32", "float64"):
+        x = np.array([0, 1, 2 ** 64 - 1 if dtype == "uint64" else 3, 2.5], dtype=dtype)
+        check_native(numpy_scalar_conversions, (x, 0), (x, 1), (x, 2), (x, 3))
+
+
 def test_numpy_warnings_and_errstate_are_numpy_own():
     x = np.array([100, 100, 0], dtype=np.int8)
     run, regions = native(numpy_scalar_ops)

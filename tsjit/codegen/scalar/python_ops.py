@@ -17,6 +17,7 @@ from llvmlite import ir
 
 from ...ir.graph import Node
 from .arith import (
+    FLOAT64,
     any_of,
     const,
     fits_int64,
@@ -37,7 +38,6 @@ from .ntypes import (
     PY_INT,
     SUPPORTED_DTYPES,
     UNDEFINED,
-    Array,
     Const,
     NType,
     NumpyScalar,
@@ -188,16 +188,24 @@ def float_to_int(em: FunctionEmitter, node: Node, args: Sequence[NValue], x: ir.
 
 def int_of(em: FunctionEmitter, node: Node, args: Sequence[NValue], rounding: str | None
            ) -> list[NValue]:
-    """int(x) / math.floor / math.ceil / round of a number (rounding: the LLVM intrinsic
-    applied to a float first, None for truncation toward zero)."""
+    """int(x) / math.floor / math.ceil / math.trunc / round of a number (rounding: the LLVM
+    intrinsic applied to a float first, None for int(), which truncates).
+
+    Python ints and bools are their own value.  NumPy scalars follow CPython's protocol:
+    int() uses their exact `__int__`; math.floor and math.ceil go through float(x) (NumPy
+    scalars have no `__floor__`, so a uint64 beyond 2**53 rounds first); math.trunc raises
+    TypeError for any but float64 (no `__trunc__`), which the interpreter reports."""
     (arg, *_) = args
     b, kind = em.b, arg.kind
     if kind == PY_INT:
         return [arg]
-    if kind == PY_BOOL or (isinstance(kind, NumpyScalar) and kind.dtype.kind in "biu"):
+    numpy_int = isinstance(kind, NumpyScalar) and kind.dtype.kind in "biu"
+    if kind == PY_BOOL or (numpy_int and rounding is None):
         v = arg.value
         extend = b.sext if isinstance(kind, NumpyScalar) and kind.dtype.kind == "i" else b.zext
         return [NValue(PY_INT, (v if v.type == I64 else extend(v, I64),))]
+    if rounding == "trunc" and isinstance(kind, NumpyScalar) and kind.dtype != FLOAT64:
+        return em.python_fallback(node, args)
     x = to_double(b, arg.value, kind)
     if rounding is not None:
         x = intrinsic(b, rounding, x)
@@ -407,9 +415,6 @@ register_rule(("prim::TupleUnpack", "prim::ListUnpack"), _unpack_infer, _unpack_
 
 
 def _no_results(node: Node, kinds) -> list[NType]:
-    for kind in kinds:
-        if isinstance(kind, Array):
-            raise Unsupported(f"{node.kind} of an array")
     return []
 
 
