@@ -18,6 +18,11 @@ INT64 = np.dtype(np.int64)
 FLOAT64 = np.dtype(np.float64)
 BOOL = np.dtype(np.bool_)
 TWO_63 = 2.0 ** 63
+# Python operator names (as in aten::<name>) -> the kernel library's op names
+KERNEL_OPS = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "truediv",
+              "floordiv": "floordiv", "mod": "mod", "lshift": "left_shift",
+              "rshift": "right_shift", "and": "bitwise_and", "or": "bitwise_or",
+              "xor": "bitwise_xor"}
 _SUFFIX = {"float": "f32", "double": "f64"}
 
 

@@ -24,7 +24,7 @@ from llvmlite import ir
 from ...ir.graph import Node
 from ...ir.types import IntType, TensorType, TupleType
 from ..element_ops import cast_value, load_value, store_value
-from .arith import any_of, const, dtype_of, elementwise, intrinsic, is_finite
+from .arith import KERNEL_OPS, any_of, const, dtype_of, elementwise, intrinsic, is_finite
 from .emitter import FunctionEmitter
 from .ntypes import (
     I1,
@@ -105,16 +105,11 @@ def to_dtype(b: ir.IRBuilder, value: NValue, dtype: np.dtype) -> tuple[ir.Value,
 
 # ---------------------------------------------------------------------------- arithmetic
 
-_KERNEL_OPS = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "truediv",
-               "floordiv": "floordiv", "mod": "mod", "lshift": "left_shift",
-               "rshift": "right_shift", "and": "bitwise_and", "or": "bitwise_or",
-               "xor": "bitwise_xor"}
 _PYTHON_OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
                "truediv": operator.truediv, "floordiv": operator.floordiv,
                "mod": operator.mod, "pow": operator.pow, "lshift": operator.lshift,
                "rshift": operator.rshift, "and": operator.and_, "or": operator.or_,
                "xor": operator.xor}
-_COMPARISONS = {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
 
 
 def binary_infer(op: str, kinds: Sequence[NType]) -> list[NType]:
@@ -174,7 +169,7 @@ def binary_emit(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValue]
     if op == "pow":
         return em.python_fallback(node, args)
     (x, x_inexact), (y, y_inexact) = (to_dtype(b, a, dtype) for a in args)
-    r = elementwise(b, _KERNEL_OPS[op], [x, y], dtype)
+    r = elementwise(b, KERNEL_OPS[op], [x, y], dtype)
     if dtype.kind == "f":
         events = _float_events(b, op, x, y, r, dtype)
     elif dtype.kind in "iu":
@@ -195,7 +190,7 @@ def compare_emit(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValue
     b = em.b
     dtype = common_dtype([a.kind for a in args])
     (x, x_inexact), (y, y_inexact) = (to_dtype(b, a, dtype) for a in args)
-    r = elementwise(b, _COMPARISONS[op], [x, y], np.dtype(np.bool_), [dtype, dtype])
+    r = elementwise(b, op, [x, y], np.dtype(np.bool_), [dtype, dtype])
     return em.python_fallback(node, args, b.or_(x_inexact, y_inexact),
                               [NValue(out_kind, (r,))])
 

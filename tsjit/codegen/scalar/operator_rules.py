@@ -19,6 +19,7 @@ from . import numpy_ops
 from .arith import (
     FLOAT64,
     INT64,
+    KERNEL_OPS,
     any_of,
     compare_int_float,
     const,
@@ -51,9 +52,6 @@ from .rules import register_rule
 _ARITHMETIC = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "lshift", "rshift",
                "and", "or", "xor")
 _BITWISE = ("and", "or", "xor")
-_KERNEL = {"add": "add", "sub": "sub", "mul": "mul", "floordiv": "floordiv", "mod": "mod",
-           "lshift": "left_shift", "rshift": "right_shift", "and": "bitwise_and",
-           "or": "bitwise_or", "xor": "bitwise_xor"}
 _PREDICATES = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _EXACT_INT_DOUBLE = 2 ** 53        # ints of at most this magnitude convert to double exactly
 
@@ -114,7 +112,7 @@ def _int_binary(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValue]
     zero = const(I64, 0)
 
     def kernel() -> list[NValue]:
-        return [NValue(PY_INT, (elementwise(b, _KERNEL[op], [x, y], INT64),))]
+        return [NValue(PY_INT, (elementwise(b, KERNEL_OPS[op], [x, y], INT64),))]
     if op in ("floordiv", "mod"):
         return em.python_fallback(node, args, b.icmp_signed("==", y, zero), kernel)
     if op in ("lshift", "rshift"):
