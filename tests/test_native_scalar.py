@@ -440,6 +440,21 @@ def test_accumulator_is_a_python_float_until_it_meets_an_element():
                  (np.arange(4), np.arange(4) - 2), (x.astype(np.int32), x))
 
 
+def divided_accumulator(x: tsjit.Tensor, d: float):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s / d + x[i]
+    return s
+
+
+def test_each_kind_of_an_accumulator_has_its_own_fallbacks():
+    """s is a Python float in the first iteration (`/ 0.0` raises ZeroDivisionError) and a
+    NumPy scalar afterwards (`/ 0.0` warns and gives inf)."""
+    x = np.arange(3.0)
+    check_native(divided_accumulator, (x, 2.0), (x, 0.0), (x[:1], 0.0), (x[:0], 0.0),
+                 (x.astype(np.float32), 0.0))
+
+
 def numpy_scalar_ops(x: tsjit.Tensor, i: int):
     a = x[i]
     b = x[i + 1]

@@ -76,6 +76,7 @@ class FunctionEmitter:
         self.values: dict[Value, NValue] = {}
         self._fail: ir.Block | None = None
         self._miss: ir.Block | None = None
+        self._out_kinds: dict[Node, list[NType]] = {}   # of the node a rule is emitting
 
     # ------------------------------------------------------------------ the function
     def build(self, miss_handler: object, counters: object) -> None:
@@ -159,8 +160,8 @@ class FunctionEmitter:
                         ) -> list[NValue]:
         """The node's results: from its reference implementation in Python when `when` is
         true (always when it is None), else `fast` (values, or a function emitting them on
-        the fast branch only)."""
-        out_kinds = [self.kinds[v] for v in node.outputs]
+        the fast branch only).  Called by the node's rule, while it emits the node."""
+        out_kinds = self._out_kinds[node]
         if when is None:
             return self._call_site(node, args, out_kinds)
         b = self.b
@@ -240,7 +241,7 @@ class FunctionEmitter:
         for k, arg in enumerate(args):
             if isinstance(arg.kind, Tagged):
                 return self._split(node, args, k)
-        out_kinds = infer_node(node, [a.kind for a in args])
+        out_kinds = self._out_kinds[node] = infer_node(node, [a.kind for a in args])
         return list(RULES[node.kind].emit(self, node, args, out_kinds))
 
     def _split(self, node: Node, args: list[NValue], k: int) -> list[NValue]:

@@ -157,6 +157,10 @@ class NativeFunction:
                     variant = self._compile(key)
                 except Unsupported as reason:
                     self.unsupported[key] = str(reason)
+                except Exception as error:  # a bug here must cost speed, never a result
+                    log.warning("%s: compiling for (%s) failed", self.name,
+                                ", ".join(map(str, key)), exc_info=True)
+                    self.unsupported[key] = f"compilation failed: {error!r}"
             if variant is None:
                 log.info("%s runs in the interpreter for (%s): %s", self.name,
                          ", ".join(map(str, key)), self.unsupported[key])
