@@ -3,10 +3,11 @@
 CMake builds the library during ``pip install`` and installs it into the ``tsjit`` package
 directory. It is looked up in every directory of ``tsjit.__path__``: a normal install has
 one (site-packages/tsjit); an editable install also lists the CMake install tree next to
-the source tree. cffi's ABI mode (``ffi.dlopen``) needs no compiler at import time, and the
-same handle yields the function addresses that the LLVM JIT links kernels against.
-
-The library is loaded once, on first use, so importing tsjit costs no ``dlopen``.
+the source tree. It is loaded once, on first use, through cffi's backend directly: the
+function addresses the LLVM JIT links kernels against, and the thread-count calls, need no
+C declarations parsed, so the first kernel of a process does not pay for pycparser
+(~15 ms). The declared interface (``ffi`` and ``lib``, for tests and callbacks) is built
+lazily on first access.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import cffi
+import _cffi_backend as backend
 
 import tsjit
 
@@ -38,11 +39,16 @@ LIBRARY_FILE = {"darwin": "libtsjit_runtime.dylib", "win32": "tsjit_runtime.dll"
 )
 NUM_THREADS_ENV = "TSJIT_NUM_THREADS"
 
-ffi = cffi.FFI()
-ffi.cdef(_CDEF)
+EXPORTED = ("tsjit_parallel_for", "tsjit_set_num_threads", "tsjit_get_num_threads",
+            "tsjit_testing_count_indices", "tsjit_testing_time_dispatch")
 
-_lib: Any = None
+_handle: Any = None            # the backend's library handle
+_declared: dict[str, Any] = {}  # ffi and lib, once asked for
 _load_lock = threading.Lock()
+_INT = backend.new_primitive_type("int")
+_ADDRESS = backend.new_primitive_type("uintptr_t")
+_GET_THREADS = backend.new_function_type((), _INT, 0)
+_SET_THREADS = backend.new_function_type((_INT,), backend.new_void_type(), 0)
 
 
 class RuntimeLibraryNotFound(ImportError):
@@ -77,21 +83,29 @@ def _num_threads_from_env() -> int | None:
 
 
 def _load() -> Any:
-    global _lib
+    global _handle
     with _load_lock:
-        if _lib is None:
-            library = ffi.dlopen(str(locate_library(tsjit.__path__)))
+        if _handle is None:
+            handle = backend.load_library(str(locate_library(tsjit.__path__)), 0)
             env_threads = _num_threads_from_env()
             if env_threads is not None:
-                library.tsjit_set_num_threads(env_threads)
-            _lib = library
-    return _lib
+                handle.load_function(_SET_THREADS, "tsjit_set_num_threads")(env_threads)
+            _handle = handle
+    return _handle
 
 
 def __getattr__(name: str) -> Any:
-    # ``lib`` is a lazy module attribute: ``from tsjit.runtime import lib`` loads the library.
-    if name == "lib":
-        return _lib if _lib is not None else _load()
+    # ``ffi`` and ``lib`` (the declared interface) are lazy module attributes.
+    if name in ("ffi", "lib"):
+        with _load_lock:
+            if not _declared:
+                import cffi
+                ffi = cffi.FFI()
+                ffi.cdef(_CDEF)
+                _declared["ffi"] = ffi
+                _declared["lib"] = ffi.dlopen(str(locate_library(tsjit.__path__)))
+        _load()
+        return _declared[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -101,15 +115,16 @@ def set_num_threads(n: int) -> None:
         raise TypeError(f"set_num_threads() expects an int, got {type(n).__name__}")
     if n < 1:
         raise ValueError(f"set_num_threads() expects n >= 1, got {n}")
-    _load().tsjit_set_num_threads(min(n, 2**31 - 1))
+    _load().load_function(_SET_THREADS, "tsjit_set_num_threads")(min(n, 2**31 - 1))
 
 
 def get_num_threads() -> int:
     """Threads native kernels use; by default the number of CPUs this process may use."""
-    return int(_load().tsjit_get_num_threads())
+    return int(_load().load_function(_GET_THREADS, "tsjit_get_num_threads")())
 
 
 def symbol_addresses() -> dict[str, int]:
     """Name -> address of every runtime function, for ``llvmlite.binding.add_symbol``."""
-    library = _load()
-    return {name: int(ffi.cast("uintptr_t", getattr(library, name))) for name in dir(library)}
+    handle = _load()
+    return {name: int(backend.cast(_ADDRESS, handle.load_function(_GET_THREADS, name)))
+            for name in EXPORTED}
