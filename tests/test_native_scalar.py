@@ -631,10 +631,15 @@ def float_exprs(draw, depth: int, loop_vars: tuple[str, ...]) -> str:
     leaf = st.sampled_from(FLOAT_VARS + ["0.5", "-0.0", "2.25", "1e300", "float(x[0])"])
     if depth <= 0:
         return draw(leaf)
-    form = draw(st.sampled_from(["leaf", "arith", "div", "mixed", "math", "minmax", "neg"]))
+    form = draw(st.sampled_from(["leaf", "arith", "div", "mixed", "math", "minmax", "neg",
+                                 "element"]))
     sub = float_exprs(depth - 1, loop_vars)
     if form == "leaf":
         return draw(leaf)
+    if form == "element":        # NumPy scalar arithmetic (the array's dtype, NEP 50)
+        element = f"x[{draw(int_exprs(0, loop_vars))} % len(x)]"
+        op = draw(st.sampled_from(["+", "-", "*", "/", "//", "%"]))
+        return f"float({element} {op} {draw(st.sampled_from([element, *FLOAT_VARS, '3']))})"
     if form == "arith":
         return f"({draw(sub)} {draw(st.sampled_from(['+', '-', '*']))} {draw(sub)})"
     if form == "div":
@@ -746,7 +751,9 @@ ARGUMENTS = st.tuples(
     st.integers(-20, 20), st.integers(-20, 20),
     st.sampled_from([0.0, -0.0, 1.0, -2.5, 0.1, 7.0, math.inf, -math.inf, math.nan]),
     st.booleans(),
-    st.lists(st.floats(-4, 4, allow_nan=False), min_size=1, max_size=5).map(np.array))
+    st.tuples(st.lists(st.floats(-4, 4, allow_nan=False), min_size=1, max_size=5),
+              st.sampled_from(["float64", "float32", "int32", "int8"])).map(
+        lambda values_dtype: np.array(values_dtype[0]).astype(values_dtype[1])))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow],

@@ -1,6 +1,28 @@
 """Native scalar code: regions of a graph (scalar control flow, element access) compiled to
 LLVM functions that Python calls as builtins.
 
+What a region may contain (passes/lower_native_regions.py finds them): Python ints,
+floats, bools, None and Optional numbers, tuples of them; if/elif/else and every loop the
+front end makes (for over range with any step, while, break, continue, early return);
+operators, comparisons, casts, `abs`/`min`/`max`/`round`/`divmod`/`pow`, the `math`
+functions; arrays of bool/int/uint/float32/float64 that are indexed (`x[i]`, `x[i, j] = v`,
+`x[i] += v`, negative indices) or measured (`x.shape[k]`, `len(x)`, `x.size`, `x.ndim`);
+NumPy scalars (the elements) and their arithmetic; lists of numbers that are only read;
+`raise`, `assert` and `print`.
+
+Semantics are the interpreter's, with one documented difference: script ints are 64 bits
+wide in native code, and results that do not fit wrap around (two's complement) where the
+interpreter, running Python, would make a bignum.  Floats are CPython's bit for bit (no
+contraction or reassociation); `math` functions call the same C library CPython calls.
+NumPy scalars follow NumPy (NEP 50 promotion, the dtype's rounding and wrap-around).
+
+Nothing rare is reimplemented: where Python or NumPy raises, warns or leaves the fast
+numeric path (a zero divisor, an index out of bounds, a non-finite float, an overflowing
+NumPy integer, a `raise`), the node runs in the interpreter (sites.py), which raises the
+eager exception with the script location in its message, or emits NumPy's own warning
+under the current errstate.  Arguments of other kinds than a variant was compiled for fail
+its guards and take another variant or the interpreter (native_function.py).
+
     ntypes / inference   run-time kinds of values, per variant of a region's inputs
     rules                the per-op lowering rules, registered by python_ops,
                          operator_rules, numpy_ops and sequence_ops
