@@ -40,7 +40,7 @@ SUITES = (
     Suite("elementwise", ("--quick",), ("elementwise", "first_result")),
     Suite("call_overhead", ("--quick",), ("call_overhead",)),
     Suite("interpreter_overhead", ("--quick",)),
-    Suite("scalar_loops", ("--quick",)),
+    Suite("scalar_loops", ("--quick",), ("scalar_loops",)),
     Suite("runtime_dispatch", ("--reps", "20000")),
     Suite("vmath_speed", ("--size", str(1 << 20), "--samples", "3")),
 )
@@ -76,14 +76,14 @@ def tsjit_lines(result_file: str, since: float) -> list[str]:
         if ours is None:
             continue
         if _figure(ours) is None:
-            lines.append(f"  {case:<44} tsjit not timed: {ours['status']}")
+            lines.append(f"  {case:<48} tsjit not timed: {ours['status']}")
             continue
         peers = [r for r in entries if not r["ours"] and r["status"] == "ok" and _figure(r)]
         best = min(peers, key=_figure, default=None)
         against = (f"best peer {best['implementation']} {format_seconds(_figure(best))}"
                    f"  ratio {_figure(ours) / _figure(best):.2f}x" if best else "no peer timed")
         caveat = "" if ours["status"] == "ok" else f"  [{ours['status']}]"
-        lines.append(f"  {case:<44} tsjit {format_seconds(_figure(ours)):>9}  {against}{caveat}")
+        lines.append(f"  {case:<48} tsjit {format_seconds(_figure(ours)):>9}  {against}{caveat}")
     return lines
 
 
