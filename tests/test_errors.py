@@ -455,6 +455,21 @@ def test_type_errors_are_rejected_at_their_location(fn, reason, marked):
         assert any(marked in text for text in underlined(str(error))), str(error)
 
 
+class UninferableAttribute(tsjit.Module):
+    def __init__(self):
+        super().__init__()
+        self.mixed = [1, "a"]
+
+    def forward(self, x: int) -> int:
+        return len(self.mixed) + x
+
+
+def test_module_attribute_without_an_inferable_type_asks_for_an_annotation():
+    error = compile_error(UninferableAttribute())
+    assert re.search(r"attribute 'mixed'.*annotate", error.reason)
+    assert underlined(str(error)) == ["self.mixed"]
+
+
 # ---- calling with wrong argument types
 
 

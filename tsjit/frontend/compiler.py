@@ -295,6 +295,11 @@ class Compiler:
             return found
         if callable(getattr(t.py_class, name, None)):
             return BoundScriptMethod(base, name)
+        if instance is not None and name in vars(instance):
+            value = vars(instance)[name]
+            raise CompilationError(
+                f"module attribute '{name}' (a {type(value).__name__}) has no type script code "
+                f"can infer: annotate it in the class body ({name}: ...)", src)
         raise CompilationError(f"'{t.annotation}' object has no attribute '{name}'", src)
 
     def class_level(self, em, t: ClassType, name: str, src: SourceRange):
