@@ -4,8 +4,8 @@ from __future__ import annotations
 import weakref
 
 from .. import config
-from ..codegen.scalar import direct_entry
 from ..executor import GraphExecutor
+from ..executor.pipeline import direct_entry
 from ..frontend.compiler import CompiledCallable
 from ..interpreter import python_source
 from ..ir.graph import Graph
@@ -32,19 +32,22 @@ class ScriptFunction:
         self._drop_direct()
         _functions.add(self)
 
-    def __call__(self, *args, **kwargs):
-        return self._call(*args, **kwargs)
-
     def _call(self, *args, **kwargs):
-        result = self.executor(*self._executor_args(args, kwargs))
+        if kwargs or len(args) != self._arity:
+            args = self._bind(args, kwargs)
+        self._check(*args)
+        result = self.executor(*args)
         if self.executor.optimized is not self._direct_graph:
             self._direct_graph = self.executor.optimized
             entry = direct_entry(self._direct_graph, self._call)
             if entry is not None:
                 builtin, self._direct_calls = entry
                 self.__class__ = type(self._plain_class.__name__, (self._plain_class,),
-                                      {"__call__": builtin, "__module__": __name__})
+                                      {"__call__": staticmethod(builtin),
+                                       "__module__": __name__})
         return result
+
+    __call__ = _call    # one frame on the hot path (a direct entry class overrides it)
 
     def _drop_direct(self) -> None:
         """Forget the direct entry.  A function whose optimized graph is one native region

@@ -63,69 +63,69 @@ class FusionRuntime:
     def __init__(self, label: str, subgraph: Graph, fused: FusedKernel, kernel,
                  bailout: Callable):
         self.label = label
+        self.subgraph = subgraph
+        self.fused = fused
         self.kernel = kernel
         self.counter = [0]
-        self.launch = _launcher(label, subgraph, fused, kernel, bailout, self.counter)
+        params = [f"a{i}" for i in range(len(subgraph.inputs))]
+        namespace = {"_bailout": bailout}
+        body, results = self.launch_code(params, namespace,
+                                         f"return _bailout({', '.join(params)})")
+        result = results[0] if len(results) == 1 else f"({', '.join(results)},)"
+        source = "\n".join([f"def launch({', '.join(params)}):", *body,
+                             f"    return {result}"]) + "\n"
+        exec(compile(source, f"<tsjit launcher {label}>", "exec"), namespace)
+        self.launch = namespace["launch"]
+        self.launch.fusion = self     # the FusionGroup node holds the launcher only
 
     @property
     def launches(self) -> int:
         return self.counter[0]
 
-
-def _launcher(label: str, subgraph: Graph, fused: FusedKernel, kernel, bailout: Callable,
-              counter: list[int]) -> Callable:
-    params = [f"a{i}" for i in range(len(subgraph.inputs))]
-    name_of = {v: p for v, p in zip(subgraph.inputs, params)}
-    namespace: dict[str, object] = {"_call": kernel.call, "_bailout": bailout,
-                                    "_broadcast": broadcast_shapes, "_launches": counter}
-    args = []
-    for k, feed in enumerate(fused.feeds):
-        if feed.value is not None:
-            args.append(name_of[feed.value])
-            continue
-        text = literal(feed.constant)
-        if text is None or (type(feed.constant) is float and not math.isfinite(feed.constant)):
-            namespace[f"_c{k}"] = feed.constant
-            text = f"_c{k}"
-        args.append(text)
-    array = {k: name_of[f.value] for k, f in enumerate(fused.feeds)
-             if not fused.spec.inputs[k].is_scalar}
-    bail = f"return _bailout({', '.join(params)})"
-    lines = [f"def launch({', '.join(params)}):"]
-    arrays = list(array.values())
-    if len(arrays) > 1:
-        lines += [f"    shape = {arrays[0]}.shape",
-                  f"    if {' or '.join(f'{a}.shape != shape' for a in arrays[1:])}:",
-                  "        try:",
-                  f"            shape = _broadcast({', '.join(f'{a}.shape' for a in arrays)})",
-                  "        except ValueError:",
-                  f"            {bail}"]
-        for check in fused.shape_checks:
-            names = [array[k] for k in sorted(check)]
-            actual = f"{names[0]}.shape" if len(names) == 1 else \
-                f"_broadcast({', '.join(f'{a}.shape' for a in names)})"
-            lines.append(f"        if {actual} != shape:")
-            lines.append(f"            {bail}")
-    for k in fused.written:
-        lines.append(f"    if not {array[k]}.flags.writeable:")
-        lines.append(f"        {bail}")
-    for k, (lo, hi) in fused.range_checks.items():
-        lines.append(f"    if not {lo} <= {args[k]} <= {hi}:")
-        lines.append(f"        {bail}")
-    lines.append("    _launches[0] += 1")
-    call = f"_call({', '.join(args)})"
-    order = [next(j for j, out in enumerate(fused.outputs) if out.root is v)
-             for v in subgraph.outputs]
-    if len(order) == 1:
-        lines.append(f"    return {call}[{order[0]}]")
-    elif order == list(range(len(fused.outputs))):
-        lines.append(f"    return {call}")
-    else:
-        lines.append(f"    results = {call}")
-        lines.append(f"    return ({', '.join(f'results[{j}]' for j in order)},)")
-    source = "\n".join(lines) + "\n"
-    exec(compile(source, f"<tsjit launcher {label}>", "exec"), namespace)
-    return namespace["launch"]
+    def launch_code(self, params: list[str], namespace: dict, bail: str,
+                    indent: str = "    ") -> tuple[list[str], list[str]]:
+        """Statements that launch the kernel on the group inputs named `params` (adding
+        the objects they use to `namespace`), running `bail` when a run-time check fails;
+        and the expressions of the subgraph's outputs afterwards."""
+        fused = self.fused
+        name_of = dict(zip(self.subgraph.inputs, params))
+        namespace.update(_call=self.kernel.call, _broadcast=broadcast_shapes,
+                         _launches=self.counter)
+        args = []
+        for k, feed in enumerate(fused.feeds):
+            if feed.value is not None:
+                args.append(name_of[feed.value])
+                continue
+            text = literal(feed.constant)
+            if text is None or (type(feed.constant) is float and not math.isfinite(feed.constant)):
+                namespace[f"_c{k}"] = feed.constant
+                text = f"_c{k}"
+            args.append(text)
+        array = {k: name_of[f.value] for k, f in enumerate(fused.feeds)
+                 if not fused.spec.inputs[k].is_scalar}
+        arrays = list(array.values())
+        lines = []
+        # Without checks to make, a broadcast error is NumPy's too: the kernel raises it.
+        if len(arrays) > 1 and (fused.shape_checks or fused.written):
+            lines += ["shape = " + f"{arrays[0]}.shape",
+                      f"if {' or '.join(f'{a}.shape != shape' for a in arrays[1:])}:",
+                      "    try:",
+                      f"        shape = _broadcast({', '.join(f'{a}.shape' for a in arrays)})",
+                      "    except ValueError:",
+                      f"        {bail}"]
+            for check in fused.shape_checks:
+                names = [array[k] for k in sorted(check)]
+                actual = f"{names[0]}.shape" if len(names) == 1 else \
+                    f"_broadcast({', '.join(f'{a}.shape' for a in names)})"
+                lines += [f"    if {actual} != shape:", f"        {bail}"]
+        for k in fused.written:
+            lines += [f"if not {array[k]}.flags.writeable:", f"    {bail}"]
+        for k, (lo, hi) in fused.range_checks.items():
+            lines += [f"if not {lo} <= {args[k]} <= {hi}:", f"    {bail}"]
+        lines += ["_launches[0] += 1", f"results = _call({', '.join(args)})"]
+        results = [f"results[{next(j for j, out in enumerate(fused.outputs) if out.root is v)}]"
+                   for v in self.subgraph.outputs]
+        return [indent + line for line in lines], results
 
 
 def lower_fusion_group(node: Node, context) -> Callable:

@@ -35,10 +35,8 @@ def make_type_check(types: tuple[Type, ...], on_failure: Callable[[], None],
     """`check(*values) -> bool`: whether each value has its type in `types`; a False
     calls `on_failure()` first."""
     namespace: dict[str, object] = {"_ndarray": np.ndarray, "_generic": np.generic}
-    conditions = []
-    for i, t in enumerate(types):
-        conditions.extend(_conditions(f"a{i}", t, i, namespace))
-    params = ", ".join(f"a{i}" for i in range(len(types)))
+    params = [f"a{i}" for i in range(len(types))]
+    tests = [c for a, t in zip(params, types) for c in conditions(a, t, a, namespace)]
 
     def failed(*values: object) -> bool:
         on_failure()
@@ -48,34 +46,36 @@ def make_type_check(types: tuple[Type, ...], on_failure: Callable[[], None],
         return False
 
     namespace["_failed"] = failed
-    test = " and ".join(conditions) or "True"
-    source = (f"def check({params}):\n    if {test}:\n        return True\n"
-              f"    return _failed({params})\n")
+    source = (f"def check({', '.join(params)}):\n"
+              f"    if {' and '.join(tests) or 'True'}:\n        return True\n"
+              f"    return _failed({', '.join(params)})\n")
     exec(compile(source, f"<tsjit guard {label}>", "exec"), namespace)
     return namespace["check"]
 
 
-def _conditions(a: str, t: Type, i: int, namespace: dict) -> list[str]:
+def conditions(a: str, t: Type, key: str, namespace: dict) -> list[str]:
+    """Python conditions that hold when the value named `a` has type `t`; the objects
+    they compare with are added to `namespace` under names ending in `key`.  (The guard
+    must never accept a value of another type: there `_ndarray` is np.ndarray and
+    `_generic` np.generic.)"""
     if t in _PYTHON_TYPES:
         return [f"type({a}) is {_PYTHON_TYPES[t]}"]
     assert isinstance(t, TensorType), f"a guard cannot check {t}"
     if t.ndarray is False and t.dtype is not None:
-        namespace[f"_scalar{i}"] = np.dtype(t.dtype).type
-        return [f"type({a}) is _scalar{i}"]
-    conditions = [f"type({a}) is _ndarray" if t.ndarray else
-                  f"isinstance({a}, (_ndarray, _generic))"]
+        namespace[f"_scalar_{key}"] = np.dtype(t.dtype).type
+        return [f"type({a}) is _scalar_{key}"]
+    tests = [f"type({a}) is _ndarray" if t.ndarray else f"isinstance({a}, (_ndarray, _generic))"]
     if t.dtype is not None:
-        namespace[f"_dtype{i}"] = np.dtype(t.dtype)
-        conditions.append(f"{a}.dtype is _dtype{i}")
+        namespace[f"_dtype_{key}"] = np.dtype(t.dtype)
+        tests.append(f"{a}.dtype is _dtype_{key}")
     if t.sizes is not None:
-        conditions.append(f"{a}.ndim == {len(t.sizes)}")
-        conditions.extend(f"{a}.shape[{d}] == {n}" for d, n in enumerate(t.sizes)
-                          if n is not None)
+        tests.append(f"{a}.ndim == {len(t.sizes)}")
+        tests.extend(f"{a}.shape[{d}] == {n}" for d, n in enumerate(t.sizes) if n is not None)
     if t.layout == "C":
-        conditions.append(f"{a}.flags.c_contiguous")
+        tests.append(f"{a}.flags.c_contiguous")
     elif t.layout == "F":
-        conditions.append(f"{a}.flags.f_contiguous")
-    return conditions
+        tests.append(f"{a}.flags.f_contiguous")
+    return tests
 
 
 def lower_type_check(node: Node, context) -> Callable[..., bool]:

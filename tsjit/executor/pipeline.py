@@ -19,12 +19,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .. import config
+from ..codegen.scalar import direct_entry as native_direct_entry
 from ..codegen.scalar import lower_native_call
 from ..ir.graph import Graph, Node
 from ..passes.dead_code_elimination import eliminate_dead_code
 from ..passes.fuse_elementwise import fuse_elementwise
 from ..passes.insert_guards import insert_guards
 from ..passes.lower_native_regions import lower_native_regions
+from .direct_entry import fused_direct_entry
 from .fusion_runtime import lower_fusion_group
 from .guards import lower_type_check
 
@@ -103,3 +105,21 @@ def lower(graph: Graph, context: LoweringContext) -> None:
         lowering = LOWERINGS.get(node.kind)
         if lowering is not None:
             node.attrs["runtime"] = lowering(node, context)
+
+
+# Ways to call a function whose whole optimized graph is one native node straight into
+# that node's code (no argument checks, executor or graph function in between): each takes
+# the optimized graph and the normal call path (for calls its guards refuse) and returns
+# the entry and its call counter, or None.
+DIRECT_ENTRIES: list[Callable[[Graph | None, Callable], tuple[Callable, object] | None]] = [
+    native_direct_entry,
+    fused_direct_entry,
+]
+
+
+def direct_entry(graph: Graph | None, fallback: Callable) -> tuple[Callable, object] | None:
+    for make in DIRECT_ENTRIES:
+        entry = make(graph, fallback)
+        if entry is not None:
+            return entry
+    return None

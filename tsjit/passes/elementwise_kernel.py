@@ -398,13 +398,13 @@ class _Builder:
         return self.op(call.kernel, args, out)
 
     def small_power(self, call: ElementwiseCall, out: np.dtype) -> int | None:
-        """`x ** c` for the exponents in _POWERS on a float array that keeps its dtype."""
+        """`x ** c` for the exponents in _POWERS in a float32 or float64 loop (NumPy's loop
+        has the same special cases whatever the base's own dtype)."""
         if call.kernel != "pow" or out.kind != "f" or out.itemsize < 4:
             return None
         base, exponent = call.operands
         c = constant_value(exponent)
-        if type(c) not in (int, float) or c not in _POWERS or \
-                np.dtype(self.promotion_type(base).dtype or "O") != out:
+        if type(c) not in (int, float) or c not in _POWERS:
             return None
         x = self.use(base, out)
         n = x

@@ -1,0 +1,95 @@
+"""Direct entry into a fused kernel: one generated function from the call to the launch.
+
+A scripted function whose optimized graph is only a guarded fusion group of its
+parameters (`TypeCheck` of every parameter, `If` selecting the FusionGroup or its
+fallback, maybe a tuple of the results) is called through a function generated for it:
+
+    def triad(*args, **kwargs):
+        if not kwargs and len(args) == 3:
+            a, x, y = args
+            if type(a) is float and type(x) is _ndarray and x.dtype is _dtype1 ...:
+                _calls[0] += 1
+                ... the group's launch (run-time checks, kernel call) ...
+                return results[0]
+        return _fallback(*args, **kwargs)
+
+Its guard is the TypeCheck's, and it checks every parameter, so it also implies the
+argument checks; anything else (keywords, other types, a run-time check that fails) takes
+the normal path, which counts and handles it.  A call then costs one Python frame and the
+kernel's, instead of the argument check, the executor, the graph's function, the guard
+and the launcher.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..ir.graph import Graph
+from .guards import conditions
+
+
+def fused_direct_entry(graph: Graph | None, fallback: Callable) -> tuple[Callable, list] | None:
+    """The direct entry of `graph` (an executor's optimized graph) and its call counter,
+    or None when the graph is not one guarded fusion group of its parameters."""
+    if graph is None:
+        return None
+    nodes = [n for n in graph.block.nodes if n.kind != "prim::Constant"]
+    if len(nodes) not in (2, 3) or nodes[0].kind != "prim::TypeCheck" or \
+            nodes[1].kind != "prim::If" or nodes[1].inputs[0] is not nodes[0].output:
+        return None
+    check, branch = nodes[0], nodes[1]
+    native = branch.blocks[0].nodes
+    if len(native) != 1 or native[0].kind != "prim::FusionGroup" or \
+            set(check.inputs) != set(graph.inputs) or len(check.inputs) != len(graph.inputs):
+        return None
+    group = native[0]
+    if not set(group.inputs) <= set(graph.inputs) or \
+            list(branch.blocks[0].outputs) != list(group.outputs):
+        return None
+    runtime = getattr(group.attrs.get("runtime"), "fusion", None)
+    results = _results(graph, nodes[2:], branch)
+    if runtime is None or results is None:
+        return None
+    return _generate(graph, check, group, runtime, results, fallback)
+
+
+def _results(graph: Graph, rest: list, branch) -> tuple[list[int], bool] | None:
+    """Where the graph's result comes from among the If's outputs, and whether it is a
+    (plain) tuple of them."""
+    (result,) = graph.outputs
+    if not rest:
+        return ([branch.outputs.index(result)], False) if result.node is branch else None
+    (pack,) = rest
+    if pack.kind != "prim::TupleConstruct" or pack.attrs or result is not pack.output or \
+            any(v.node is not branch for v in pack.inputs):
+        return None
+    return [branch.outputs.index(v) for v in pack.inputs], True
+
+
+def _generate(graph: Graph, check, group, runtime, results: tuple[list[int], bool],
+              fallback: Callable) -> tuple[Callable, list]:
+    params = [f"p{i}" for i in range(len(graph.inputs))]
+    name_of = dict(zip(graph.inputs, params))
+    counter = [0]
+    namespace: dict[str, object] = {"_ndarray": np.ndarray, "_generic": np.generic,
+                                    "_fallback": fallback, "_calls": counter}
+    guard = [c for v, t in zip(check.inputs, check.attrs["types"])
+             for c in conditions(name_of[v], t, name_of[v], namespace)]
+    launch, outputs = runtime.launch_code([name_of[v] for v in group.inputs], namespace,
+                                          "return _fallback(*args)", indent=" " * 12)
+    positions, packed = results
+    values = [outputs[k] for k in positions]
+    result = f"({', '.join(values)},)" if packed else values[0]
+    source = "\n".join([
+        "def entry(*args, **kwargs):",
+        f"    if not kwargs and len(args) == {len(params)}:",
+        f"        {', '.join(params)}{',' if len(params) == 1 else ''} = args",
+        f"        if {' and '.join(guard) or 'True'}:",
+        "            _calls[0] += 1",
+        *launch,
+        f"            return {result}",
+        "    return _fallback(*args, **kwargs)",
+    ]) + "\n"
+    exec(compile(source, f"<tsjit direct entry {runtime.label}>", "exec"), namespace)
+    return namespace["entry"], counter
