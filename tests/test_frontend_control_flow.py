@@ -136,6 +136,40 @@ def test_while_true_without_break_only_exits_by_return_or_raise():
     check(while_true_in_a_branch, (5,), (-1,))
 
 
+class Link:
+    def __init__(self, value: int, next: Link | None):
+        self.value = value
+        self.next = next
+
+
+def walk_from_a_non_optional_head(head: Link) -> int:
+    total = 0
+    node = head                     # a Link before the loop, Optional[Link] in it
+    while node is not None:
+        total += node.value
+        node = node.next
+    return total
+
+
+def narrowed_after_the_loop(x: int | None, n: int) -> int:
+    while x is None:                # left only once x is not None
+        x = n
+    return x + 1
+
+
+def starts_none(n: int) -> int:
+    x = None
+    while x is None:
+        x = n
+    return x
+
+
+def test_while_narrows_for_the_types_at_the_loop_head_and_after_it():
+    check(walk_from_a_non_optional_head, (Link(1, Link(2, None)),), (Link(5, None),))
+    check(narrowed_after_the_loop, (None, 3), (4, 3))
+    check(starts_none, (7,))
+
+
 def test_while_condition_reevaluated_with_side_effects():
     check(while_condition_has_side_effects, ([1, 2, -1, 3],), ([],), ([1, 1],))
 

@@ -62,6 +62,17 @@ class ControlFlowMixin:
             self.frame = outer
         return frame
 
+    def narrowing(self, test: ast.expr) -> tuple[dict, dict]:
+        """What a condition narrows on each branch for the current types, without its
+        code: the condition is emitted to learn that, then removed again."""
+        block, saved = self.frame.block, dict(self.frame.vars)
+        count = len(block.nodes)
+        _, refine = self.condition(test)
+        for node in reversed(block.nodes[count:]):
+            node.destroy()
+        self.frame.vars = saved
+        return refine
+
     def apply_refinements(self, narrowed: dict[str, Type], src: SourceRange) -> None:
         """Rebind each narrowed variable to a cast of its current value."""
         for name, type_ in narrowed.items():

@@ -388,15 +388,26 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
         src = self.src(stmt)
         if stmt.orelse:
             raise CompilationError("while ... else is not supported", src)
-        first, refine = self.condition(stmt.test)
-        # the body runs only while the condition holds: it narrows as an if would
+        first, _ = self.condition(stmt.test)
+        later: list[Value] = []             # the condition at the end of each body emitted
+
+        def next_condition() -> Value:
+            later.append(self.condition(stmt.test)[0])
+            return later[-1]
+
+        # the body runs only while the condition holds: it narrows as an if would, for the
+        # types at the loop head (a carried variable may have widened in the body)
         self.emit_loop(self.trip_count_forever(src), first, stmt.body,
-                       lambda i: self.apply_refinements(refine[0], src),
-                       lambda: self.condition(stmt.test)[0], src)
-        # `while True:` without a break: only a return or a raise leaves it
-        if constant_bool(first) and not contains_statement(stmt.body, (ast.Break,), False):
+                       lambda i: self.apply_refinements(self.narrowing(stmt.test)[0], src),
+                       next_condition, src)
+        if contains_statement(stmt.body, (ast.Break,), into_loops=False):
+            return
+        if constant_bool(first) and all(constant_bool(c) for c in later[-1:]):
+            # `while True:` without a break: only a return or a raise leaves it
             returns = contains_statement(stmt.body, (ast.Return,), into_loops=True)
             self.frame.exited = RETURNED if returns else RAISED
+        else:                               # left because the condition became false
+            self.apply_refinements(self.narrowing(stmt.test)[1], src)
 
     def stmt_For(self, stmt: ast.For) -> None:
         src = self.src(stmt)
