@@ -141,6 +141,27 @@ def test_array_arithmetic_is_left_to_the_fuser():
     assert all(n.kind != "prim::NativeCall" for n in graph.nodes())
 
 
+def rows_plus_one(x: tsjit.Tensor) -> tsjit.Tensor:
+    out = np.zeros_like(x)
+    for i in range(x.shape[0]):
+        row = x[i] * 2.0                       # an array op: the outer loop stays
+        for j in range(row.shape[0]):
+            out[i, j] = row[j] + 1.0           # the inner loop is native
+    return out
+
+
+def test_an_inner_loop_is_native_inside_an_interpreted_loop():
+    """With the ranks the executor profiled, `x[i]` of a matrix is a row: the outer loop
+    computes with arrays and stays in the interpreter, the inner one is native."""
+    f = tsjit.script(rows_plus_one)
+    x = np.arange(12.0).reshape(3, 4)
+    (outer,) = [n for n in f.graph_for(x).block.nodes if n.kind == "prim::Loop"]
+    assert [n.kind for n in outer.blocks[0].nodes].count("prim::NativeCall") == 1
+    for arg in (x, x.astype(np.float32), x[:, ::2]):
+        assert_same(f(arg), rows_plus_one(arg))
+    assert f.stats()["kernel_launches"] >= 3 * 3
+
+
 def test_mixed_graph_runs_its_loop_natively():
     x = np.array([0.5, -1.0, 3.0, 2.0])
     check_native(scale_then_count, (x, 1.5), (x.astype(np.float32), 0.0), (x[:0], 1.0))
