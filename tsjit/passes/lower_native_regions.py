@@ -10,11 +10,11 @@ function that also allocates arrays still becomes native.
 
 Native code computes with numbers, never with whole arrays: an array may only be indexed
 (`x[i, j]`, `x[i] = v`) or measured (`x.shape`, `len(x)`, `x.size`), a list of numbers
-only read (`xs[i]`, `len(xs)`, `for x in xs`).  A `Tensor` value
-counts as a number when it is an element read by an int index, a NumPy scalar by its
-refined type, or computed from such numbers (loops and branches included); any other
-`Tensor` is an array.  Where the IR is vague (`x[i]` of an array of unknown rank) the check
-is optimistic: the NativeFunction compiles one variant per argument kinds seen at run time
+only read (`xs[i]`, `len(xs)`, `for x in xs`).  A `Tensor` value counts as a number when
+it is an element read by an int index, a NumPy scalar by its refined type, or computed
+from such numbers (loops and branches included); any other `Tensor` is an array.  Where
+the IR is vague (`x[i]` of an array of unknown rank, before profiling) the check is
+optimistic: the NativeFunction compiles one variant per argument kinds seen at run time
 and runs the region in the interpreter for kinds it cannot lower, so a wrong guess costs
 speed, never correctness.
 
@@ -61,6 +61,8 @@ def lower_native_regions(graph: Graph) -> None:
 
 
 class _RegionFinder:
+    """Finds and replaces the regions of one graph (see the module docstring)."""
+
     def __init__(self, graph: Graph):
         self.numbers = tensor_numbers(graph)
 
