@@ -391,6 +391,10 @@ def numpy_scalar_returned_as_float(x: np.ndarray) -> float:
     return total
 
 
+def print_with_separator(x: int) -> None:
+    print(x, x, sep=",")
+
+
 def return_mismatch_between_paths(x: int):
     if x > 0:
         return 1
@@ -443,6 +447,7 @@ def sets_wrong_attribute_type(x: int) -> None:
     (unknown_annotation, r"NoSuchType", None),
     (list_of_mixed_assignment, r"List\[int\].*str|str.*List\[int\]", None),
     (return_mismatch_between_paths, r"int.*str", None),
+    (print_with_separator, r"print\(\) keyword arguments \(sep=\)", 'print(x, x, sep=",")'),
     (numpy_scalar_returned_as_float, r"Tensor.*float.*convert it with float", "total"),
     (sets_attribute_outside_init, r"nonexistent attribute 'w'", "self.w"),
     (sets_wrong_attribute_type, r"attribute 'v'.*int.*str", "self.v"),

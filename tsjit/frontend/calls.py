@@ -217,6 +217,9 @@ class CallMixin:
         if name == "isinstance":
             return self.isinstance_call(arg_nodes, src)[0]
         if name == "print":
+            if kwargs:
+                raise CompilationError(f"print() keyword arguments ({', '.join(kwargs)}=) are "
+                                       "not supported in script code", src)
             args = [self.expr(a) for a in arg_nodes]
             self.insert("prim::Print", args, [], None, src)
             return self.const(None, src)
