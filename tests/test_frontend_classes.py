@@ -333,3 +333,12 @@ def in_place_operator(ks: list[int]) -> tuple[int, bool]:
 
 def test_augmented_assignment_calls_in_place_magic_methods():
     check(in_place_operator, ([1, 2, 3],), ([],))
+
+
+def reflective_access(s: Stack) -> tuple[bool, bool, list[int], int]:
+    items = getattr(s, "items")  # noqa: B009  (getattr is what is tested)
+    return hasattr(s, "items"), hasattr(s, "missing"), items, getattr(s, "missing", 7)
+
+
+def test_hasattr_and_getattr_with_a_default():
+    check(reflective_access, (Stack(),))

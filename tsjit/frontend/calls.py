@@ -233,13 +233,15 @@ class CallMixin:
             attr = arg_nodes[1]
             if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)):
                 raise CompilationError(f"{name}() needs a constant attribute name", src)
-            if name == "getattr":
-                return self.get_attr(obj, attr.value, src)
-            try:
-                self.get_attr(obj, attr.value, src)
+            try:                        # whether the attribute exists is known statically
+                found = self.get_attr(obj, attr.value, src)
             except CompilationError:
-                return self.const(False, src)
-            return self.const(True, src)
+                if name == "hasattr":
+                    return self.const(False, src)
+                if len(arg_nodes) < 3:
+                    raise
+                return self.sugared_expr(arg_nodes[2])      # getattr(obj, name, default)
+            return found if name == "getattr" else self.const(True, src)
         raise CompilationError(f"{name}() is not supported in script code", src)
 
     def is_isinstance_call(self, node: ast.Call) -> bool:
