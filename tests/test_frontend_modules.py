@@ -149,6 +149,19 @@ def test_final_container_and_optional_attributes_with_exported_method(with_array
     check_module(lambda: Config(with_array), "describe", (3,))
 
 
+def test_setting_attributes_of_a_scripted_module_keeps_their_types():
+    scripted = tsjit.script(Config(True))
+    scripted.maybe = None                       # Optional[ndarray]
+    scripted.names = ["x"]
+    assert scripted("k")[2] == ["x", "k"]
+    with pytest.raises(TypeError, match="names"):
+        scripted.names = [1, 2]
+    with pytest.raises(AttributeError, match="scale"):
+        scripted.scale = 1.0
+    with pytest.raises(TypeError, match="bias"):
+        tsjit.script(Pipeline(False)).bias = np.ones(3)     # compiled as always None
+
+
 def test_final_attributes_are_constants_in_the_graph():
     scripted = tsjit.script(Config(True))
     assert "2.5" in str(scripted.graph)

@@ -10,7 +10,7 @@ from ..frontend.compiler import CompiledCallable
 from ..interpreter import python_source
 from ..ir.graph import Graph
 from ..ops.registry import NO_DEFAULT
-from .argument_check import make_argument_checker
+from .argument_check import make_argument_checker, value_has_type
 
 
 class ScriptFunction:
@@ -169,6 +169,17 @@ class ScriptModule:
         return getattr(object.__getattribute__(self, "_instance"), name)
 
     def __setattr__(self, name: str, value) -> None:
+        """Set an attribute of the instance, if the compiled code can still hold it: its
+        type was fixed when the module was scripted, and constants were compiled in."""
+        module_type = self._methods["forward"].compiled.param_types[0][1]
+        if name in module_type.constants:
+            raise AttributeError(f"cannot set constant (Final) attribute '{name}' of a "
+                                 "scripted module: its value is compiled into the code")
+        declared = module_type.attributes.get(name)
+        if declared is not None and not value_has_type(value, declared):
+            raise TypeError(f"attribute '{name}' of the scripted module has type "
+                            f"'{declared.annotation}'; cannot set it to a value of type "
+                            f"'{type(value).__name__}'")
         setattr(self._instance, name, value)
 
     @property
