@@ -239,10 +239,10 @@ def test_loop_carried_types():
 
 def test_unknown_kind_is_an_error_unless_allowed():
     text = ("graph(%x : Tensor):\n"
-            "  %y : Tensor = prim::FusionGroup(%x)\n"
+            "  %y : Tensor = prim::NotAnOp(%x)\n"
             "  return (%y)\n")
-    broken(parse_ir(text), "unknown op kind prim::FusionGroup", "prim::FusionGroup(%x)")
-    verify(parse_ir(text), allowed_kinds={"prim::FusionGroup"})
+    broken(parse_ir(text), "unknown op kind prim::NotAnOp", "prim::NotAnOp(%x)")
+    verify(parse_ir(text), allowed_kinds={"prim::NotAnOp"})
     verify(parse_ir(text), allow_unknown=True)
 
 

@@ -651,13 +651,15 @@ PIPELINE = f"""graph(%x : {F32}):
 
 
 def test_passes_are_named():
-    assert PASSES == {
+    canonical = {
         "inline_calls": inline_calls,
         "constant_propagation": propagate_constants,
         "peephole": peephole,
         "common_subexpression_elimination": eliminate_common_subexpressions,
         "dead_code_elimination": eliminate_dead_code,
     }
+    assert {name: PASSES[name] for name in canonical} == canonical
+    assert all(fn.__name__ != "<lambda>" and callable(fn) for fn in PASSES.values())
 
 
 def test_canonical_passes_simplify_to_a_fixed_point():
