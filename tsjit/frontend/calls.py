@@ -138,7 +138,9 @@ class CallMixin:
         inputs = self.bind_arguments(callee.params, args, kwargs, src, callee.name)
         checked = []
         for value, (pname, expected) in zip(inputs, callee.param_types):
-            if not is_subtype(value.type, expected):
+            if value.type == AnyType and expected != AnyType:
+                value = self.insert("aten::annotate", [value], [expected], src=src).output
+            elif not is_subtype(value.type, expected):
                 raise CompilationError(
                     f"{callee.name}() expected a value of type {expected.annotation} for "
                     f"argument '{pname}' but found {value.type.annotation}", src)

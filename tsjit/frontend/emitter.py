@@ -239,7 +239,8 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
     def coerce(self, value: Value, declared: Type, src: SourceRange, what: str) -> Value:
         if value.type == declared:
             return value
-        if not is_subtype(value.type, declared):
+        if not is_subtype(value.type, declared) and value.type != AnyType:
+            # an Any value (x.item(), an Any parameter) is taken at its word, as Python does
             hint = ""
             if isinstance(value.type, TensorType) and declared in (FloatType, IntType, BoolType):
                 hint = (f" (a NumPy scalar such as x[i] or x.sum() is a Tensor in script code: "
