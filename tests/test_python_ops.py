@@ -331,6 +331,8 @@ MATH_CASES = [
     call(math.fsum, [INF, -INF]), call(math.fsum, INTS),
     call(math.prod, [2, 3, 4]), call(math.prod, []), call(math.prod, [0.5, 4]),
     call(math.prod, [2, 3], start=0.5), call(math.prod, [True, True]), call(math.prod, INTS),
+    *(method(x, "is_integer") for x in (2.0, 2.5, -0.0, INF, NAN)),
+    *(method(n, "bit_length") for n in (0, 1, 255, -256, 2**62)),
 ]
 
 TEXT = "  Key=Value,Other=2;  "
@@ -418,7 +420,7 @@ def test_template_behaves_as_the_python_call(c: Call) -> None:
     check(c)
 
 
-MY_NAMESPACES = ("math::", "str::", "list::", "dict::", "tuple::")
+MY_NAMESPACES = ("math::", "str::", "list::", "dict::", "tuple::", "float::", "int::")
 MY_BUILTINS = {"aten::len", "prim::abs", "prim::min", "prim::max", "prim::sum", "prim::round",
                "aten::divmod", "prim::pow", "prim::any", "prim::all", "aten::Int",
                "aten::Float", "aten::Bool", "aten::str", "aten::repr", "aten::ascii",
@@ -504,6 +506,7 @@ ACCEPTED = [
     ((abs, BoolType), [IntType]),
     ((int, TENSOR), [IntType]),
     ((float, StrType), [FloatType]),
+    ((float, UnionType((IntType, FloatType))), [FloatType]),
     ((bool, ListType(IntType)), [BoolType]),
     ((len, ClassType.for_class(type("Sized", (), {"__len__": lambda self: 0}))), [IntType]),
     ((sorted, DictType(StrType, FloatType), BoolType), [LS]),

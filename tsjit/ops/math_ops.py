@@ -31,6 +31,7 @@ from .python_calls import (
     iterated_type,
     number_join,
     register_function,
+    register_method,
     signature_rule,
 )
 from .registry import OpTypeError
@@ -112,3 +113,9 @@ register_function("math::fsum", math.fsum, "seq",
 # prod([], start=s) is s itself
 register_function("math::prod", math.prod, "iterable, *, start=1",
                   _elements_rule("prod", REAL, _product_type), views=True)
+
+# Methods of Python numbers.
+register_method("float::is_integer", (FloatType,), "is_integer", "self",
+                lambda types, attrs: BoolType, may_raise=False)
+register_method("int::bit_length", (IntType,), "bit_length", "self",
+                lambda types, attrs: IntType, may_raise=False)

@@ -24,6 +24,7 @@ from ..ir.types import (
     VarTupleType,
     is_number,
     is_subtype,
+    union_options,
 )
 from .registry import OpTypeError, TypeRule, parse_params, register
 
@@ -36,7 +37,9 @@ class Accepts:
     types: tuple[Type, ...]
 
     def __call__(self, t: Type) -> bool:
-        return t == AnyType or any(is_subtype(t, s) for s in self.types)
+        """A Union is accepted when each of its alternatives is."""
+        return t == AnyType or all(any(is_subtype(o, s) for s in self.types)
+                                   for o in union_options(t))
 
 
 OBJECT = Accepts("object", (AnyType,))
