@@ -328,3 +328,35 @@ def test_fuser_logs_what_it_fused_and_what_not(caplog):
     assert "fused 2 ops (aten::mul, aten::add)" in text
     assert "not fused: aten::neg" in text and "alone" in text
     assert "guard of mixed" in text and "found (ndarray(float32, rank 1))" in text
+
+
+def test_direct_entry_keeps_the_call_semantics():
+    x, y = RNG.standard_normal((2, 16)).astype(np.float32)
+    scripted = tsjit.script(triad)
+    for _ in range(3):
+        same(scripted(2.5, x, y), triad(2.5, x, y))
+    same(scripted(a=2.5, x=x, y=y), triad(2.5, x, y))       # keywords: the normal path
+    same(scripted(2.5, x.astype(np.float64), y), triad(2.5, x.astype(np.float64), y))
+    with pytest.raises(TypeError, match="'x'"):
+        scripted(2.5, [1.0], y)
+    with pytest.raises(TypeError, match="missing a required argument: 'y'"):
+        scripted(2.5, x)
+    assert scripted.stats()["calls"] == 5 and scripted.stats()["kernel_launches"] == 5
+
+
+def test_a_python_int_out_of_the_loops_range_raises_like_numpy():
+    def shift(x: tsjit.Tensor, k: int):
+        return x * k + 1
+
+    scripted = tsjit.script(shift)
+    x = np.arange(5, dtype=np.int8)
+    for k in (3, 3, 300, -2):
+        want = None
+        try:
+            want = shift(x, k)
+        except OverflowError:
+            with pytest.raises(OverflowError):
+                scripted(x, k)
+        if want is not None:
+            same(scripted(x, k), want)
+    assert scripted.stats()["kernel_launches"] == 3 and scripted.stats()["bailouts"] == 1

@@ -2,10 +2,11 @@
 
 Hypothesis writes random programs as Python source (op DAGs over bool, int32, int64,
 float32 and float64 arrays with broadcasting shapes, C-, Fortran-ordered and strided
-inputs, NaN, infinities and signed zeros, Python scalar operands, in-place updates of an
-argument), scripts each with tsjit and calls it with fresh arguments: a first call (which
-specializes), optimized calls, a call with other dtypes (a guard fails, a fallback
-specializes) and a call with the first types again.  Every result, every exception class
+inputs, NaN, infinities and signed zeros, Python and NumPy scalar operands, in-place
+updates of an argument or an assignment into it), scripts each with tsjit and calls it
+with fresh arguments: a first call (which specializes), optimized calls, a call with
+other dtypes (a guard fails, a fallback specializes) and a call with the first types
+again.  Every result, every exception class
 and every argument's final contents must match NumPy's: bitwise for arithmetic,
 comparisons, casts and sqrt (NaN where NumPy has NaN), within 4 ulps for transcendental
 functions (whose results the generator never feeds into other ops, so errors cannot grow).
@@ -40,7 +41,8 @@ EXACT_BINARY = ("{a} + {b}", "{a} - {b}", "{a} * {b}", "{a} / {b}", "{a} // {b}"
 EXACT_UNARY = ("-{a}", "~{a}", "np.abs({a})", "np.sqrt({a})", "np.floor({a})", "np.ceil({a})",
                "np.isnan({a})", "np.isfinite({a})", "{a} ** 2", "{a} ** 0.5",
                "{a}.astype(np.float32)", "{a}.astype(np.int32)", "{a}.astype(np.float64)",
-               "np.logical_not({a})", "np.sign({a})")
+               "np.logical_not({a})", "np.sign({a})", "np.clip({a}, -2, 3.5)",
+               "{a}.clip(0.5, None)", "np.where({a}, 1.5, -1)")
 APPROXIMATE_UNARY = ("np.exp({a})", "np.log({a})", "np.tanh({a})", "np.sin({a})",
                      "np.expm1({a})", "np.log1p({a})", "{a} ** 3")
 
@@ -98,11 +100,13 @@ def programs(draw) -> Program:
         layout = draw(st.sampled_from(("C", "F", "strided", "transposed")))
         arguments.append(Argument(draw(st.sampled_from(DTYPES)), shape, layout,
                                   draw(st.integers(0, 2**16))))
-    scalar = draw(st.one_of(st.none(), st.sampled_from((2, -3, 0.5, -1.25, 7.0))))
+    scalar = draw(st.one_of(st.none(), st.sampled_from((2, -3, 0.5, -1.25, 7.0, np.float32(1.5),
+                                                          np.int32(-2), np.float64(0.25)))))
     names = [f"x{i}" for i in range(n_arrays)]
     params = [f"x{i}: tsjit.Tensor" for i in range(n_arrays)]
     if scalar is not None:
-        params.append(f"s: {type(scalar).__name__}")
+        kind = "tsjit.Tensor" if isinstance(scalar, np.generic) else type(scalar).__name__
+        params.append(f"s: {kind}")
     operands = [*names, *(["s"] if scalar is not None else [])]
     constants = ("2", "0.5", "-1", "3.0", "True")
     lines, exact, approximate = [], list(names), []
@@ -125,8 +129,9 @@ def programs(draw) -> Program:
     results = [name for name in (exact[-1], *approximate[-1:]) if name not in names]
     assume(results)
     if draw(st.booleans()):     # an in-place update of the first argument
-        op = draw(st.sampled_from(("+=", "*=", "-=")))
-        lines.append(f"    x0 {op} {draw(st.sampled_from(exact[1:] + list(constants)))}")
+        op = draw(st.sampled_from(("+=", "*=", "-=", "[...] =")))
+        lines.append(f"    x0{' ' if op[0] != '[' else ''}{op} "
+                     f"{draw(st.sampled_from(exact[1:] + list(constants)))}")
     source = (f"import numpy as np\nimport tsjit\n\n\ndef program({', '.join(params)}):\n"
               + "\n".join(lines) + f"\n    return ({', '.join(results)},)\n")
     other = tuple(draw(st.sampled_from(DTYPES)) for _ in arguments)

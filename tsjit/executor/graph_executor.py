@@ -145,7 +145,8 @@ class GraphExecutor:
         context = LoweringContext(self.name, self.filename, self.counters, self._fallback)
         try:
             specialize_types(graph)
-            if not optimize(graph):
+            graph = optimize(graph)
+            if graph is None:
                 log.debug("%s: nothing to compile", self.name)
                 return self._interpret()
             lower(graph, context)

@@ -15,6 +15,7 @@ adds its lowering here.
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -73,6 +74,8 @@ class LoweringContext:
         self.stats.bailouts += 1
 
 
+log = logging.getLogger("tsjit.executor")
+
 Lowering = Callable[[Node, LoweringContext], Callable]
 
 LOWERINGS: dict[str, Lowering] = {
@@ -88,15 +91,25 @@ def native_passes_enabled() -> bool:
     return config.native_enabled() and any(p.enabled() for p in OPTIMIZATION_PASSES)
 
 
-def optimize(graph: Graph) -> bool:
-    """Run the enabled passes on a specialized graph, guard what they compiled and drop
-    what they left dead; whether the graph now has native code."""
+def optimize(graph: Graph) -> Graph | None:
+    """The specialized graph after the enabled passes, with what they compiled guarded
+    and what they left dead dropped; None when it has no native code.  Each pass works on
+    a copy: one that fails is skipped (logged), since a bug there must cost speed, not a
+    wrong result, nor the other passes' work."""
     for optimization in OPTIMIZATION_PASSES:
-        if optimization.enabled():
-            optimization.run(graph)
+        if not optimization.enabled():
+            continue
+        trial = graph.copy()
+        try:
+            optimization.run(trial)
+        except Exception:
+            log.warning("%s failed; the graph goes on without it", optimization.name,
+                        exc_info=True)
+            continue
+        graph = trial
     insert_guards(graph)
     eliminate_dead_code(graph)
-    return any(node.kind in LOWERINGS for node in graph.nodes())
+    return graph if any(node.kind in LOWERINGS for node in graph.nodes()) else None
 
 
 def lower(graph: Graph, context: LoweringContext) -> None:

@@ -2,15 +2,17 @@
 
 Each block is scanned in program order.  An elementwise node joins the groups that
 produce its operands (merging them when it connects several, as `cy = f * cx + i * g`
-joins the forget and input gates of an LSTM cell), provided the group still makes one
+joins the forget and input gates of an LSTM cell), or else a group reading the same
+arrays (`np.exp(x), np.tanh(x)` then read x once), provided the group still makes one
 kernel (`elementwise_kernel.build_group`) and its members may all move down to the
 node's position.  A group runs where its last member was; a member may move past a node
 only if that changes nothing observable:
   - the node does not use the member's result;
   - the node has no effects (writes, prints, calls of unknown code), since members read
     arrays such a node could change;
-  - not both may raise (the first exception must stay the first): a member may raise
-    only if it combines two arrays (their shapes may not broadcast) or writes in place;
+  - the first exception stays the first: a member may raise only ValueError (it combines
+    two arrays whose shapes may not broadcast, or writes in place), so it may not pass a
+    node that may raise anything else;
   - a member writing in place only passes nodes that neither read mutable values nor
     raise.
 Groups of one op are left alone (a kernel launch would not beat NumPy's own loop).
