@@ -454,7 +454,7 @@ def _reduce_trig(em: _Emit, x) -> tuple[ir.Value, ir.Value, ir.Value]:
     x = em.to(em.sel(meaningless, em.copysign(0.0, x), x), _F64)
     n_f, n = wide.round_int(wide.mul(x, _TWO_OVER_PI))
     head, *pieces = _PIO2[em.fmt.name]
-    r = wide.sub(x, wide.mul(n_f, head))
+    r = wide.mla(n_f, -head, x)
     if em.fmt is _F32:
         for piece in pieces:
             r = wide.mla(n_f, -piece, r)
