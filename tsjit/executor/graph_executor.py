@@ -11,9 +11,9 @@ TorchScript's profiling executor, over the reference interpreter:
      kernel launch or guard is one call);
   3. a guard that fails selects a fallback whose own executor (depth + 1, sharing the
      stats) profiles the new types and specializes again: alternating float32 and
-     float64 calls end up with one kernel each, behind two guards.  Below
-     MAX_SPECIALIZATION_DEPTH fallbacks a fallback only interprets, so a function called
-     with ever new types never compiles without bound.
+     float64 calls end up with one kernel each, behind two guards.  A fallback nested
+     MAX_SPECIALIZATION_DEPTH deep only interprets, so a function called with ever new
+     types compiles a bounded number of specializations.
 Graphs with nothing to compile run in the plain interpreter, with no overhead.  Changing a
 setting (`tsjit.config`) resets every executor to step 1.
 """
@@ -29,13 +29,12 @@ from .. import config
 from ..interpreter import compile_graph
 from ..ir.graph import Graph
 from ..ir.types import TensorType, is_subtype
-from ..passes.elementwise_kernel import PYTHON_SCALARS as PYTHON_NUMBER_TYPES
 from ..passes.profile_insertion import insert_profiles
 from ..passes.propagate_types import propagate_types, unknown_operands
 from ..passes.specialize_types import specialize_types
 from .display import display_graph
 from .pipeline import LoweringContext, lower, native_passes_enabled, optimize
-from .profiling import ProfileRecorder, observed_type
+from .profiling import ProfileRecorder, observed_number_type, observed_type
 from .stats import ExecutorStats
 
 MAX_SPECIALIZATION_DEPTH = 8
@@ -134,9 +133,9 @@ class GraphExecutor:
                 seen = observed_type(arg)
                 if is_subtype(seen, value.type):
                     value.type = seen
-            elif value.type in PYTHON_NUMBER_TYPES.values() and type(arg) in PYTHON_NUMBER_TYPES:
+            elif observed_number_type(arg, value.type) is not None:
                 # a float parameter may hold an int: NumPy promotes the two differently
-                value.type = PYTHON_NUMBER_TYPES[type(arg)]
+                value.type = observed_number_type(arg, value.type)
         propagate_types(graph)
         return None if unknown_operands(graph) else graph
 

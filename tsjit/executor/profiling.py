@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node
-from ..ir.types import TENSOR, TensorType, unify
+from ..ir.types import TENSOR, BoolType, FloatType, IntType, TensorType, Type, unify
 
 _UNSEEN = object()
 
@@ -20,6 +20,18 @@ def observed_type(value: object) -> TensorType:
     if isinstance(value, np.generic):
         return TensorType(value.dtype.name, (), None, False)
     return TENSOR
+
+
+_NUMBER_TYPES = {bool: BoolType, int: IntType, float: FloatType}
+
+
+def observed_number_type(value: object, declared: Type) -> Type | None:
+    """The exact type of a Python number passed where `declared` (int, float or bool) is
+    expected, which NumPy's promotion depends on (`x * 2` and `x * 2.0` differ for an
+    int32 x); None for a parameter of another type."""
+    if declared not in _NUMBER_TYPES.values():
+        return None
+    return _NUMBER_TYPES.get(type(value))
 
 
 class ProfileRecorder:

@@ -174,11 +174,13 @@ class GroupOutput:
     root: Value
     values: list[Value]
     type: TensorType
-    inplace: bool
 
 
 @dataclass
 class FusedKernel:
+    """A group as one kernel: the spec, where each kernel input comes from, what each
+    output stands for, and what only a call can check (see the module docstring)."""
+
     spec: KernelSpec
     group_inputs: list[Value]
     feeds: tuple[Feed, ...]
@@ -188,7 +190,7 @@ class FusedKernel:
     input_types: dict[Value, Type] = field(default_factory=dict)  # as the kernel assumes
     range_checks: dict[int, tuple[int, int]] = field(default_factory=dict)  # Python ints
     value_types: dict[Value, TensorType] = field(default_factory=dict)
-    raising: frozenset[Node] = frozenset()      # members that may raise (shapes mismatch)
+    raising: frozenset[Node] = frozenset()      # members that may raise ValueError
 
 
 class GroupError(Exception):
@@ -453,8 +455,7 @@ class _Builder:
             numbers.append(n)
             inplace.append(self.slots[start] if is_input else None)
             checks.add(frozenset({self.slots[start]}) if is_input else self.ancestors[start])
-            outputs.append(GroupOutput(root, values,
-                                       self.output_type(n, out_rank), is_input))
+            outputs.append(GroupOutput(root, values, self.output_type(n, out_rank)))
         for v in members:
             if v in self.root_of or not used_outside(v):
                 continue
@@ -462,7 +463,7 @@ class _Builder:
             numbers.append(n)
             inplace.append(None)
             checks.add(self.ancestors[n])
-            outputs.append(GroupOutput(v, [v], self.output_type(n, out_rank), False))
+            outputs.append(GroupOutput(v, [v], self.output_type(n, out_rank)))
         if not outputs:
             raise GroupError("no result of the group is used")
         for n in numbers:
