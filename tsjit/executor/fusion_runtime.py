@@ -85,8 +85,8 @@ class FusionRuntime:
     def launch_code(self, params: list[str], namespace: dict, bail: str,
                     indent: str = "    ") -> tuple[list[str], list[str]]:
         """Statements that launch the kernel on the group inputs named `params` (adding
-        the objects they use to `namespace`), running `bail` when a run-time check fails;
-        and the expressions of the subgraph's outputs afterwards."""
+        the objects they use to `namespace`), running `bail` when a run-time check fails,
+        the last one the kernel call; and the expressions of the subgraph's outputs."""
         fused = self.fused
         name_of = dict(zip(self.subgraph.inputs, params))
         namespace.update(_call=self.kernel.call, _broadcast=broadcast_shapes,
