@@ -86,9 +86,8 @@ def _generate(graph: Graph, check, group, runtime, results: tuple[list[int], boo
         f"    if not kwargs and len(args) == {len(params)}:",
         f"        {', '.join(params)}{',' if len(params) == 1 else ''} = args",
         f"        if {' and '.join(guard) or 'True'}:",
-        *launch[:-1],
-        "            _calls[0] += 1",       # after the checks: a miss is counted by _fallback
-        launch[-1],
+        *launch,
+        "            _calls[0] += 1",       # after the launch: a miss is counted by _fallback
         f"            return {result}",
         "    return _fallback(*args, **kwargs)",
     ]) + "\n"

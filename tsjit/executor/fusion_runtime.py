@@ -44,15 +44,16 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
 class InterpretedGroup:
     """A group's ops run by the interpreter (compiled on first use): the bailout."""
 
-    def __init__(self, graph: Graph, name: str, on_run: Callable[[], None]):
+    def __init__(self, graph: Graph, name: str, filename: str, on_run: Callable[[], None]):
         self.graph = graph
         self.name = name
+        self.filename = filename
         self.on_run = on_run
         self.fn: Callable | None = None
 
     def __call__(self, *args):
         if self.fn is None:
-            self.fn = compile_graph(self.graph, self.name).fn
+            self.fn = compile_graph(self.graph, self.name, self.filename).fn
         self.on_run()
         return self.fn(*args)
 
@@ -85,8 +86,8 @@ class FusionRuntime:
     def launch_code(self, params: list[str], namespace: dict, bail: str,
                     indent: str = "    ") -> tuple[list[str], list[str]]:
         """Statements that launch the kernel on the group inputs named `params` (adding
-        the objects they use to `namespace`), running `bail` when a run-time check fails,
-        the last one the kernel call; and the expressions of the subgraph's outputs."""
+        the objects they use to `namespace`), running `bail` when a run-time check fails;
+        and the expressions of the subgraph's outputs afterwards."""
         fused = self.fused
         name_of = dict(zip(self.subgraph.inputs, params))
         namespace.update(_call=self.kernel.call, _broadcast=broadcast_shapes,
@@ -122,7 +123,10 @@ class FusionRuntime:
             lines += [f"if not {array[k]}.flags.writeable:", f"    {bail}"]
         for k, (lo, hi) in fused.range_checks.items():
             lines += [f"if not {lo} <= {args[k]} <= {hi}:", f"    {bail}"]
-        lines += ["_launches[0] += 1", f"results = _call({', '.join(args)})"]
+        # the kernel raises ValueError for shapes that do not broadcast, before it runs:
+        # the ops then raise NumPy's own error in the interpreter, at their own line
+        lines += ["try:", f"    results = _call({', '.join(args)})", "except ValueError:",
+                  f"    {bail}", "_launches[0] += 1"]
         results = [f"results[{next(j for j, out in enumerate(fused.outputs) if out.root is v)}]"
                    for v in self.subgraph.outputs]
         return [indent + line for line in lines], results
@@ -133,7 +137,7 @@ def lower_fusion_group(node: Node, context) -> Callable:
     subgraph = node.attrs["subgraph"]
     label = f"{context.name} #{context.next_label()}"
     bailout = InterpretedGroup(unspecialized(subgraph), f"{context.name}_group",
-                               context.count_bailout)
+                               context.filename, context.count_bailout)
     from ..codegen.launch import compile_kernel  # LLVM loads on the first compile only
 
     outputs = set(subgraph.outputs)
