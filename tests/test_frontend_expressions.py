@@ -76,8 +76,6 @@ def test_powers():
     check(float_pow, *pairs([0.0, 1.5, 0.5, 2.0]), (-2.0, 2.0), (-2.0, -3.0), (0.0, -1.0))
 
 
-@pytest.mark.xfail(strict=True, reason="native scalar code raises its internal "
-                   "ResultKindError where Python's float ** float gives a complex number")
 def test_float_power_with_a_complex_result():
     check(float_pow, (1.0, 1.0), (-2.0, 1.5))
 

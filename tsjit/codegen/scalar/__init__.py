@@ -10,23 +10,35 @@ functions; arrays of bool/int/uint/float32/float64 that are indexed (`x[i]`, `x[
 NumPy scalars (the elements) and their arithmetic; lists of numbers that are only read;
 `raise`, `assert` and `print`.
 
-Semantics are the interpreter's, with one documented difference: script ints are 64 bits
-wide in native code, and results that do not fit wrap around (two's complement) where the
-interpreter, running Python, would make a bignum.  Floats are CPython's bit for bit (no
-contraction or reassociation); `math` functions call the same C library CPython calls.
-NumPy scalars follow NumPy (NEP 50 promotion, the dtype's rounding and wrap-around).
+Semantics are the interpreter's (and so eager Python's), bit for bit.  Script ints are 64
+bits wide in native code: an int operation whose exact result does not fit (`+ - * << **`,
+negation, `abs`, `//`, `int()`) is detected (LLVM's overflow intrinsics or one range test
+per chain of operations with constants), and so is a fallback whose Python result is of
+another type than the IR's (`int ** -1` is a float, `(-2.0) ** 0.5` a complex number).
+Native code then gives up and the region runs again from its original inputs in the
+interpreter, which gives Python's result (a bignum, a float, a complex); stats() count it
+as a bailout.  That re-run is only sound while the run has done nothing observable: once
+the region has written an array, printed or emitted a NumPy warning, it raises instead an
+`OverflowError` (or `TypeError`) naming the operation, why it could not re-run, and the
+script location — the one documented case where a scripted function raises where eager
+Python returns (bailout.py).  Floats are CPython's bit for bit (no contraction or
+reassociation); `math` functions call the same C library CPython calls.  NumPy scalars
+follow NumPy (NEP 50 promotion, the dtype's rounding and wrap-around).
 
 Nothing rare is reimplemented: where Python or NumPy raises, warns or leaves the fast
 numeric path (a zero divisor, an index out of bounds, a non-finite float, an overflowing
 NumPy integer, a `raise`), the node runs in the interpreter (sites.py), which raises the
 eager exception with the script location in its message, or emits NumPy's own warning
 under the current errstate.  Arguments of other kinds than a variant was compiled for fail
-its guards and take another variant or the interpreter (native_function.py).
+its guards and take another variant or the interpreter (native_function.py).  A small
+`if` of branch-free operations runs both arms and selects (emitter.py), so the checks
+above do not cost a hot loop an unpredictable branch.
 
     ntypes / inference   run-time kinds of values, per variant of a region's inputs
     rules                the per-op lowering rules, registered by python_ops,
                          operator_rules, numpy_ops and sequence_ops
     emitter / boundary   one LLVM function per variant: CFG, phis, boxing, guards
+    bailout              giving up on a run: re-running the region, or the error
     cpython              the C-API boundary and the builtin wrapper
     sites                fallbacks: single nodes run by the interpreter
     native_function      the callable a prim::NativeCall holds: variants, dispatch, stats

@@ -8,6 +8,9 @@ The function is a METH_FASTCALL | METH_KEYWORDS builtin (see cpython.py):
              joins are phi nodes, one per component of each value (see ntypes.py)
     exit:    box the results (a tuple when there are several) and return them
     miss:    a guard failed: return `miss_handler(*args, **kwargs)` (the Python dispatcher)
+    rerun:   native code cannot go on (an int outgrew 64 bits, Python's result is of another
+             type): return `rerun_handler(*args)`, the whole region in the interpreter,
+             if no effect has been performed yet, else raise (bailout.py)
     fail:    an exception is set: return NULL
 
 Rare cases are not reproduced in LLVM: a rule emits a test for them and `python_fallback`
@@ -24,7 +27,9 @@ from llvmlite import ir
 
 from ...interpreter.control import INT64_MAX, LoopParts, is_constant
 from ...ir.graph import Block, Graph, Node, Value
+from ...passes.analysis import has_effects
 from . import cpython
+from .bailout import Bailouts
 from .boundary import box, unbox
 from .inference import infer_node
 from .ntypes import (
@@ -34,6 +39,7 @@ from .ntypes import (
     PY_BOOL,
     PY_INT,
     NType,
+    NumpyScalar,
     NValue,
     OptionalScalar,
     Tagged,
@@ -43,6 +49,8 @@ from .ntypes import (
 from .rules import RULES
 
 FUNCTION_ATTRIBUTES = ("nounwind",)
+# Nodes an `if` may have (both arms together) to run both arms and select the results.
+SPECULATION_LIMIT = 8
 MISS_HANDLER, CALL_COUNTER = 0, 1     # indices in FunctionEmitter.objects
 
 
@@ -76,15 +84,20 @@ class FunctionEmitter:
         self.values: dict[Value, NValue] = {}
         self._fail: ir.Block | None = None
         self._miss: ir.Block | None = None
+        self.bailouts: Bailouts | None = None
+        # While both arms of an `if` run (see _select_if): when the arm being emitted is
+        # the one taken; what the arm notes (an int overflow) only counts then.
+        self.predicate: ir.Value | None = None
         self._out_kinds: dict[Node, list[NType]] = {}   # of the node a rule is emitting
 
     # ------------------------------------------------------------------ the function
-    def build(self, miss_handler: object, counters: object) -> None:
+    def build(self, miss_handler: object, rerun_handler: object, counters: object) -> None:
         """Emit the whole function; the objects it reads are `self.objects` afterwards,
         the miss handler and the call counter first (MISS_HANDLER, CALL_COUNTER), so that
         the same code can serve with others (see NativeFunction.direct_entry)."""
         self.object(miss_handler)
         self.object(counters)
+        self.bailouts = Bailouts(self, rerun_handler)
         b = self.b
         inputs = self.region.inputs
         arity_ok = b.and_(b.icmp_signed("==", self.nargs, ir.Constant(I64, len(inputs))),
@@ -188,6 +201,8 @@ class FunctionEmitter:
         distinct = {v: a for v, a in zip(node.inputs, args) if v.node.kind != "prim::Constant"}
         passed = list(distinct.values())
         site = self.sites.site_for(node, out_kinds)
+        if _may_warn([a.kind for a in args] + list(out_kinds)):
+            self.bailouts.mark_effect()
         argv = self.alloca(PTR, max(1, len(passed)))
         boxed = []
         for k, arg in enumerate(passed):
@@ -199,6 +214,8 @@ class FunctionEmitter:
         for obj in boxed:
             cpython.call(b, "Py_DecRef", obj)
         self.check_object(result)
+        if out_kinds:
+            self.bailouts.check_site_result(result)
         if len(out_kinds) == 1:
             values = [unbox(self, result, out_kinds[0])]
         else:
@@ -231,6 +248,8 @@ class FunctionEmitter:
             elif node.kind == "prim::Loop":
                 self._loop(node)
             else:
+                if has_effects(node):
+                    self.bailouts.mark_effect()
                 outs = self.emit_node(node, [self.values[v] for v in node.inputs])
                 for v, nv in zip(node.outputs, outs):
                     self.values[v] = nv
@@ -261,6 +280,10 @@ class FunctionEmitter:
                 for i, kind in enumerate(joined)]
 
     def _if(self, node: Node) -> None:
+        size = self._speculation_size(node.blocks)
+        if size is not None and size <= SPECULATION_LIMIT:
+            self._select_if(node)
+            return
         b = self.b
         cond = self.values[node.inputs[0]].value
         then_bb, else_bb, join_bb = (self.fn.append_basic_block(n)
@@ -276,6 +299,43 @@ class FunctionEmitter:
         for k, out in enumerate(node.outputs):
             self.values[out] = self.merge([(vals[k], bb) for vals, bb in arrivals],
                                           self.kinds[out])
+
+    def _speculation_size(self, blocks: Sequence[Block]) -> int | None:
+        """How many operations `blocks` have (nested ifs included), if every one of them
+        may run when its arm is not taken (rules.Rule.speculate); else None."""
+        size = 0
+        for inner in (n for block in blocks for n in block.nodes):
+            if inner.kind == "prim::If":
+                inner_size = self._speculation_size(inner.blocks)
+                if inner_size is None:
+                    return None
+                size += 1 + inner_size
+                continue
+            kinds = [self.kinds[v] for v in inner.inputs]
+            if inner.kind == "prim::Loop" or any(isinstance(k, Tagged) for k in kinds) or \
+                    not RULES[inner.kind].speculate(inner, kinds):
+                return None
+            size += inner.kind != "prim::Constant"
+        return size
+
+    def _select_if(self, node: Node) -> None:
+        """An `if` of a few operations without branches: both arms run, each under its
+        predicate, and selects pick the results, so that a loop around it has no branch
+        the processor could mispredict."""
+        b, outer = self.b, self.predicate
+        cond = self.values[node.inputs[0]].value
+        arms = []
+        for block, taken in zip(node.blocks, (cond, b.not_(cond))):
+            self.predicate = taken if outer is None else b.and_(outer, taken)
+            self.emit_block(block)
+            arms.append([self.values[v] for v in block.outputs])
+        self.predicate = outer
+        for k, out in enumerate(node.outputs):
+            kind = self.kinds[out]
+            parts = zip(coerce(arms[0][k], kind), coerce(arms[1][k], kind))
+            self.values[out] = NValue(kind, tuple(
+                then if then is otherwise else b.select(cond, then, otherwise)
+                for then, otherwise in parts))
 
     def _loop(self, node: Node) -> None:
         """`i = 0; c = cond; v = init; while i < n and c: v = body(i, v); i += 1`, with the
@@ -325,6 +385,13 @@ class FunctionEmitter:
         b.position_at_end(exit_bb)
         for out, value in zip(node.outputs, carried):
             self.values[out] = value
+
+
+def _may_warn(kinds: Sequence[NType]) -> bool:
+    """Whether a fallback on values of these kinds may emit a NumPy warning (an effect: a
+    re-run would emit it again); Python's own number operations raise instead."""
+    return any(isinstance(k, (NumpyScalar, Tagged))
+               or (isinstance(k, Tuple) and _may_warn(k.elems)) for k in kinds)
 
 
 def coerce(value: NValue, kind: NType) -> tuple[ir.Value, ...]:

@@ -7,14 +7,17 @@ compilation, the compiled variant's builtin itself, so a call costs the builtin'
 and nothing in Python.  When a guard fails the builtin calls back `miss`, which picks (or
 compiles, within MAX_VARIANTS) the variant for the new argument kinds, or runs the region
 in the interpreter: a variant the native lowering does not support, arguments native code
-cannot take (a bignum, a list), or a full budget.  Every way through gives the
-interpreter's results.
+cannot take (a bignum, a list), or a full budget.  Native code that cannot go on (an int
+beyond 64 bits, a result of another type than the IR's) calls back `rerun`, which runs
+the region again from the same arguments in the interpreter (see bailout.py for when it
+may).  Every way through gives the interpreter's results.
 
 Counters: native calls are counted by the native code itself (`counters[0]`), guard
-failures, interpreted runs and compilations here; guard failures and interpreted runs are
-also reported to the executor's stats (`on_guard_failure`, `on_bailout`).  For the
-executor's inspection a NativeFunction looks like a fused kernel: `label`, `launches` and
-`kernel.llvm_ir` / `kernel.asm` (every compiled variant).
+failures, interpreted runs (re-runs included, also counted apart) and compilations here;
+guard failures and interpreted runs are also reported to the executor's stats
+(`on_guard_failure`, `on_bailout`).  For the executor's inspection a NativeFunction looks
+like a fused kernel: `label`, `launches` and `kernel.llvm_ir` / `kernel.asm` (every
+compiled variant).
 """
 from __future__ import annotations
 
@@ -129,6 +132,12 @@ class NativeFunction:
             return self.interpret(*args)
         return self._dispatch(*args)
 
+    def rerun(self, *args: object) -> object:
+        """A native run of these arguments gave up before any effect: run the region in the
+        interpreter instead."""
+        self.counts["reruns"] += 1
+        return self.interpret(*args)
+
     def interpret(self, *args: object) -> object:
         """Run the region in the reference interpreter."""
         self.counts["interpreted_runs"] += 1
@@ -177,7 +186,7 @@ class NativeFunction:
         symbol = "tsjit_native_" + hashlib.sha256(text.encode()).hexdigest()[:16]
         module = ir.Module(name=symbol)
         emitter = FunctionEmitter(self.region, kinds, symbol, self._sites, module)
-        emitter.build(functools.partial(self._miss, key), self.counters)
+        emitter.build(functools.partial(self._miss, key), self.rerun, self.counters)
         compiled = get_engine().compile(module, [symbol])
         builtin = make_builtin(symbol, compiled.addresses[symbol], emitter.objects, compiled)
         log.info("%s compiled for (%s)", self.name, ", ".join(map(str, key)))
@@ -212,6 +221,7 @@ class NativeFunction:
         return {"native_calls": self.launches,
                 "guard_failures": self.counts["guard_failures"],
                 "interpreted_runs": self.counts["interpreted_runs"],
+                "reruns": self.counts["reruns"],
                 "specializations": self.counts["specializations"]}
 
     def __repr__(self) -> str:

@@ -1,11 +1,11 @@
 """Native rules for Python's scalar builtins: constants, None checks, casts, `math`,
 `abs`/`min`/`max`/`round`/`divmod`, range arithmetic, tuples, `raise` and `print`.
 
-Semantics are CPython's, with ints 64 bits wide (results that do not fit wrap around).
-Where CPython raises or leaves the fast numeric path (a float that is not finite, an int
-conversion out of range, a zero step), the rule hands the node to its reference
-implementation (`FunctionEmitter.python_fallback`), which raises CPython's own exception
-with the script location, or computes CPython's result.
+Semantics are CPython's.  Where CPython raises or leaves the fast numeric path (a float
+that is not finite, an int conversion out of range, a zero step), the rule hands the node
+to its reference implementation (`FunctionEmitter.python_fallback`), which raises
+CPython's own exception with the script location, or computes CPython's result (an int
+beyond 64 bits then makes the region run again in the interpreter, see bailout.py).
 """
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ from .ntypes import (
     Tuple,
     Unsupported,
 )
-from .rules import register_rule
+from .rules import always_speculate, register_rule
 
 NUMBER_KINDS = (PY_INT, PY_FLOAT, PY_BOOL)
 
@@ -100,10 +100,11 @@ def _constant_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NVa
                                       else float(value)),))]
 
 
-register_rule("prim::Constant", _constant_infer, _constant_emit)
+register_rule("prim::Constant", _constant_infer, _constant_emit, speculate=always_speculate)
 register_rule("prim::Uninitialized", lambda node, kinds: [UNDEFINED],
-              lambda em, node, args, out_kinds: [NValue(UNDEFINED, ())])
-register_rule("aten::annotate", same_kind, pass_through)
+              lambda em, node, args, out_kinds: [NValue(UNDEFINED, ())],
+              speculate=always_speculate)
+register_rule("aten::annotate", same_kind, pass_through, speculate=always_speculate)
 
 
 def _unchecked_cast_infer(node: Node, kinds) -> list[NType]:
@@ -118,7 +119,8 @@ def _unchecked_cast_emit(em, node, args, out_kinds) -> list[NValue]:
     return [arg]
 
 
-register_rule("prim::unchecked_cast", _unchecked_cast_infer, _unchecked_cast_emit)
+register_rule("prim::unchecked_cast", _unchecked_cast_infer, _unchecked_cast_emit,
+              speculate=always_speculate)
 
 
 # ---------------------------------------------------------------------------- None checks
@@ -141,7 +143,8 @@ def _identity_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NVa
     return [NValue(PY_BOOL, (is_none,))]
 
 
-register_rule(("aten::__is__", "aten::__isnot__"), _identity_infer, _identity_emit)
+register_rule(("aten::__is__", "aten::__isnot__"), _identity_infer, _identity_emit,
+              speculate=always_speculate)
 
 
 # ---------------------------------------------------------------------------- truth and casts
@@ -163,10 +166,12 @@ def _truth_infer(node: Node, kinds) -> list[NType]:
 
 
 register_rule("aten::Bool", _truth_infer,
-              lambda em, node, args, out_kinds: [NValue(PY_BOOL, (truth(em.b, args[0]),))])
+              lambda em, node, args, out_kinds: [NValue(PY_BOOL, (truth(em.b, args[0]),))],
+              speculate=always_speculate)
 register_rule("aten::__not__", _truth_infer,
               lambda em, node, args, out_kinds: [
-                  NValue(PY_BOOL, (em.b.not_(truth(em.b, args[0])),))])
+                  NValue(PY_BOOL, (em.b.not_(truth(em.b, args[0])),))],
+              speculate=always_speculate)
 
 
 def _float_infer(node: Node, kinds) -> list[NType]:
@@ -175,7 +180,8 @@ def _float_infer(node: Node, kinds) -> list[NType]:
 
 
 register_rule("aten::Float", _float_infer, lambda em, node, args, out_kinds: [
-    NValue(PY_FLOAT, (to_double(em.b, args[0].value, args[0].kind),))])
+    NValue(PY_FLOAT, (to_double(em.b, args[0].value, args[0].kind),))],
+    speculate=always_speculate)
 
 
 def float_to_int(em: FunctionEmitter, node: Node, args: Sequence[NValue], x: ir.Value
@@ -202,6 +208,8 @@ def int_of(em: FunctionEmitter, node: Node, args: Sequence[NValue], rounding: st
     numpy_int = isinstance(kind, NumpyScalar) and kind.dtype.kind in "biu"
     if kind == PY_BOOL or (numpy_int and rounding is None):
         v = arg.value
+        if v.type == I64 and kind.dtype.kind == "u":        # a uint64 from 2**63 on
+            em.bailouts.note_overflow(b.icmp_signed("<", v, const(I64, 0)), node)
         extend = b.sext if isinstance(kind, NumpyScalar) and kind.dtype.kind == "i" else b.zext
         return [NValue(PY_INT, (v if v.type == I64 else extend(v, I64),))]
     if rounding == "trunc" and isinstance(kind, NumpyScalar) and kind.dtype != FLOAT64:
@@ -252,7 +260,8 @@ def _extremum_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NVa
     return [NValue(out_kinds[0], (result,))]
 
 
-register_rule(("prim::min", "prim::max"), _extremum_infer, _extremum_emit)
+register_rule(("prim::min", "prim::max"), _extremum_infer, _extremum_emit,
+              speculate=always_speculate)
 
 
 def _round_infer(node: Node, kinds) -> list[NType]:
@@ -407,8 +416,10 @@ def _unpack_emit(em, node, args, out_kinds) -> list[NValue]:
     return values
 
 
-register_rule("prim::TupleConstruct", _tuple_construct_infer, _tuple_construct_emit)
-register_rule(("prim::TupleUnpack", "prim::ListUnpack"), _unpack_infer, _unpack_emit)
+register_rule("prim::TupleConstruct", _tuple_construct_infer, _tuple_construct_emit,
+              speculate=always_speculate)
+register_rule(("prim::TupleUnpack", "prim::ListUnpack"), _unpack_infer, _unpack_emit,
+              speculate=always_speculate)
 
 
 # ---------------------------------------------------------------------------- effects

@@ -6,6 +6,10 @@ A rule answers three questions about a node:
   - `infer(node, kinds)`: the run-time kinds of its results for these input kinds, or
     `Unsupported`; inference asks this for each variant.
   - `emit(em, node, args, out_kinds)`: the LLVM code, given the inputs' values.
+  - `speculate(node, kinds)`: is that code a few instructions without branches, calls,
+    memory writes or undefined behaviour for these input kinds?  Then both arms of a
+    small `if` may run it and the results be selected (emitter.py), which keeps hot
+    loops free of unpredictable branches.
 
 Rules live in the modules that implement them (python_ops, numpy_ops); importing this
 package registers them all.  Structural nodes (prim::If, prim::Loop) are the lowering
@@ -28,10 +32,19 @@ Infer = Callable[[Node, Sequence[NType]], Sequence[NType]]
 Emit = Callable[["FunctionEmitter", Node, Sequence["NValue"], Sequence[NType]],
                 Sequence["NValue"]]
 Check = Callable[[Node], "str | None"]
+Speculate = Callable[[Node, Sequence[NType]], bool]
 
 
 def _always(node: Node) -> None:
     return None
+
+
+def _never(node: Node, kinds: Sequence[NType]) -> bool:
+    return False
+
+
+def always_speculate(node: Node, kinds: Sequence[NType]) -> bool:
+    return True
 
 
 @dataclass(frozen=True)
@@ -39,16 +52,17 @@ class Rule:
     infer: Infer
     emit: Emit
     check: Check = _always
+    speculate: Speculate = _never
 
 
 RULES: dict[str, Rule] = {}
 
 
 def register_rule(kinds: str | Sequence[str], infer: Infer, emit: Emit,
-                  check: Check = _always) -> None:
+                  check: Check = _always, speculate: Speculate = _never) -> None:
     for kind in [kinds] if isinstance(kinds, str) else kinds:
         assert kind not in RULES, f"two native rules for {kind}"
-        RULES[kind] = Rule(infer, emit, check)
+        RULES[kind] = Rule(infer, emit, check, speculate)
 
 
 def rule_for(node: Node) -> Rule | None:

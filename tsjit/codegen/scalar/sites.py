@@ -5,7 +5,9 @@ emitter.py): the site is the node alone in a graph (its constant inputs copied i
 by the interpreter on first use, so it performs the eager program's very operation, raises
 its exception with the interpreter's message and script location, and emits NumPy's
 warnings.  The site then checks that the result is of the kind native code continues
-with; Python ints are reduced to 64 bits, as native ints wrap.
+with; where it is not (`a ** -1` is a float, `(-2.0) ** 0.5` a complex number, `int(1e300)`
+needs more than 64 bits) the site returns a `Rerun` instead, and native code gives up and
+runs the whole region again in the interpreter (bailout.py).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import numpy as np
 
 from ...interpreter import compile_graph
 from ...ir.graph import Graph, Node, clone_node
+from .bailout import INT_OVERFLOW, Int64OverflowError, Rerun, ResultKindError
 from .emitter import SiteTable
 from .ntypes import (
     Array,
@@ -30,23 +33,25 @@ from .ntypes import (
 )
 
 _PYTHON_TYPES = {"int": int, "float": float, "bool": bool}
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
-def wrap_int64(value: int) -> int:
-    """A Python int reduced to int64 (two's complement), as native int arithmetic wraps."""
-    return ((value + (1 << 63)) & ((1 << 64) - 1)) - (1 << 63)
+class _Mismatch(Exception):
+    """A site's result is not of the kind native code continues with: the error a Rerun
+    would raise, and why."""
 
-
-class ResultKindError(TypeError):
-    """The interpreter returned a value of another type than the IR type promised (for
-    example `int ** negative int` is a float in Python): native code cannot continue."""
+    def __init__(self, error: type[Exception], reason: str):
+        super().__init__(reason)
+        self.error, self.reason = error, reason
 
 
 def conform(value: object, kind: NType) -> object:
-    """`value` as native code expects a value of `kind` (see ResultKindError)."""
+    """`value`, checked to be of `kind` as native code will read it (else _Mismatch)."""
     if isinstance(kind, PyScalar):
         if type(value) is _PYTHON_TYPES[kind.kind]:
-            return wrap_int64(value) if kind.kind == "int" else value
+            if kind.kind == "int" and not _INT64_MIN <= value <= _INT64_MAX:
+                raise _Mismatch(Int64OverflowError, INT_OVERFLOW)
+            return value
     elif isinstance(kind, NumpyScalar):
         if type(value) is kind.dtype.type:
             return value
@@ -63,7 +68,8 @@ def conform(value: object, kind: NType) -> object:
     elif isinstance(kind, Array):
         if type(value) is np.ndarray and value.dtype == kind.dtype and value.ndim == kind.rank:
             return value
-    raise ResultKindError(f"expected a value of kind {kind}, found {type(value).__name__}")
+    raise _Mismatch(ResultKindError,
+                    f"Python's result is a {type(value).__name__}, not a value of kind {kind}")
 
 
 def single_node_graph(node: Node) -> Graph:
@@ -101,9 +107,8 @@ class Site:
             if len(self.out_kinds) == 1:
                 return conform(result, self.out_kinds[0])
             return tuple(conform(v, k) for v, k in zip(result, self.out_kinds))
-        except ResultKindError as error:
-            where = f"\n{self.node.source.highlight()}" if self.node.source else ""
-            raise ResultKindError(f"{self.node.kind} in native code: {error}{where}") from None
+        except _Mismatch as mismatch:
+            return Rerun(mismatch.error, mismatch.reason, self.node)
 
     def __repr__(self) -> str:
         return f"<tsjit fallback site {self.node.kind} of {self.name}>"
