@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from ..ir.types import (
     TENSOR,
     AnyType,
@@ -232,7 +234,9 @@ def _format_value_template(args: list[str], attrs: dict) -> str:
 
 
 register_function("aten::len", len, "obj", _len_rule)
-register_function("prim::abs", abs, "x", _abs_rule)
+# abs() of an array is np.absolute (ndarray.__abs__): the fuser may take it
+register_function("prim::abs", abs, "x", _abs_rule, elementwise=True,
+                  attrs={"kernel": "abs", "ufunc": np.absolute})
 register_function("prim::min", min, "*args", _extremum_rule("min"), views=True)
 register_function("prim::max", max, "*args", _extremum_rule("max"), views=True)
 register_function("prim::sum", sum, "iterable, start=0", _sum_rule, views=True)
