@@ -51,11 +51,24 @@ KERNELS = {
 }
 
 
+# Operators that are total on Python numbers: `a + b` of ints/floats/bools never raises
+# (division, modulo, power and shifts can: ZeroDivisionError, OverflowError, ValueError).
+_TOTAL_ON_NUMBERS = {"add", "sub", "mul", "and_", "or_", "xor", "lt", "le", "gt", "ge",
+                     "neg", "pos", "invert"}
+
+
+def raises_unless_numbers(types) -> bool:
+    return not all(is_number(t) for t in types)
+
+
 def _elementwise(name: str) -> dict:
     if name not in KERNELS:
         return {}
     kernel, ufunc = KERNELS[name]
-    return {"elementwise": True, "attrs": {"kernel": kernel, "ufunc": ufunc}}
+    traits = {"elementwise": True, "attrs": {"kernel": kernel, "ufunc": ufunc}}
+    if name in _TOTAL_ON_NUMBERS:
+        traits["may_raise"] = raises_unless_numbers
+    return traits
 
 
 def _type_name(t: Type) -> str:

@@ -63,11 +63,13 @@ class OpDef:
         the inputs (see `is_pure_on` for a given call)."""
         return not (self.writes or self.side_effect or self.may_raise is not False)
 
+    def may_raise_on(self, types: Sequence[Type]) -> bool:
+        """Whether a call with these input types may raise."""
+        return self.may_raise(types) if callable(self.may_raise) else self.may_raise
+
     def is_pure_on(self, types: Sequence[Type]) -> bool:
         """`is_pure` for a call with these input types."""
-        if self.writes or self.side_effect:
-            return False
-        return not (self.may_raise(types) if callable(self.may_raise) else self.may_raise)
+        return not (self.writes or self.side_effect or self.may_raise_on(types))
 
     @property
     def has_effects(self) -> bool:

@@ -25,10 +25,8 @@ from __future__ import annotations
 
 import logging
 
-import numpy as np
-
 from ..ir.graph import Block, Graph, Node, Value, clone_node
-from ..ir.types import BoolType, FloatType, IntType, TensorType
+from ..ir.types import TensorType
 from ..ops import OPS
 from .analysis import has_effects, reads_mutable
 from .elementwise_kernel import FusedKernel, GroupError, build_group, is_constant_like, read_call
@@ -176,9 +174,7 @@ class _BlockFuser:
         is the same."""
         if node not in self.exceptions:
             raises = _ANY if _may_raise(node) else _NONE
-            if _total_on_numbers(node):
-                raises = _NONE
-            elif read_call(node) is not None:
+            if raises is not _NONE and read_call(node) is not None:
                 try:
                     fused = build_group([node], lambda v: True)
                     raises = _SHAPE_ERRORS if fused.raising else _NONE
@@ -237,24 +233,9 @@ def _copy_constant(v: Value, env: dict[Value, Value], graph: Graph) -> None:
     graph.block.append(clone_node(v.node, env))
 
 
-# The ufuncs whose Python operator is not total on Python numbers (ZeroDivisionError,
-# OverflowError, a negative shift count); every other operator of the registry's kernel
-# table (+ - * comparisons, & | ^ ~ on ints) cannot raise on int, float and bool.
-_PARTIAL_ON_NUMBERS = frozenset({np.true_divide, np.floor_divide, np.remainder, np.power,
-                                 np.left_shift, np.right_shift})
-
-
-def _total_on_numbers(node: Node) -> bool:
-    """A Python operator on Python numbers that cannot raise (`r + 0.5 * s * s`)."""
-    op = OPS.get(node.kind)
-    ufunc = op.attrs.get("ufunc") if op is not None and not op.writes else None
-    return ufunc is not None and ufunc not in _PARTIAL_ON_NUMBERS and node.kind.startswith(
-        "aten::") and all(v.type in (IntType, FloatType, BoolType) for v in node.inputs)
-
-
 def _may_raise(node: Node) -> bool:
     op = OPS.get(node.kind)
-    return op is None or op.may_raise or any(
+    return op is None or op.may_raise_on([v.type for v in node.inputs]) or any(
         _may_raise(inner) for block in node.blocks for inner in block.nodes)
 
 
