@@ -11,8 +11,9 @@ registry (an array write, a print) and before each fallback that may emit a NumP
 
 Where native code gives up: an int `+ - * << **`, negation, `abs`, `//` or `int()` whose
 exact result does not fit in 64 bits (LLVM's overflow intrinsics or a range test, then a
-branch never taken in practice), and a fallback site whose result is of another kind (the
-site returns a `Rerun`).
+branch never taken in practice; in an arm of an `if` that runs whether or not it is taken,
+see FunctionEmitter.predicate, only when it is taken), and a fallback site whose result is
+of another kind (the site returns a `Rerun`).
 
 Once an effect has happened the region cannot start over: it raises instead one of the
 errors below, naming the operation, the reason and the script location.  That is the one
@@ -43,8 +44,9 @@ class Int64OverflowError(OverflowError):
 
 
 class Rerun:
-    """What a fallback site returns instead of a result native code cannot take: the
-    signal to run the region again, and the error to raise if it cannot."""
+    """Why native code gives up on a node (what a fallback site returns instead of a
+    result native code cannot take; what an overflow test names), with the error to raise
+    if the region cannot run again."""
 
     __slots__ = ("error", "reason", "node")
 
@@ -52,6 +54,7 @@ class Rerun:
         self.error, self.reason, self.node = error, reason, node
 
     def refuse(self) -> NoReturn:
+        """Raise the error: the region performed an effect, it cannot start over."""
         where = f"\n{self.node.source.highlight()}" if self.node.source else ""
         raise self.error(
             f"{self.node.kind} in native code: {self.reason}; the region cannot run again "

@@ -5,7 +5,8 @@ The function is a METH_FASTCALL | METH_KEYWORDS builtin (see cpython.py):
     entry:   check the argument count (and that there are no keyword arguments), unbox each
              argument (a failed check jumps to `miss`)
     body:    the region's nodes; prim::If / prim::Loop become branches and loops whose
-             joins are phi nodes, one per component of each value (see ntypes.py)
+             joins are phi nodes, one per component of each value (see ntypes.py); a
+             small If of branch-free operations runs both arms and selects instead
     exit:    box the results (a tuple when there are several) and return them
     miss:    a guard failed: return `miss_handler(*args, **kwargs)` (the Python dispatcher)
     rerun:   native code cannot go on (an int outgrew 64 bits, Python's result is of another

@@ -187,7 +187,8 @@ register_rule("aten::Float", _float_infer, lambda em, node, args, out_kinds: [
 def float_to_int(em: FunctionEmitter, node: Node, args: Sequence[NValue], x: ir.Value
                  ) -> list[NValue]:
     """int(x) of an integral double: CPython's int for a NaN, an infinity or a value
-    beyond int64 (which raises, or gives a bignum that wraps to 64 bits)."""
+    beyond int64 (which raises, or gives a bignum: the region then runs again in the
+    interpreter)."""
     return em.python_fallback(node, args, em.b.not_(fits_int64(em.b, x)),
                               lambda: [NValue(PY_INT, (em.b.fptosi(x, I64),))])
 

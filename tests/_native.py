@@ -1,0 +1,62 @@
+"""Helpers for the tests of native scalar code (test_native_scalar.py, test_native_fuzz.py).
+
+`native(fn)` scripts `fn`, lowers its graph's native regions and runs the result in the
+interpreter (a NativeCall runs its compiled code), as the executor does after
+specializing (but on the unspecialized graph, without profiling, so that each test sees
+the native code on every call).  `check_native` compares that with eager Python on fresh
+copies of each argument tuple: results (types included), exception classes, warnings and
+argument mutations; it also requires that the region really ran natively.
+"""
+from __future__ import annotations
+
+import copy
+import warnings
+
+from _differential import assert_same, outcome
+
+import tsjit
+from tsjit.codegen.scalar import NativeFunction
+from tsjit.executor.pipeline import LoweringContext, lower
+from tsjit.executor.stats import ExecutorStats
+from tsjit.interpreter import compile_graph
+from tsjit.passes.lower_native_regions import lower_native_regions
+
+INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+
+
+def native(fn):
+    """(callable running fn's graph with native regions, the regions' NativeFunctions)."""
+    scripted = tsjit.script(fn)
+    graph = scripted.graph.copy()
+    lower_native_regions(graph)
+    lower(graph, LoweringContext(scripted.name, "<test>", ExecutorStats(), fallback=None))
+    regions = [n.attrs["runtime"] for n in graph.nodes() if n.kind == "prim::NativeCall"]
+    return compile_graph(graph, scripted.name).fn, regions
+
+
+def with_warnings(fn, args: tuple) -> tuple[tuple[str, object], list[tuple[type, str]]]:
+    """The outcome of fn(*args) and the warnings it emitted (NumPy's, for instance)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = outcome(fn, args)
+    return result, [(w.category, str(w.message)) for w in caught]
+
+
+def check_native(fn, *calls: tuple, natively: bool = True) -> list[NativeFunction]:
+    run, regions = native(fn)
+    assert regions, f"{fn.__name__} has no native region"
+    for args in calls:
+        eager_args, native_args = copy.deepcopy(args), copy.deepcopy(args)
+        (want, warned), (got, warns) = (with_warnings(f, a) for f, a in ((fn, eager_args),
+                                                                         (run, native_args)))
+        assert warns == warned, f"{fn.__name__}{args!r}: warnings {warns} != {warned}"
+        assert got[0] == want[0], f"{fn.__name__}{args!r}: native {got}, eager {want}"
+        if want[0] == "raise":
+            assert got[1] is want[1], f"{fn.__name__}{args!r}: {got[1]} != {want[1]}"
+        else:
+            assert_same(got[1], want[1], f"{fn.__name__}{args!r}")
+        assert_same(list(native_args), list(eager_args), f"{fn.__name__}{args!r} arguments")
+    if natively:
+        assert sum(r.stats()["native_calls"] for r in regions) > 0, [r.unsupported
+                                                                     for r in regions]
+    return regions

@@ -1,0 +1,274 @@
+"""Random programs of native scalar code against eager Python (see _native.check_native):
+Python numbers, NumPy scalars, arrays, control flow and exceptions; and int arithmetic
+whose exact results need more than 64 bits, which native code must notice and hand to the
+interpreter.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import math
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from _native import INT64_MAX, INT64_MIN, check_native
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+HEADER = """\
+import math
+
+
+def fuzzed(a: int, b: int, c: float, flag: bool, x: tsjit.Tensor):
+    i0 = 0
+    i1 = a
+    f0 = 0.5
+    f1 = c
+    p0 = False
+"""
+RESULT = "(i0, i1, b, f0, f1, p0)"
+INT_VARS = ["a", "b", "i0", "i1"]
+FLOAT_VARS = ["c", "f0", "f1"]
+BOOL_VARS = ["flag", "p0"]
+CLAMP = 100_000
+
+
+@st.composite
+def int_exprs(draw, depth: int, loop_vars: tuple[str, ...]) -> str:
+    """Int expressions that stay far inside 64 bits (int variables are clamped to CLAMP,
+    products and shifts take leaves only), so that eager Python ints agree with script
+    ints also where a region runs in the interpreter."""
+    leaf = st.sampled_from(INT_VARS + list(loop_vars) + ["3", "-2", "7", "len(x)",
+                                                          "x.shape[0]"])
+    if depth <= 0:
+        return draw(leaf)
+    form = draw(st.sampled_from(["leaf", "arith", "div", "bits", "shift", "minmax", "abs",
+                                 "ternary", "int_of"]))
+    sub = int_exprs(depth - 1, loop_vars)
+    if form == "leaf":
+        return draw(leaf)
+    if form == "arith":
+        if draw(st.booleans()):
+            return f"({draw(leaf)} * {draw(leaf)})"
+        return f"({draw(sub)} {draw(st.sampled_from(['+', '-']))} {draw(sub)})"
+    if form == "div":
+        return f"({draw(sub)} {draw(st.sampled_from(['//', '%']))} {draw(sub)})"
+    if form == "bits":
+        return f"({draw(sub)} {draw(st.sampled_from(['&', '|', '^']))} {draw(sub)})"
+    if form == "shift":
+        return f"({draw(leaf)} {draw(st.sampled_from(['<<', '>>']))} ({draw(leaf)} % 16))"
+    if form == "minmax":
+        return f"{draw(st.sampled_from(['min', 'max']))}({draw(sub)}, {draw(sub)})"
+    if form == "abs":
+        return f"abs({draw(sub)})"
+    if form == "ternary":
+        return f"({draw(sub)} if {draw(bool_exprs(depth - 1, loop_vars))} else {draw(sub)})"
+    return f"int(max(-1e15, min(1e15, {draw(float_exprs(depth - 1, loop_vars))})))"
+
+
+@st.composite
+def float_exprs(draw, depth: int, loop_vars: tuple[str, ...]) -> str:
+    leaf = st.sampled_from(FLOAT_VARS + ["0.5", "-0.0", "2.25", "1e300", "float(x[0])"])
+    if depth <= 0:
+        return draw(leaf)
+    form = draw(st.sampled_from(["leaf", "arith", "div", "mixed", "math", "minmax", "neg",
+                                 "element"]))
+    sub = float_exprs(depth - 1, loop_vars)
+    if form == "leaf":
+        return draw(leaf)
+    if form == "element":        # NumPy scalar arithmetic (the array's dtype, NEP 50)
+        element = f"x[{draw(int_exprs(0, loop_vars))} % len(x)]"
+        op = draw(st.sampled_from(["+", "-", "*", "/", "//", "%"]))
+        return f"float({element} {op} {draw(st.sampled_from([element, *FLOAT_VARS, '3']))})"
+    if form == "arith":
+        return f"({draw(sub)} {draw(st.sampled_from(['+', '-', '*']))} {draw(sub)})"
+    if form == "div":
+        return f"({draw(sub)} {draw(st.sampled_from(['/', '//', '%']))} {draw(sub)})"
+    if form == "mixed":
+        return f"({draw(sub)} {draw(st.sampled_from(['+', '*', '/']))} " \
+               f"{draw(int_exprs(depth - 1, loop_vars))})"
+    if form == "math":
+        fn = draw(st.sampled_from(["math.sqrt(abs({}))", "math.exp(min({}, 5.0))",
+                                   "math.sin({})", "math.atan({})", "math.floor({}) * 1.0"]))
+        return fn.format(draw(sub))
+    if form == "minmax":
+        return f"{draw(st.sampled_from(['min', 'max']))}({draw(sub)}, {draw(sub)})"
+    return f"(-{draw(sub)})"
+
+
+@st.composite
+def bool_exprs(draw, depth: int, loop_vars: tuple[str, ...]) -> str:
+    cmp = st.sampled_from(["<", "<=", ">", ">=", "==", "!="])
+    form = draw(st.sampled_from(["leaf", "int", "float", "mixed", "not", "and_or", "element"]
+                                if depth > 0 else ["leaf"]))
+    if form == "leaf":
+        return draw(st.sampled_from(BOOL_VARS + ["True"]))
+    if form == "int":
+        return f"({draw(int_exprs(depth - 1, loop_vars))} {draw(cmp)} " \
+               f"{draw(int_exprs(depth - 1, loop_vars))})"
+    if form == "float":
+        return f"({draw(float_exprs(depth - 1, loop_vars))} {draw(cmp)} " \
+               f"{draw(float_exprs(depth - 1, loop_vars))})"
+    if form == "mixed":
+        return f"({draw(int_exprs(depth - 1, loop_vars))} {draw(cmp)} " \
+               f"{draw(float_exprs(depth - 1, loop_vars))})"
+    if form == "not":
+        return f"(not {draw(bool_exprs(depth - 1, loop_vars))})"
+    if form == "element":
+        return f"bool(x[{draw(int_exprs(0, loop_vars))} % len(x)] {draw(cmp)} 0.5)"
+    op = draw(st.sampled_from(["and", "or"]))
+    return f"({draw(bool_exprs(depth - 1, loop_vars))} {op} " \
+           f"{draw(bool_exprs(depth - 1, loop_vars))})"
+
+
+@st.composite
+def statements(draw, indent: int, depth: int, loop_vars: tuple[str, ...]) -> list[str]:
+    pad = "    " * indent
+    lines = []
+    for _ in range(draw(st.integers(1, 3))):
+        kinds = ["int", "float", "bool", "store", "raise"] + (
+            ["if", "for", "while"] if depth > 0 else []) + (
+            ["break", "continue"] if loop_vars else [])
+        kind = draw(st.sampled_from(kinds))
+        if kind == "int":
+            lines.append(f"{pad}{draw(st.sampled_from(INT_VARS[2:]))} = "
+                         f"max(-{CLAMP}, min({CLAMP}, {draw(int_exprs(2, loop_vars))}))")
+        elif kind == "float":
+            lines.append(f"{pad}{draw(st.sampled_from(FLOAT_VARS[1:]))} = "
+                         f"{draw(float_exprs(2, loop_vars))}")
+        elif kind == "bool":
+            lines.append(f"{pad}p0 = {draw(bool_exprs(2, loop_vars))}")
+        elif kind == "store":
+            lines.append(f"{pad}x[{draw(int_exprs(1, loop_vars))} % len(x)] = "
+                         f"{draw(float_exprs(1, loop_vars))}")
+        elif kind == "raise":
+            lines.append(f"{pad}if {draw(bool_exprs(1, loop_vars))}:")
+            lines.append(f"{pad}    raise ValueError('fuzzed')")
+        elif kind == "if":
+            lines.append(f"{pad}if {draw(bool_exprs(2, loop_vars))}:")
+            lines += draw(statements(indent + 1, depth - 1, loop_vars))
+            lines.append(f"{pad}else:")
+            lines += draw(statements(indent + 1, depth - 1, loop_vars))
+        elif kind == "for":
+            var = f"k{len(loop_vars)}"
+            bounds = draw(st.sampled_from(["4", "a % 5", "len(x)", "6, -1, -2", "b, 9, 3"]))
+            lines.append(f"{pad}for {var} in range({bounds}):")
+            lines += draw(statements(indent + 1, depth - 1, (*loop_vars, var)))
+        elif kind == "while":
+            var = f"w{len(loop_vars)}"
+            lines.append(f"{pad}{var} = 0")
+            lines.append(f"{pad}while {var} < 6 and {draw(bool_exprs(1, loop_vars))}:")
+            lines.append(f"{pad}    {var} += 1")
+            lines += draw(statements(indent + 1, depth - 1, (*loop_vars, var)))
+        else:
+            lines.append(f"{pad}if {draw(bool_exprs(1, loop_vars))}:")
+            lines.append(f"{pad}    {kind}")
+    return lines
+
+
+@st.composite
+def programs(draw) -> str:
+    body = ["    for k in range(2):"] + draw(statements(2, 2, ("k",)))
+    return HEADER + "\n".join(body) + f"\n    return {RESULT}\n"
+
+
+_MODULES = Path(tempfile.mkdtemp(prefix="tsjit_native_fuzz_"))
+
+
+def load(source: str):
+    """Import `source` from a real file (script() reads functions' source files)."""
+    name = "native_fuzzed_" + hashlib.sha1(source.encode()).hexdigest()[:16]
+    path = _MODULES / f"{name}.py"
+    path.write_text("import tsjit\n" + source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module.fuzzed
+
+
+ARGUMENTS = st.tuples(
+    st.integers(-20, 20), st.integers(-20, 20),
+    st.sampled_from([0.0, -0.0, 1.0, -2.5, 0.1, 7.0, math.inf, -math.inf, math.nan]),
+    st.booleans(),
+    st.tuples(st.lists(st.floats(-4, 4, allow_nan=False), min_size=1, max_size=5),
+              st.sampled_from(["float64", "float32", "int32", "int8"])).map(
+        lambda values_dtype: np.array(values_dtype[0]).astype(values_dtype[1])))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+          derandomize=True)
+@given(source=programs(), calls=st.lists(ARGUMENTS, min_size=3, max_size=3))
+def test_random_scalar_programs_match_python(source, calls):
+    fn = load(source)
+    try:
+        check_native(fn, *calls)
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n--- program ---\n{source}") from None
+
+
+WIDE_HEADER = """\
+def fuzzed(a: int, b: int, c: int):
+    x = 0
+    y = 1
+"""
+WIDE_CONSTANTS = ["1", "-1", "3", "-7", "2", str(2 ** 31), str(-(2 ** 62)), str(INT64_MAX)]
+
+
+@st.composite
+def wide_int_exprs(draw, depth: int, names: tuple[str, ...]) -> str:
+    """Int expressions whose exact values may need more than 64 bits: chains of `+ - *`
+    with constants (one overflow test each), products, shifts, powers, `//`, negation."""
+    leaf = st.sampled_from([*names, *WIDE_CONSTANTS])
+    if depth <= 0:
+        return draw(leaf)
+    sub = wide_int_exprs(depth - 1, names)
+    form = draw(st.sampled_from(["leaf", "affine", "arith", "shift", "power", "div", "unary",
+                                 "ternary"]))
+    if form == "leaf":
+        return draw(leaf)
+    if form == "affine":
+        return f"({draw(st.sampled_from(WIDE_CONSTANTS))} * {draw(sub)} " \
+               f"{draw(st.sampled_from(['+', '-']))} {draw(st.sampled_from(WIDE_CONSTANTS))})"
+    if form == "arith":
+        return f"({draw(sub)} {draw(st.sampled_from(['+', '-', '*']))} {draw(sub)})"
+    if form == "shift":
+        return f"({draw(sub)} {draw(st.sampled_from(['<<', '>>']))} {draw(st.integers(0, 70))})"
+    if form == "power":
+        return f"({draw(sub)} ** {draw(st.integers(0, 70))})"
+    if form == "div":
+        return f"({draw(sub)} {draw(st.sampled_from(['//', '%']))} {draw(leaf)})"
+    if form == "unary":
+        return f"{draw(st.sampled_from(['-', 'abs']))}({draw(sub)})"
+    return f"({draw(sub)} if {draw(sub)} > {draw(sub)} else {draw(sub)})"
+
+
+@st.composite
+def wide_programs(draw) -> str:
+    names = ("a", "b", "c", "x", "y")
+    body = [f"    x = {draw(wide_int_exprs(2, names))}",
+            "    for i in range(3):",
+            f"        y = {draw(wide_int_exprs(2, (*names, 'i')))}",
+            f"        x = {draw(wide_int_exprs(1, (*names, 'i')))}"]
+    return WIDE_HEADER + "\n".join(body) + "\n    return x, y\n"
+
+
+WIDE_INTS = st.one_of(st.integers(-20, 20), st.sampled_from(
+    [INT64_MIN, INT64_MAX, INT64_MIN + 1, INT64_MAX - 1, 2 ** 31, -(2 ** 32), 3 ** 39]))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+          derandomize=True)
+@given(source=wide_programs(), calls=st.lists(st.tuples(WIDE_INTS, WIDE_INTS, WIDE_INTS),
+                                              min_size=3, max_size=3))
+def test_random_int_programs_beyond_64_bits_match_python(source, calls):
+    """Every int result beyond 64 bits is noticed: the region runs again and gives
+    Python's exact ints (an overflow native code missed would give a wrapped one).  Not
+    every program runs natively: constant folding may leave a constant beyond 64 bits."""
+    fn = load(source)
+    try:
+        check_native(fn, *calls, natively=False)
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n--- program ---\n{source}") from None
