@@ -56,6 +56,14 @@ CHUNK = 256
 ACCESS_READ, ACCESS_WRITE = 1, 2
 DRIVER_SYMBOL = "tsjit_elementwise_run"
 PARALLEL_FOR = "tsjit_parallel_for"
+GET_NUM_THREADS = "tsjit_get_num_threads"
+# A parallel job is cut into about this many blocks per thread, claimed one at a time: a
+# thread that shares its core with another process (or starts late) takes fewer blocks
+# instead of setting the job's time, and the finishing tail is one block long.
+BLOCKS_PER_THREAD = 16
+# Flat blocks start at multiples of this many elements (whole cache lines for every dtype),
+# so threads do not write the same line and each block's vector loop has no odd start.
+FLAT_BLOCK_ALIGN = 64
 
 BODY_TYPE = ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64])
 # Per operand: itemsize, rank, access bits. A kernel module holds a constant array of these.
@@ -63,8 +71,9 @@ OPERAND_INFO_TYPE = ir.LiteralStructType([I64, I64, I64])
 # Field numbers of JOB_TYPE.
 (
     JOB_BODY, JOB_SCALARS, JOB_OPERANDS, JOB_N_OPERANDS, JOB_RANK, JOB_INFO, JOB_OUT_OPERAND,
-    JOB_PARALLEL_MIN, JOB_DATA, JOB_SHAPE, JOB_STRIDES,
-) = range(11)
+    JOB_PARALLEL_MIN, JOB_DATA, JOB_SHAPE, JOB_STRIDES, JOB_TASK, JOB_ITEMS, JOB_BLOCK,
+    JOB_NEXT_BLOCK,
+) = range(15)
 JOB_TYPE = ir.LiteralStructType(
     [
         PTR,  # body
@@ -78,6 +87,10 @@ JOB_TYPE = ir.LiteralStructType(
         ir.ArrayType(PTR, MAX_OPERANDS),  # data pointers
         ir.ArrayType(I64, MAX_RANK),  # collapsed shape (filled by the driver)
         ir.ArrayType(I64, MAX_OPERANDS * MAX_RANK),  # collapsed byte strides [k][d]
+        PTR,  # task run over the blocks of a parallel job: rows or flat elements
+        I64,  # items (rows or elements) of the parallel job
+        I64,  # items per block
+        I64,  # next block to claim (atomic)
     ]
 )
 
@@ -119,6 +132,7 @@ class _Driver:
     def build(self) -> ir.Module:
         flat_task = self.build_flat_task()
         rows_task = self.build_rows_task()
+        self.claim_task = self.build_claim_task() if self.parallel else None
         fn = self._function(DRIVER_SYMBOL, [PTR], internal=False)
         b = ir.IRBuilder(fn.append_basic_block())
         job = fn.args[0]
@@ -142,13 +156,13 @@ class _Driver:
         parallel_min = self.get(b, job, I64, JOB_PARALLEL_MIN)
         with b.if_else(self.is_flat(b, job, operands, out_dims)) as (flat, strided):
             with flat:
-                self.dispatch(b, flat_task, job, n, parallel_min)
+                self.dispatch(b, flat_task, job, n, parallel_min, FLAT_BLOCK_ALIGN)
             with strided:
                 self.fill_strides(b, job, operands, out_dims)
                 self.collapse(b, job)
                 inner = self.get(b, job, I64, JOB_SHAPE, b.sub(rank, i64(1)))
                 grain = b.add(b.sdiv(parallel_min, inner), i64(1))
-                self.dispatch(b, rows_task, job, b.sdiv(n, inner), grain)
+                self.dispatch(b, rows_task, job, b.sdiv(n, inner), grain, 1)
         b.ret_void()
         return self.module
 
@@ -272,20 +286,60 @@ class _Driver:
 
         loop(b, i64(0), j, clear)
 
-    def dispatch(self, b: ir.IRBuilder, task: ir.Function, job, n, grain) -> None:
+    def dispatch(self, b: ir.IRBuilder, task: ir.Function, job, n, grain, align: int) -> None:
         """Run task over [0, n): on the calling thread when small (or without the
-        runtime), else split across the runtime's thread pool."""
+        runtime), else as blocks of at least ``grain`` items (a multiple of ``align``) that
+        the pool's threads claim one at a time (``build_claim_task``)."""
         if not self.parallel:
             b.call(task, [job, i64(0), n])
             return
-        parallel_for = self.module.globals.get(PARALLEL_FOR) or ir.Function(
-            self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64]), PARALLEL_FOR
-        )
-        with b.if_else(b.icmp_signed(">", n, grain)) as (split, inline):
-            with split:
-                b.call(parallel_for, [task, job, n, grain])
+        threads = b.sext(b.call(self.runtime_function(GET_NUM_THREADS, I32, []), []), I64)
+        split = b.and_(b.icmp_signed(">", n, grain), b.icmp_signed(">", threads, i64(1)))
+        with b.if_else(split) as (parallel, inline):
+            with parallel:
+                blocks = b.mul(threads, i64(BLOCKS_PER_THREAD))
+                block = _max(b, grain, b.sdiv(b.add(n, b.sub(blocks, i64(1))), blocks))
+                block = b.mul(b.sdiv(b.add(block, i64(align - 1)), i64(align)), i64(align))
+                for number, value in ((JOB_TASK, task), (JOB_ITEMS, n), (JOB_BLOCK, block),
+                                      (JOB_NEXT_BLOCK, i64(0))):
+                    b.store(value, self.field(b, job, number))
+                n_blocks = b.sdiv(b.add(n, b.sub(block, i64(1))), block)
+                parallel_for = self.runtime_function(PARALLEL_FOR, ir.VoidType(),
+                                                     [PTR, PTR, I64, I64])
+                b.call(parallel_for, [self.claim_task, job, n_blocks, i64(1)])
             with inline:
                 b.call(task, [job, i64(0), n])
+
+    def runtime_function(self, name: str, result: ir.Type, args: list[ir.Type]) -> ir.Function:
+        return self.module.globals.get(name) or ir.Function(
+            self.module, ir.FunctionType(result, args), name)
+
+    def build_claim_task(self) -> ir.Function:
+        """The pool's task for a block-split job: each call (at most one per thread) claims
+        blocks until none is left, so its own [begin, end) only says that it is one of the
+        job's participants."""
+        fn = self._function("tsjit_elementwise_claim_task", [PTR, I64, I64], internal=True)
+        job = fn.args[0]
+        entry, claim, run, done = (fn.append_basic_block(name)
+                                   for name in ("entry", "claim", "run", "done"))
+        b = ir.IRBuilder(entry)
+        items = self.get(b, job, I64, JOB_ITEMS)
+        block = self.get(b, job, I64, JOB_BLOCK)
+        task = self.get(b, job, PTR, JOB_TASK)
+        b.branch(claim)
+        b.position_at_end(claim)
+        index = b.atomic_rmw("add", self.field(b, job, JOB_NEXT_BLOCK), i64(1), "monotonic")
+        begin = b.mul(index, block)
+        b.cbranch(b.icmp_signed("<", begin, items), run, done)
+        b.position_at_end(run)
+        end = b.add(begin, block)
+        end = b.select(b.icmp_signed("<", end, items), end, items)
+        indirect_call(b, ir.FunctionType(ir.VoidType(), [PTR, I64, I64]), task,
+                      [job, begin, end])
+        b.branch(claim)
+        b.position_at_end(done)
+        b.ret_void()
+        return fn
 
     # ------------------------------------------------------------------ tasks
     def build_flat_task(self) -> ir.Function:
@@ -300,9 +354,10 @@ class _Driver:
         return fn
 
     def build_rows_task(self) -> ir.Function:
-        """Rows [begin, end) of the collapsed iteration space, in chunks: operands with a
-        non-unit stride along the row are gathered into (outputs scattered from) stack
-        buffers, so the kernel's vectorized body serves every layout."""
+        """Rows [begin, end) of the collapsed iteration space. When an operand has a
+        non-unit stride along the row, rows run in chunks: such operands are gathered into
+        (outputs scattered from) stack buffers, so the kernel's vectorized body serves every
+        layout."""
         fn = self._function("tsjit_elementwise_rows_task", [PTR, I64, I64], internal=True)
         b = ir.IRBuilder(fn.append_basic_block())
         job, begin, end = fn.args
@@ -316,6 +371,13 @@ class _Driver:
         last = b.sub(rank, i64(1))
         inner = self.get(b, job, I64, JOB_SHAPE, last)
         n_chunks = b.sdiv(b.add(inner, i64(CHUNK - 1)), i64(CHUNK))
+        # Every operand contiguous along the row (broadcast rows, slices of wider arrays):
+        # the body takes whole rows, no chunks.
+        all_direct = stack_slot(b, I1, ir.Constant(I1, 1))
+        loop(b, i64(0), n_operands, lambda b, k: b.store(b.and_(
+            b.load(all_direct, typ=I1),
+            b.icmp_signed("==", b.load(self.stride_slot(b, job, k, last), typ=I64),
+                          self.info(b, job, k, 0))), all_direct))
 
         def row(b: ir.IRBuilder, index: ir.Value) -> None:
             loop(b, i64(0), n_operands,
@@ -334,7 +396,13 @@ class _Driver:
                     element(b, offsets, k, I64)))
 
             loop(b, i64(0), last, unravel)
-            loop(b, i64(0), n_chunks, lambda b, c: chunk(b, b.mul(c, i64(CHUNK))))
+            with b.if_else(b.load(all_direct, typ=I1)) as (whole, chunked):
+                with whole:
+                    loop(b, i64(0), n_operands, lambda b, k: b.store(
+                        place(b, k, i64(0))[0], element(b, pointers, k, PTR)))
+                    indirect_call(b, BODY_TYPE, body, [pointers, scalars, i64(0), inner])
+                with chunked:
+                    loop(b, i64(0), n_chunks, lambda b, c: chunk(b, b.mul(c, i64(CHUNK))))
 
         def place(b: ir.IRBuilder, k: ir.Value, start: ir.Value):
             """(address of this chunk of operand k, its stride, whether it is unit)."""
@@ -374,6 +442,10 @@ class _Driver:
         loop(b, begin, end, row)
         b.ret_void()
         return fn
+
+
+def _max(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    return b.select(b.icmp_signed(">", x, y), x, y)
 
 
 def _abs(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
