@@ -24,11 +24,13 @@ flags are set: results do not depend on how the surrounding kernel is compiled.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
+import llvmlite.binding as llvm
 from llvmlite import ir
 
 from tsjit.codegen import vmath_poly as K
@@ -180,8 +182,16 @@ class _Emit:
         return self.from_bits(self.b.shl(biased, self.int(self.fmt.mant_bits)))
 
     def ldexp(self, p, n):
-        """p * 2**n for p near 1, n from far below the denormals to past overflow: two
-        factors that each stay normal, so an underflowing result is rounded only once."""
+        """p * 2**n for p near 1, n from far below the denormals to past overflow, rounded
+        once. With AVX-512, ``llvm.ldexp`` is one ``vscalef`` per vector; elsewhere it
+        would be a libm call per element, so two factors that each stay normal are used."""
+        if _has_vector_ldexp():
+            i32 = ir.IntType(32)
+            fn = self.b.module.declare_intrinsic(
+                "llvm.ldexp", [self.fmt.ftype, i32],
+                ir.FunctionType(self.fmt.ftype, [self.fmt.ftype, i32]))
+            exponent = n if n.type == i32 else self.b.trunc(n, i32)
+            return self.b.call(fn, [self.v(p), exponent])
         half = self.b.ashr(n, self.int(1))
         return self.mul(self.mul(p, self.pow2(half)), self.pow2(self.b.sub(n, half)))
 
@@ -194,6 +204,12 @@ class _Emit:
     def clear_low_bits(self, x, count: int):
         """x with its lowest ``count`` mantissa bits zeroed (truncated toward zero)."""
         return self.from_bits(self.b.and_(self.bits(x), self.int(-(1 << count))))
+
+
+@functools.cache
+def _has_vector_ldexp() -> bool:
+    """Whether the host (the JIT's target) lowers ``llvm.ldexp`` on vectors natively."""
+    return llvm.get_host_cpu_features().get("avx512f", False)
 
 
 _INF = float("inf")
