@@ -6,6 +6,10 @@ specializing (but on the unspecialized graph, without profiling, so that each te
 the native code on every call).  `check_native` compares that with eager Python on fresh
 copies of each argument tuple: results (types included), exception classes, warnings and
 argument mutations; it also requires that the region really ran natively.
+
+Native ints are 64 bits wide and wrap around (codegen/scalar/__init__.py): where a result
+leaves the int64 range, `check_native(fn, ..., reference=wrapped(fn))` compares with
+eager Python's ints reduced to 64 bits.
 """
 from __future__ import annotations
 
@@ -22,6 +26,25 @@ from tsjit.interpreter import compile_graph
 from tsjit.passes.lower_native_regions import lower_native_regions
 
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+
+
+def wrap_ints(value):
+    """`value` with every int in it (not bools) reduced to int64 in two's complement."""
+    if type(value) is int:
+        return (value - INT64_MIN) % 2 ** 64 + INT64_MIN
+    if type(value) in (tuple, list):
+        return type(value)(map(wrap_ints, value))
+    return value
+
+
+def wrapped(fn):
+    """fn with its int results reduced to 64 bits: what native code returns where each
+    int operation that leaves the int64 range feeds only `+ - * << **`, negation or the
+    result (those commute with the reduction modulo 2**64)."""
+    def reduced(*args):
+        return wrap_ints(fn(*args))
+    reduced.__name__ = f"wrapped({fn.__name__})"
+    return reduced
 
 
 def native(fn):
@@ -42,13 +65,16 @@ def with_warnings(fn, args: tuple) -> tuple[tuple[str, object], list[tuple[type,
     return result, [(w.category, str(w.message)) for w in caught]
 
 
-def check_native(fn, *calls: tuple, natively: bool = True) -> list[NativeFunction]:
+def check_native(fn, *calls: tuple, natively: bool = True, reference=None
+                 ) -> list[NativeFunction]:
+    """Compare native fn with `reference` (eager fn unless given) on each call."""
     run, regions = native(fn)
     assert regions, f"{fn.__name__} has no native region"
+    reference = reference or fn
     for args in calls:
         eager_args, native_args = copy.deepcopy(args), copy.deepcopy(args)
-        (want, warned), (got, warns) = (with_warnings(f, a) for f, a in ((fn, eager_args),
-                                                                         (run, native_args)))
+        (want, warned), (got, warns) = (with_warnings(f, a) for f, a in (
+            (reference, eager_args), (run, native_args)))
         assert warns == warned, f"{fn.__name__}{args!r}: warnings {warns} != {warned}"
         assert got[0] == want[0], f"{fn.__name__}{args!r}: native {got}, eager {want}"
         if want[0] == "raise":

@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 import pytest
 from _differential import assert_same
-from _native import INT64_MAX, INT64_MIN, check_native, native
+from _native import INT64_MAX, INT64_MIN, check_native, native, wrap_ints, wrapped
 
 import tsjit
 from tsjit.passes.lower_native_regions import lower_native_regions
@@ -116,8 +116,9 @@ INT_PAIRS = [(7, 2), (-7, 2), (7, -2), (-7, -2), (0, 3), (-1, 5), (6, -3), (-6, 
              (123456789, 1000), (INT64_MAX, 7), (INT64_MIN, -7), (INT64_MIN + 1, -1)]
 
 
-def test_int_arithmetic_follows_python():
-    check_native(int_ops, *INT_PAIRS)
+def test_int_arithmetic_follows_python_reduced_to_64_bits():
+    """`INT64_MAX + 7`, `INT64_MIN * -7`, `-INT64_MIN` and their kind wrap around."""
+    check_native(int_ops, *INT_PAIRS, reference=wrapped(int_ops))
 
 
 def test_int_division_by_zero_raises_zero_division_error():
@@ -153,11 +154,15 @@ def grows(a: int, n: int) -> int:
     return t
 
 
-def test_an_int_beyond_64_bits_reruns_the_region_in_the_interpreter():
-    """Native ints are 64 bits; an exact result that does not fit gives up on the run, and
-    the interpreter computes Python's int from the region's inputs."""
-    (region,) = check_native(grows, (1, 10), (1, 60), (INT64_MAX, 1), (-(2 ** 40), 30))
-    assert region.stats()["native_calls"] == 4 and region.stats()["reruns"] == 3
+def test_an_int_beyond_64_bits_wraps_around_in_native_code():
+    """Native ints are 64 bits and wrap (two's complement), with no re-run: Python's exact
+    int reduced to 64 bits."""
+    (region,) = check_native(grows, (1, 10), (1, 60), (INT64_MAX, 1), (-(2 ** 40), 30),
+                             reference=wrapped(grows))
+    assert region.stats()["native_calls"] == 4 and region.stats()["reruns"] == 0
+    run, _ = native(grows)
+    assert run(INT64_MAX, 1) == INT64_MAX - 2          # 3 * (2**63 - 1) - 2**64
+    assert run(2 ** 62, 1) == -(2 ** 62)               # 3 * 2**62 - 2**64
 
 
 def negate(a: int) -> int:
@@ -203,7 +208,7 @@ def constant_minus(a: int) -> int:
 BIG_UINT64 = np.array([5, 2 ** 64 - 1, 2 ** 63], dtype=np.uint64)
 
 
-@pytest.mark.parametrize("fn, fitting, overflowing", [
+@pytest.mark.parametrize("fn, fitting, wrapping", [
     (negate, [(INT64_MAX,), (INT64_MIN + 1,)], [(INT64_MIN,)]),
     (absolute, [(INT64_MIN + 1,), (-5,)], [(INT64_MIN,)]),
     (quotient, [(INT64_MIN, 1), (INT64_MIN, -2)], [(INT64_MIN, -1)]),
@@ -220,10 +225,12 @@ BIG_UINT64 = np.array([5, 2 ** 64 - 1, 2 ** 63], dtype=np.uint64)
     (plus_one, [(INT64_MAX - 1,), (INT64_MIN,)], [(INT64_MAX,)]),
     (constant_minus, [(INT64_MAX,), (INT64_MIN + 6,)], [(INT64_MIN + 5,), (INT64_MIN,)]),
 ])
-def test_each_int_operation_reruns_where_python_goes_beyond_64_bits(fn, fitting, overflowing):
-    (region,) = check_native(fn, *fitting, *overflowing)
-    assert region.stats()["reruns"] == len(overflowing)
-    assert region.stats()["native_calls"] == len(fitting) + len(overflowing)
+def test_each_int_operation_wraps_where_python_goes_beyond_64_bits(fn, fitting, wrapping):
+    for args in wrapping:                      # eager Python's result does leave int64
+        assert wrap_ints(fn(*args)) != fn(*args), args
+    (region,) = check_native(fn, *fitting, *wrapping, reference=wrapped(fn))
+    assert region.stats()["reruns"] == 0
+    assert region.stats()["native_calls"] == len(fitting) + len(wrapping)
 
 
 def collatz_steps(x: int, n: int) -> int:
@@ -239,15 +246,16 @@ def nested_choice(a: int, b: int) -> int:
     return a * 2 if a > b else (b - a if b > 0 else -b)
 
 
-def test_an_overflow_counts_only_in_the_arm_taken():
-    """Small ifs run both arms and select (emitter._select_if): an arm not taken may
-    overflow without consequence, the arm taken gives up."""
+def test_small_ifs_select_the_wrapped_result_of_the_arm_taken():
+    """Small ifs run both arms and select (emitter._select_if): whichever arm wraps, the
+    result is the taken arm's, reduced to 64 bits."""
     (region,) = check_native(collatz_steps, (27, 20), (2 ** 62, 1), (2 ** 62 + 1, 1),
-                             (-(2 ** 62) + 1, 1))
-    assert region.stats()["reruns"] == 2
+                             (-(2 ** 62) + 1, 1), reference=wrapped(collatz_steps))
+    assert region.stats()["reruns"] == 0
     (region,) = check_native(nested_choice, (3, 1), (2 ** 62, 0), (INT64_MIN, -5),
-                             (-1, INT64_MIN), (0, 7), (INT64_MIN, 5), (INT64_MIN, INT64_MIN))
-    assert region.stats()["reruns"] == 3
+                             (-1, INT64_MIN), (0, 7), (INT64_MIN, 5), (INT64_MIN, INT64_MIN),
+                             reference=wrapped(nested_choice))
+    assert region.stats()["reruns"] == 0
 
 
 def square_into(out: tsjit.Tensor, t: int) -> int:
@@ -257,24 +265,11 @@ def square_into(out: tsjit.Tensor, t: int) -> int:
     return t
 
 
-def test_an_overflow_before_any_effect_reruns_and_after_one_raises():
-    """A region that writes an array may re-run only while it has not written yet; once it
-    has, it raises an OverflowError naming the operation and why (documented in
-    codegen/scalar/bailout.py), with the writes done so far left in place."""
-    run, (region,) = native(square_into)
-    for t in (3, 2 ** 40):                    # no overflow; an overflow before out[0] = 1
-        out, eager_out = np.zeros(3), np.zeros(3)
-        assert_same(run(out, t), square_into(eager_out, t))
-        assert_same(out, eager_out)
-    assert region.stats()["reruns"] == 1
-    out = np.zeros(3)
-    with pytest.raises(OverflowError) as info:
-        run(out, 2 ** 20)                     # 2**40 is written, then 2**80 overflows
-    message = str(info.value)
-    assert "aten::mul" in message and "already performed an effect" in message
-    assert "t = t * t" in message and "<--- HERE" in message
-    assert_same(out, np.array([1.0, 0.0, 0.0]))
-    assert region.stats()["reruns"] == 1 and region.stats()["native_calls"] == 3
+def test_ints_wrap_also_after_an_effect():
+    """Wrapping is no bailout: a region that wrote an array goes on, its writes done."""
+    (region,) = check_native(square_into, (np.zeros(3), 3), (np.zeros(3), 2 ** 40),
+                             (np.zeros(3), 2 ** 20), reference=wrapped(square_into))
+    assert region.stats()["reruns"] == 0 and region.stats()["native_calls"] == 3
 
 
 def store_then_power(out: tsjit.Tensor, x: float, y: float) -> float:
@@ -292,34 +287,34 @@ def test_a_result_of_another_type_after_a_write_raises_a_type_error():
     assert_same(out, np.array([-2.0]))
 
 
-def overflow_warning_then_grow(x: tsjit.Tensor, t: int) -> int:
+def warning_then_power(x: tsjit.Tensor, t: int, n: int):
     y = x[0] * x[0]
-    return t * t + int(y > 0)
+    return t ** n + int(y > 0)
 
 
 def test_a_numpy_warning_counts_as_an_effect():
     """A NumPy warning is output, like a print: a re-run would emit it twice."""
-    run, (region,) = native(overflow_warning_then_grow)
+    run, (region,) = native(warning_then_power)
     small, huge = np.array([2.0], np.float32), np.array([3e38], np.float32)
-    assert run(small, 2 ** 40) == 2 ** 80 + 1                   # no warning: re-runs
+    assert_same(run(small, 2, -1), 1.5)                        # no warning: re-runs
     with pytest.warns(RuntimeWarning, match="overflow"):
-        assert run(huge, 2 ** 20) == 2 ** 40 + 1
+        assert_same(run(huge, 2, 3), 9)
     with pytest.warns(RuntimeWarning, match="overflow"), \
-            pytest.raises(OverflowError, match="already performed an effect"):
-        run(huge, 2 ** 40)
+            pytest.raises(TypeError, match="already performed an effect"):
+        run(huge, 2, -1)
     assert region.stats()["reruns"] == 1
 
 
-def print_then_grow(t: int) -> int:
+def print_then_power(t: int, n: int):
     print("start")
-    return t * t
+    return t ** n
 
 
 def test_a_region_that_printed_does_not_rerun(capsys):
-    run, (region,) = native(print_then_grow)
-    assert run(2 ** 20) == 2 ** 40
-    with pytest.raises(OverflowError, match="already performed an effect"):
-        run(2 ** 40)
+    run, (region,) = native(print_then_power)
+    assert_same(run(2, 3), 8)
+    with pytest.raises(TypeError, match="float.*already performed an effect"):
+        run(2, -1)
     assert capsys.readouterr().out == "start\n" * 2 and region.stats()["reruns"] == 0
 
 
@@ -328,7 +323,8 @@ def shifts(a: int, n: int):
 
 
 def test_shifts_follow_python_and_reject_negative_counts():
-    check_native(shifts, (5, 3), (-5, 1), (-1, 70), (1, 63), (3, 64), (7, 0), (5, -1))
+    check_native(shifts, (5, 3), (-5, 1), (-1, 70), (1, 63), (3, 64), (7, 0), (5, -1),
+                 reference=wrapped(shifts))
 
 
 def true_division(a: int, b: int) -> float:
@@ -468,7 +464,7 @@ def ranges(a: int, b: int, s: int) -> int:
 def test_range_with_any_step():
     check_native(ranges, (0, 10, 1), (10, 0, -1), (3, 30, 7), (30, 3, -7), (5, 5, 1),
                  (INT64_MIN, INT64_MAX, 2 ** 62), (INT64_MAX, INT64_MIN, -(2 ** 62)),
-                 (-4, 9, 3), (0, 10, 0))
+                 (-4, 9, 3), (0, 10, 0), reference=wrapped(ranges))
 
 
 def asserts_and_raises(n: int) -> int:

@@ -10,18 +10,25 @@ functions; arrays of bool/int/uint/float32/float64 that are indexed (`x[i]`, `x[
 NumPy scalars (the elements) and their arithmetic; lists of numbers that are only read;
 `raise`, `assert` and `print`.
 
-Semantics are the interpreter's (and so eager Python's), bit for bit.  Script ints are 64
-bits wide in native code: an int operation whose exact result does not fit (`+ - * << **`,
-negation, `abs`, `//`, `int()`) is detected (LLVM's overflow intrinsics or one range test
-per chain of operations with constants), and so is a fallback whose Python result is of
-another type than the IR's (`int ** -1` is a float, `(-2.0) ** 0.5` a complex number).
-Native code then gives up and the region runs again from its original inputs in the
-interpreter, which gives Python's result (a bignum, a float, a complex); stats() count it
-as a bailout.  That re-run is only sound while the run has done nothing observable: once
-the region has written an array, printed or emitted a NumPy warning, it raises instead an
-`OverflowError` (or `TypeError`) naming the operation, why it could not re-run, and the
-script location — the one documented case where a scripted function raises where eager
-Python returns (bailout.py).  Floats are CPython's bit for bit (no contraction or
+Semantics are the interpreter's (and so eager Python's), bit for bit, with one documented
+difference: script ints are 64 bits wide ("`int` is 64-bit in script code", API.md), as
+in TorchScript and Numba.  In native code every int operation (`+ - * << **`, negation,
+`abs`, `//`, `%`, conversions such as `int()`, `round()` and `math.floor()` of a float or
+a NumPy number) gives Python's exact result for its operands reduced to 64 bits in two's
+complement: it wraps around, and nothing on the hot path tests for it.  `//` and `%` keep
+Python's floor semantics (`-2**63 // -1` wraps to -2**63), and a zero divisor raises
+ZeroDivisionError.  The interpreter computes with Python ints, so native code and the
+interpreter give the same ints exactly when no int result leaves the int64 range; where
+one does, native code gives the wrapped value and the interpreter (a region that is not
+compiled, a bignum argument, a constant folded at compile time) the exact one.
+
+A result of another *type* than the IR's is not an overflow: `int ** negative int` is a
+float and `(-2.0) ** 0.5` a complex number.  Native code cannot hold it, so it gives up and
+the region runs again from its original inputs in the interpreter, which gives Python's
+value; stats() count it as a bailout.  That re-run is only sound while the run has done
+nothing observable: once the region has written an array, printed or emitted a NumPy
+warning, it raises instead a TypeError naming the operation, why it could not re-run, and
+the script location (bailout.py).  Floats are CPython's bit for bit (no contraction or
 reassociation); `math` functions call the same C library CPython calls.  NumPy scalars
 follow NumPy (NEP 50 promotion, the dtype's rounding and wrap-around).
 
@@ -31,8 +38,8 @@ NumPy integer, a `raise`), the node runs in the interpreter (sites.py), which ra
 eager exception with the script location in its message, or emits NumPy's own warning
 under the current errstate.  Arguments of other kinds than a variant was compiled for fail
 its guards and take another variant or the interpreter (native_function.py).  A small
-`if` of branch-free operations runs both arms and selects (emitter.py), so the checks
-above do not cost a hot loop an unpredictable branch.
+`if` of branch-free operations runs both arms and selects (emitter.py), so that a hot
+loop does not pay an unpredictable branch for it.
 
     ntypes / inference   run-time kinds of values, per variant of a region's inputs
     rules                the per-op lowering rules, registered by python_ops,

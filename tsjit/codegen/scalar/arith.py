@@ -1,11 +1,11 @@
 """Small LLVM building blocks shared by the Python and NumPy semantics of scalar ops.
 
 Arithmetic itself comes from the elementwise kernel library (`element_ops.lower_op`): a
-Python int is NumPy's int64, a Python float is float64, and NumPy's floor division,
-remainder, shifts and comparisons agree with Python's wherever Python does not raise
-(the callers route those cases to the interpreter first) and the exact result fits in
-64 bits (the `*_overflows` tests below tell when it does not; the callers then give up
-on the region's run, see bailout.py).
+Python int is NumPy's int64 with the same two's-complement wrap-around (`-2**63 // -1`
+included: the kernel library makes that division safe), a Python float is float64, and
+NumPy's floor division, remainder, shifts and comparisons agree with Python's, reduced to
+64 bits, wherever Python does not raise (the callers route those cases to the
+interpreter first).
 """
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from ..kernel_spec import KernelOp
 from .ntypes import DOUBLE, I1, I64, PY_BOOL, PY_FLOAT, PY_INT, NType, NumpyScalar, PyScalar
 
 INT64 = np.dtype(np.int64)
-INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 FLOAT64 = np.dtype(np.float64)
 BOOL = np.dtype(np.bool_)
 TWO_63 = 2.0 ** 63
@@ -61,51 +60,6 @@ def to_double(b: ir.IRBuilder, value: ir.Value, kind: NType) -> ir.Value:
     if dtype.kind in "bu":
         return b.uitofp(value, DOUBLE)
     return b.sitofp(value, DOUBLE)
-
-
-def with_overflow(b: ir.IRBuilder, op: str, x: ir.Value, y: ir.Value
-                  ) -> tuple[ir.Value, ir.Value]:
-    """x op y of i64s (op: add, sub, mul), wrapped, and whether the exact result does not
-    fit in 64 bits (LLVM's overflow intrinsics)."""
-    pair = getattr(b, f"s{op}_with_overflow")(x, y)
-    return b.extract_value(pair, 0), b.extract_value(pair, 1)
-
-
-def affine_overflows(b: ir.IRBuilder, x: ir.Value, scale: int, offset: int) -> ir.Value:
-    """Whether the exact `scale * x + offset` does not fit in 64 bits: one unsigned
-    comparison of x with the range where it does (the computation itself stays free to
-    fold: `3 * x + 1` is one `lea`)."""
-    if scale == 0:
-        return const(I1, int(not INT64_MIN <= offset <= INT64_MAX))
-    first, last = INT64_MIN - offset, INT64_MAX - offset
-    if scale < 0:
-        first, last = -last, -first
-        scale = -scale
-    low, high = max(-(-first // scale), INT64_MIN), min(last // scale, INT64_MAX)
-    if low > high:
-        return const(I1, 1)
-    span = high - low
-    return b.icmp_unsigned(">", b.sub(x, const(I64, low)),
-                           const(I64, span - (1 << 64) if span >= 1 << 63 else span))
-
-
-def is_int64_min(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
-    """x == -2**63, the one int whose negation (and absolute value) does not fit."""
-    return b.icmp_signed("==", x, const(I64, INT64_MIN))
-
-
-def floordiv_overflows(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
-    """-2**63 // -1 is 2**63."""
-    return b.and_(is_int64_min(b, x), b.icmp_signed("==", y, const(I64, -1)))
-
-
-def lshift_overflows(b: ir.IRBuilder, x: ir.Value, n: ir.Value) -> ir.Value:
-    """Whether x << n (n >= 0) does not fit in 64 bits: shifting back does not give x."""
-    wide = b.icmp_unsigned(">=", n, const(I64, 64))
-    safe = b.select(wide, const(I64, 0), n)        # LLVM's shifts are poison from 64 on
-    back = b.ashr(b.shl(x, safe), safe)
-    return b.select(wide, b.icmp_signed("!=", x, const(I64, 0)),
-                    b.icmp_signed("!=", back, x))
 
 
 def is_finite(b: ir.IRBuilder, x: ir.Value) -> ir.Value:

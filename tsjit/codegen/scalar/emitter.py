@@ -9,9 +9,9 @@ The function is a METH_FASTCALL | METH_KEYWORDS builtin (see cpython.py):
              small If of branch-free operations runs both arms and selects instead
     exit:    box the results (a tuple when there are several) and return them
     miss:    a guard failed: return `miss_handler(*args, **kwargs)` (the Python dispatcher)
-    rerun:   native code cannot go on (an int outgrew 64 bits, Python's result is of another
-             type): return `rerun_handler(*args)`, the whole region in the interpreter,
-             if no effect has been performed yet, else raise (bailout.py)
+    rerun:   native code cannot go on (Python's result is of another type than the IR's):
+             return `rerun_handler(*args)`, the whole region in the interpreter, if no
+             effect has been performed yet, else raise (bailout.py)
     fail:    an exception is set: return NULL
 
 Rare cases are not reproduced in LLVM: a rule emits a test for them and `python_fallback`
@@ -86,9 +86,6 @@ class FunctionEmitter:
         self._fail: ir.Block | None = None
         self._miss: ir.Block | None = None
         self.bailouts: Bailouts | None = None
-        # While both arms of an `if` run (see _select_if): when the arm being emitted is
-        # the one taken; what the arm notes (an int overflow) only counts then.
-        self.predicate: ir.Value | None = None
         self._out_kinds: dict[Node, list[NType]] = {}   # of the node a rule is emitting
 
     # ------------------------------------------------------------------ the function
@@ -320,17 +317,15 @@ class FunctionEmitter:
         return size
 
     def _select_if(self, node: Node) -> None:
-        """An `if` of a few operations without branches: both arms run, each under its
-        predicate, and selects pick the results, so that a loop around it has no branch
-        the processor could mispredict."""
-        b, outer = self.b, self.predicate
+        """An `if` of a few operations without branches: both arms run and selects pick
+        the results, so that a loop around it has no branch the processor could
+        mispredict."""
+        b = self.b
         cond = self.values[node.inputs[0]].value
         arms = []
-        for block, taken in zip(node.blocks, (cond, b.not_(cond))):
-            self.predicate = taken if outer is None else b.and_(outer, taken)
+        for block in node.blocks:
             self.emit_block(block)
             arms.append([self.values[v] for v in block.outputs])
-        self.predicate = outer
         for k, out in enumerate(node.outputs):
             kind = self.kinds[out]
             parts = zip(coerce(arms[0][k], kind), coerce(arms[1][k], kind))

@@ -7,10 +7,11 @@ compilation, the compiled variant's builtin itself, so a call costs the builtin'
 and nothing in Python.  When a guard fails the builtin calls back `miss`, which picks (or
 compiles, within MAX_VARIANTS) the variant for the new argument kinds, or runs the region
 in the interpreter: a variant the native lowering does not support, arguments native code
-cannot take (a bignum, a list), or a full budget.  Native code that cannot go on (an int
-beyond 64 bits, a result of another type than the IR's) calls back `rerun`, which runs
-the region again from the same arguments in the interpreter (see bailout.py for when it
-may).  Every way through gives the interpreter's results.
+cannot take (a bignum, a list), or a full budget.  Native code that cannot go on (a result
+of another type than the IR's) calls back `rerun`, which runs the region again from the
+same arguments in the interpreter (see bailout.py for when it may).  Every way through
+gives the interpreter's results, but for ints: native ones wrap at 64 bits (see the
+package docstring).
 
 Counters: native calls are counted by the native code itself (`counters[0]`), guard
 failures, interpreted runs (re-runs included, also counted apart) and compilations here;

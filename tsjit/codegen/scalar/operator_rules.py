@@ -1,12 +1,13 @@
 """Native rules for Python's operators (`+ - * / // % ** << >> & | ^`, their augmented
 forms, comparisons, unary `- + ~`).
 
-Operands that are Python numbers get Python's semantics (`//`, `%` floor; exact int/float
-comparison; ZeroDivisionError, negative shift counts, int true division beyond 2**53 and
-non-finite powers through CPython; an int result beyond 64 bits gives up on the region's
-run, see bailout.py); an operand that is a NumPy scalar gives NumPy's semantics
-(numpy_ops).  Augmented assignment of numbers rebinds, so
-`x += y` is `x + y` (arrays never reach these rules).
+Operands that are Python numbers get Python's semantics with ints 64 bits wide (`//`, `%`
+floor; int results wrap around in two's complement, with no test on the hot path; exact
+int/float comparison; ZeroDivisionError, negative shift counts, int true division beyond
+2**53 and non-finite powers through CPython, and `int ** negative int` or a complex
+power, whose result is of another type, make the region run again, see bailout.py); an
+operand that is a NumPy scalar gives NumPy's semantics (numpy_ops).  Augmented
+assignment of numbers rebinds, so `x += y` is `x + y` (arrays never reach these rules).
 """
 from __future__ import annotations
 
@@ -15,27 +16,22 @@ from collections.abc import Sequence
 import numpy as np
 from llvmlite import ir
 
-from ...ir.graph import Node, Value
+from ...ir.graph import Node
 from . import numpy_ops
 from .arith import (
     FLOAT64,
     INT64,
     KERNEL_OPS,
-    affine_overflows,
     any_of,
     compare_int_float,
     const,
     elementwise,
     flip,
-    floordiv_overflows,
     intrinsic,
     is_finite,
-    is_int64_min,
     libm,
-    lshift_overflows,
     to_double,
     to_int64,
-    with_overflow,
 )
 from .emitter import FunctionEmitter
 from .ntypes import (
@@ -59,8 +55,6 @@ _ARITHMETIC = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "lshift
                "and", "or", "xor")
 _BITWISE = ("and", "or", "xor")
 _PREDICATES = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-_AFFINE_KINDS = frozenset(f"aten::{prefix}{op}" for op in ("add", "sub", "mul")
-                          for prefix in ("", "i"))
 _EXACT_INT_DOUBLE = 2 ** 53        # ints of at most this magnitude convert to double exactly
 
 
@@ -119,15 +113,9 @@ def _int_binary(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValue]
     x, y = (to_int64(b, a.value, a.kind) for a in args)
     zero = const(I64, 0)
 
-    def kernel(overflow: ir.Value | None = None) -> list[NValue]:
-        if overflow is not None:
-            em.bailouts.note_overflow(overflow, node)
+    def kernel() -> list[NValue]:
         return [NValue(PY_INT, (elementwise(b, KERNEL_OPS[op], [x, y], INT64),))]
-    if op in ("add", "sub", "mul"):
-        return [NValue(PY_INT, (_checked_arithmetic(em, node, op, x, y),))]
     if op in ("floordiv", "mod", "lshift", "rshift"):
-        check = {"floordiv": floordiv_overflows, "lshift": lshift_overflows}.get(op)
-        overflow = check(b, x, y) if check else None
         if isinstance(y, ir.Constant) and not _python_raises(op, y.constant):
             if op in ("floordiv", "mod") and _power_of_two(y.constant):
                 # floor semantics make these a shift and a mask (LLVM cannot tell once
@@ -135,77 +123,13 @@ def _int_binary(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValue]
                 value = b.ashr(x, const(I64, y.constant.bit_length() - 1)) \
                     if op == "floordiv" else b.and_(x, const(I64, y.constant - 1))
                 return [NValue(PY_INT, (value,))]
-            return kernel(overflow)
+            return kernel()
         rare = b.icmp_signed("==" if op in ("floordiv", "mod") else "<", y, zero)
-        return em.python_fallback(node, args, rare, lambda: kernel(overflow))
+        return em.python_fallback(node, args, rare, kernel)
     if op == "pow":
         return em.python_fallback(node, args, b.icmp_signed("<", y, zero),
-                                  lambda: [NValue(PY_INT, (_int_power(em, node, x, y),))])
+                                  lambda: [NValue(PY_INT, (_int_power(em, x, y),))])
     return kernel()
-
-
-def _checked_arithmetic(em: FunctionEmitter, node: Node, op: str, x: ir.Value, y: ir.Value
-                       ) -> ir.Value:
-    """x op y (`+ - *`); an exact result beyond 64 bits gives up on the run.  A chain of
-    these with constants (affine_form) is tested once, at its end, by a range test of its
-    base, and the operations stay free to fold (`3 * x + 1` is one `lea`); a lone `x + c`
-    and the rest use LLVM's overflow intrinsics (`inc; jo`)."""
-    b = em.b
-    form = affine_form(em, node)
-    if form is not None and _feeds_affine(em, node):
-        return getattr(b, op)(x, y)                 # the chain's end tests it
-    if form is None or (op != "mul" and form[0] in node.inputs):
-        value, overflow = with_overflow(b, op, x, y)
-        em.bailouts.note_overflow(overflow, node)
-        return value
-    base, scale, offset = form
-    base_value = em.values[base]
-    em.bailouts.note_overflow(affine_overflows(
-        b, to_int64(b, base_value.value, base_value.kind), scale, offset), node)
-    return getattr(b, op)(x, y)
-
-
-def affine_form(em: FunctionEmitter, node: Node) -> tuple[Value, int, int] | None:
-    """`node`'s int result as `scale * base + offset` (base, scale, offset) when it is
-    an int `+ - *` with a constant, through operands computed the same way for it alone.
-
-    Only the end of such a chain needs an overflow test: wrapped `+ - *` equal the exact
-    ones modulo 2**64, so the result is exact whenever the exact result fits, whatever the
-    intermediate values (which nothing else reads); and that test is one range test of
-    the base."""
-    if node.kind not in _AFFINE_KINDS or em.kinds[node.outputs[0]] != PY_INT:
-        return None
-    op = _operator_name(node)
-    constants = [_int_constant(v) for v in node.inputs]
-    if (constants[0] is None) == (constants[1] is None):
-        return None
-    k = 0 if constants[0] is None else 1          # the position of the variable operand
-    var, c = node.inputs[k], constants[1 - k]
-    if em.kinds[var] not in (PY_INT, PY_BOOL):
-        return None
-    inner = affine_form(em, var.node) if len(var.uses) == 1 else None
-    base, scale, offset = inner or (var, 1, 0)
-    if op == "mul":
-        return base, scale * c, offset * c
-    if op == "add" or k == 0:
-        return base, scale, offset + (c if op == "add" else -c)
-    return base, -scale, c - offset                # c - (scale * base + offset)
-
-
-def _int_constant(value: Value) -> int | None:
-    if value.node.kind == "prim::Constant" and type(value.node.attrs["value"]) is int:
-        return value.node.attrs["value"]
-    return None
-
-
-def _feeds_affine(em: FunctionEmitter, node: Node) -> bool:
-    """Whether `node`'s result is only an operand of a longer chain (see affine_form),
-    whose end tests the overflow for it."""
-    (out,) = node.outputs
-    if len(out.uses) != 1:
-        return False
-    user = out.uses[0][0]
-    return user.kind in _AFFINE_KINDS and affine_form(em, user) is not None
 
 
 def _python_raises(op: str, second: int) -> bool:
@@ -238,32 +162,24 @@ def _python_numbers_only(node: Node, kinds: Sequence[NType]) -> bool:
     return not _has_numpy(kinds)
 
 
-def _int_power(em: FunctionEmitter, node: Node, base: ir.Value, exponent: ir.Value
-               ) -> ir.Value:
-    """base ** exponent (exponent >= 0) by repeated squaring; a product that does not fit
-    in 64 bits gives up on the run (the square of the last round is never used)."""
+def _int_power(em: FunctionEmitter, base: ir.Value, exponent: ir.Value) -> ir.Value:
+    """base ** exponent (exponent >= 0) by repeated squaring, wrapping at 64 bits (which
+    is Python's power reduced to 64 bits: wrapped products are exact modulo 2**64)."""
     b = em.b
     entry = b.block
     loop, done = em.fn.append_basic_block("pow"), em.fn.append_basic_block("pow_done")
     b.branch(loop)
     b.position_at_end(loop)
-    result, power, rest, overflowed = b.phi(I64), b.phi(I64), b.phi(I64), b.phi(I1)
+    result, power, rest = b.phi(I64), b.phi(I64), b.phi(I64)
     odd = b.trunc(rest, I1)
-    product, product_overflow = with_overflow(b, "mul", result, power)
-    square, square_overflow = with_overflow(b, "mul", power, power)
-    more = b.icmp_unsigned(">", rest, const(I64, 1))
-    next_result = b.select(odd, product, result)
-    next_power, next_rest = square, b.lshr(rest, const(I64, 1))
-    next_overflowed = any_of(b, [overflowed, b.and_(odd, product_overflow),
-                                 b.and_(more, square_overflow)])
+    next_result = b.select(odd, b.mul(result, power), result)
+    next_power, next_rest = b.mul(power, power), b.lshr(rest, const(I64, 1))
     for phi, first, following in ((result, const(I64, 1), next_result),
-                                  (power, base, next_power), (rest, exponent, next_rest),
-                                  (overflowed, const(I1, 0), next_overflowed)):
+                                  (power, base, next_power), (rest, exponent, next_rest)):
         phi.add_incoming(first, entry)
         phi.add_incoming(following, loop)
-    b.cbranch(more, loop, done)
+    b.cbranch(b.icmp_unsigned(">", rest, const(I64, 1)), loop, done)
     b.position_at_end(done)
-    em.bailouts.note_overflow(next_overflowed, node)
     return next_result
 
 
@@ -325,13 +241,8 @@ def _divmod_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NValu
     else:
         x, y = (to_double(b, a.value, a.kind) for a in args)
         dtype, zero = FLOAT64, b.fcmp_ordered("==", y, const(DOUBLE, 0.0))
-
-    def fast() -> list[NValue]:
-        if dtype == INT64:
-            em.bailouts.note_overflow(floordiv_overflows(b, x, y), node)
-        return [NValue(kind, tuple(elementwise(b, op, [x, y], dtype)
-                                   for op in ("floordiv", "mod")))]
-    return em.python_fallback(node, args, zero, fast)
+    return em.python_fallback(node, args, zero, lambda: [NValue(kind, tuple(
+        elementwise(b, op, [x, y], dtype) for op in ("floordiv", "mod")))])
 
 
 register_rule("aten::divmod", _divmod_infer, _divmod_emit)
@@ -400,8 +311,6 @@ def _unary_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NValue
                   "abs": lambda x: intrinsic(b, "fabs", x)}[op](arg.value)
         return [NValue(PY_FLOAT, (result,))]
     v = to_int64(b, arg.value, arg.kind)
-    if op in ("neg", "abs"):
-        em.bailouts.note_overflow(is_int64_min(b, v), node)
     negative = b.icmp_signed("<", v, const(I64, 0))
     result = {"neg": lambda: b.neg(v), "pos": lambda: v, "invert": lambda: b.not_(v),
               "abs": lambda: b.select(negative, b.neg(v), v)}[op]()

@@ -1,11 +1,11 @@
 """Native rules for Python's scalar builtins: constants, None checks, casts, `math`,
 `abs`/`min`/`max`/`round`/`divmod`, range arithmetic, tuples, `raise` and `print`.
 
-Semantics are CPython's.  Where CPython raises or leaves the fast numeric path (a float
-that is not finite, an int conversion out of range, a zero step), the rule hands the node
-to its reference implementation (`FunctionEmitter.python_fallback`), which raises
-CPython's own exception with the script location, or computes CPython's result (an int
-beyond 64 bits then makes the region run again in the interpreter, see bailout.py).
+Semantics are CPython's, with ints 64 bits wide (results that do not fit wrap around).
+Where CPython raises or leaves the fast numeric path (a float that is not finite, an int
+conversion out of range, a zero step), the rule hands the node to its reference
+implementation (`FunctionEmitter.python_fallback`), which raises CPython's own exception
+with the script location, or computes CPython's result (an int then wraps to 64 bits).
 """
 from __future__ import annotations
 
@@ -187,8 +187,7 @@ register_rule("aten::Float", _float_infer, lambda em, node, args, out_kinds: [
 def float_to_int(em: FunctionEmitter, node: Node, args: Sequence[NValue], x: ir.Value
                  ) -> list[NValue]:
     """int(x) of an integral double: CPython's int for a NaN, an infinity or a value
-    beyond int64 (which raises, or gives a bignum: the region then runs again in the
-    interpreter)."""
+    beyond int64 (which raises, or gives a bignum that the site wraps to 64 bits)."""
     return em.python_fallback(node, args, em.b.not_(fits_int64(em.b, x)),
                               lambda: [NValue(PY_INT, (em.b.fptosi(x, I64),))])
 
@@ -199,9 +198,10 @@ def int_of(em: FunctionEmitter, node: Node, args: Sequence[NValue], rounding: st
     intrinsic applied to a float first, None for int(), which truncates).
 
     Python ints and bools are their own value.  NumPy scalars follow CPython's protocol:
-    int() uses their exact `__int__`; math.floor and math.ceil go through float(x) (NumPy
-    scalars have no `__floor__`, so a uint64 beyond 2**53 rounds first); math.trunc raises
-    TypeError for any but float64 (no `__trunc__`), which the interpreter reports."""
+    int() uses their exact `__int__`, wrapped (a uint64 from 2**63 on becomes negative);
+    math.floor and math.ceil go through float(x) (NumPy scalars have no `__floor__`, so a
+    uint64 beyond 2**53 rounds first); math.trunc raises TypeError for any but float64 (no
+    `__trunc__`), which the interpreter reports."""
     (arg, *_) = args
     b, kind = em.b, arg.kind
     if kind == PY_INT:
@@ -209,8 +209,6 @@ def int_of(em: FunctionEmitter, node: Node, args: Sequence[NValue], rounding: st
     numpy_int = isinstance(kind, NumpyScalar) and kind.dtype.kind in "biu"
     if kind == PY_BOOL or (numpy_int and rounding is None):
         v = arg.value
-        if v.type == I64 and kind.dtype.kind == "u":        # a uint64 from 2**63 on
-            em.bailouts.note_overflow(b.icmp_signed("<", v, const(I64, 0)), node)
         extend = b.sext if isinstance(kind, NumpyScalar) and kind.dtype.kind == "i" else b.zext
         return [NValue(PY_INT, (v if v.type == I64 else extend(v, I64),))]
     if rounding == "trunc" and isinstance(kind, NumpyScalar) and kind.dtype != FLOAT64:

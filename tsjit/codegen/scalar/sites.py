@@ -5,9 +5,10 @@ emitter.py): the site is the node alone in a graph (its constant inputs copied i
 by the interpreter on first use, so it performs the eager program's very operation, raises
 its exception with the interpreter's message and script location, and emits NumPy's
 warnings.  The site then checks that the result is of the kind native code continues
-with; where it is not (`a ** -1` is a float, `(-2.0) ** 0.5` a complex number, `int(1e300)`
-needs more than 64 bits) the site returns a `Rerun` instead, and native code gives up and
-runs the whole region again in the interpreter (bailout.py).
+with, reducing a Python int to 64 bits as native ints wrap (`int(1e300)`); where it is of
+another type (`a ** -1` is a float, `(-2.0) ** 0.5` a complex number) the site returns a
+`Rerun` instead, and native code gives up and runs the whole region again in the
+interpreter (bailout.py).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from ...interpreter import compile_graph
 from ...ir.graph import Graph, Node, clone_node
-from .bailout import INT_OVERFLOW, Int64OverflowError, Rerun, ResultKindError
+from .bailout import Rerun
 from .emitter import SiteTable
 from .ntypes import (
     Array,
@@ -33,25 +34,23 @@ from .ntypes import (
 )
 
 _PYTHON_TYPES = {"int": int, "float": float, "bool": bool}
-_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def wrap_int64(value: int) -> int:
+    """A Python int reduced to int64 (two's complement), as native int arithmetic wraps."""
+    return ((value + (1 << 63)) & ((1 << 64) - 1)) - (1 << 63)
 
 
 class _Mismatch(Exception):
-    """A site's result is not of the kind native code continues with: the error a Rerun
-    would raise, and why."""
-
-    def __init__(self, error: type[Exception], reason: str):
-        super().__init__(reason)
-        self.error, self.reason = error, reason
+    """A site's result is not of the kind native code continues with (the message says
+    why)."""
 
 
 def conform(value: object, kind: NType) -> object:
-    """`value`, checked to be of `kind` as native code will read it (else _Mismatch)."""
+    """`value` as native code reads a value of `kind` (else _Mismatch)."""
     if isinstance(kind, PyScalar):
         if type(value) is _PYTHON_TYPES[kind.kind]:
-            if kind.kind == "int" and not _INT64_MIN <= value <= _INT64_MAX:
-                raise _Mismatch(Int64OverflowError, INT_OVERFLOW)
-            return value
+            return wrap_int64(value) if kind.kind == "int" else value
     elif isinstance(kind, NumpyScalar):
         if type(value) is kind.dtype.type:
             return value
@@ -68,8 +67,7 @@ def conform(value: object, kind: NType) -> object:
     elif isinstance(kind, Array):
         if type(value) is np.ndarray and value.dtype == kind.dtype and value.ndim == kind.rank:
             return value
-    raise _Mismatch(ResultKindError,
-                    f"Python's result is a {type(value).__name__}, not a value of kind {kind}")
+    raise _Mismatch(f"Python's result is a {type(value).__name__}, not a value of kind {kind}")
 
 
 def single_node_graph(node: Node) -> Graph:
@@ -108,7 +106,7 @@ class Site:
                 return conform(result, self.out_kinds[0])
             return tuple(conform(v, k) for v, k in zip(result, self.out_kinds))
         except _Mismatch as mismatch:
-            return Rerun(mismatch.error, mismatch.reason, self.node)
+            return Rerun(str(mismatch), self.node)
 
     def __repr__(self) -> str:
         return f"<tsjit fallback site {self.node.kind} of {self.name}>"
