@@ -480,7 +480,6 @@ class CallMixin:
                 self.emit_if(cond, lambda: guarded(conds[1:]), lambda: None, src, refine)
             guarded(conds)
 
-        marker = ast.Pass()
         iterable = self.sugared_expr(first.iter)
         items = self.unrolled_items(iterable, src)
         if items is not None:
@@ -489,7 +488,7 @@ class CallMixin:
                 body()
             return
         self.loop_over(iterable, lambda element: (self.assign_target(first.target, element, src),
-                                                  body()), [marker], src)
+                                                  body()), [], src)
 
     def next_comprehension_id(self) -> int:
         self.comprehension_count = getattr(self, "comprehension_count", 0) + 1
