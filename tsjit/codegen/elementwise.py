@@ -246,11 +246,11 @@ class _KernelBuilder:
 
     def _operand_info(self) -> ir.GlobalVariable:
         written = {self.output_operand(j) for j in range(len(self.spec.outputs))}
+        needed = self._needed_values()
+        read = {k for k, i in enumerate(self.array_inputs) if i in needed}  # not out[:] = ...
         rows = []
         for k, (dtype, rank) in enumerate(zip(self.operand_dtypes, self.operand_ranks)):
-            access = (ACCESS_READ if k < len(self.array_inputs) else 0) | (
-                ACCESS_WRITE if k in written else 0
-            )
+            access = (ACCESS_READ if k in read else 0) | (ACCESS_WRITE if k in written else 0)
             rows.append(ir.Constant(OPERAND_INFO_TYPE, [i64(dtype.itemsize), i64(rank),
                                                         i64(access)]))
         table_type = ir.ArrayType(OPERAND_INFO_TYPE, len(rows))
