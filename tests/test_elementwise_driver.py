@@ -111,3 +111,38 @@ def test_rows_whole_and_chunked(threads, num_threads):
                  (wide[:, :333], wide[:, 999:]),
                  (wide[:, ::4], wide[:, 1::4])):
         np.testing.assert_array_equal(kernel(2.5, x, y)[0], expected_triad(x, y))
+
+
+@pytest.mark.parametrize("num_threads", [1, 3])
+def test_rows_of_rank_three_carry_across_dimensions(threads, num_threads):
+    """Dimensions that do not collapse: the row odometer carries through two of them."""
+    runtime.set_num_threads(num_threads)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((37, 23, 2 * 301)).astype(np.float32)[:, ::-1, ::2]
+    y = rng.standard_normal((23, 1)).astype(np.float32)
+    kernel = compile_kernel(triad(rank=3))
+    for a, b in ((x, np.broadcast_to(y, x.shape)), (x, x.transpose(0, 1, 2).copy()),
+                 (x[:, 1:-1:3], x[:, 2::3])):
+        np.testing.assert_array_equal(kernel(2.5, a, b)[0], expected_triad(a, b))
+
+
+def test_streamed_rows_whole_and_gathered(threads):
+    """Row-path jobs whose output reaches the streaming size: broadcast rows, and rows
+    with a strided operand (gathered while the output is streamed)."""
+    runtime.set_num_threads(2)
+    rng = np.random.default_rng(5)
+    rows = STREAMED // 1000 + 1
+    x = rng.standard_normal((rows, 1000)).astype(np.float32)
+    bias = np.broadcast_to(rng.standard_normal(1000).astype(np.float32), x.shape)
+    kernel = compile_kernel(triad(rank=2))
+    np.testing.assert_array_equal(kernel(2.5, x, bias)[0], expected_triad(x, bias))
+    strided = rng.standard_normal((rows, 2000)).astype(np.float32)[:, ::2]
+    np.testing.assert_array_equal(kernel(2.5, strided, x)[0], expected_triad(strided, x))
+
+
+def test_pooled_outputs_start_on_a_cache_line():
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((STREAMED // 1000 + 1, 1000)).astype(np.float32)
+    (got,) = compile_kernel(triad(rank=2))(2.5, x, x)
+    assert got.ctypes.data % 64 == 0
+    np.testing.assert_array_equal(got, expected_triad(x, x))

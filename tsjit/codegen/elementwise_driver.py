@@ -79,8 +79,8 @@ OPERAND_INFO_TYPE = ir.LiteralStructType([I64, I64, I64])
 (
     JOB_BODY, JOB_SCALARS, JOB_OPERANDS, JOB_N_OPERANDS, JOB_RANK, JOB_INFO, JOB_OUT_OPERAND,
     JOB_PARALLEL_MIN, JOB_DATA, JOB_SHAPE, JOB_STRIDES, JOB_TASK, JOB_ITEMS, JOB_BLOCK,
-    JOB_NEXT_BLOCK,
-) = range(15)
+    JOB_NEXT_BLOCK, JOB_STREAM,
+) = range(16)
 JOB_TYPE = ir.LiteralStructType(
     [
         PTR,  # body
@@ -98,6 +98,7 @@ JOB_TYPE = ir.LiteralStructType(
         I64,  # items (rows or elements) of the parallel job
         I64,  # items per block
         I64,  # next block to claim (atomic)
+        I1,  # write-only outputs are streamed (STREAM_MIN_BYTES)
     ]
 )
 
@@ -162,10 +163,11 @@ class _Driver:
         with b.if_then(b.icmp_signed("==", n, i64(0))):
             b.ret_void()
         parallel_min = self.get(b, job, I64, JOB_PARALLEL_MIN)
+        streamed = b.icmp_signed(">=", b.mul(n, self.streamed_item_bytes(b, job)),
+                                 i64(STREAM_MIN_BYTES))
+        b.store(streamed, self.field(b, job, JOB_STREAM))
         with b.if_else(self.is_flat(b, job, operands, out_dims)) as (flat, strided):
             with flat:
-                streamed = b.icmp_signed(">=", b.mul(n, self.streamed_item_bytes(b, job)),
-                                         i64(STREAM_MIN_BYTES))
                 with b.if_else(streamed) as (stream, plain):
                     with stream:
                         self.dispatch(b, stream_task, job, n, parallel_min, FLAT_BLOCK_ALIGN)
@@ -433,17 +435,17 @@ class _Driver:
             b.store(b.select(b.icmp_signed("<", following, end), following, end), chunk_end)
 
         _while(b, lambda b: b.icmp_signed("<", b.load(start, typ=I64), end), chunk)
-        # Non-temporal stores are weakly ordered: make them visible before the job ends.
-        b.call(b.module.declare_intrinsic("llvm.x86.sse.sfence", (),
-                                          ir.FunctionType(ir.VoidType(), [])), [])
+        _store_fence(b)
         b.ret_void()
         return fn
 
     def build_rows_task(self) -> ir.Function:
-        """Rows [begin, end) of the collapsed iteration space. When an operand has a
-        non-unit stride along the row, rows run in chunks: such operands are gathered into
-        (outputs scattered from) stack buffers, so the kernel's vectorized body serves every
-        layout."""
+        """Rows [begin, end) of the collapsed iteration space, stepped through with an
+        odometer (per-operand offsets advance by strides; no division per row). Rows whose
+        operands are all contiguous along the row run whole. Otherwise they run in chunks:
+        operands with a non-unit stride along the row are gathered into (outputs scattered
+        from) stack buffers, so the kernel's vectorized body serves every layout, and
+        streamed outputs (``JOB_STREAM``) are staged and written with ``_stream_copy``."""
         fn = self._function("tsjit_elementwise_rows_task", [PTR, I64, I64], internal=True)
         b = ir.IRBuilder(fn.append_basic_block())
         job, begin, end = fn.args
@@ -451,44 +453,71 @@ class _Driver:
         n_operands = self.get(b, job, I64, JOB_N_OPERANDS)
         body = self.get(b, job, PTR, JOB_BODY)
         scalars = self.get(b, job, PTR, JOB_SCALARS)
-        buffers = stack_slot(b, ir.ArrayType(ir.ArrayType(I64, CHUNK), MAX_OPERANDS))
+        stream = self.get(b, job, I1, JOB_STREAM)
+        buffers_type = ir.ArrayType(ir.ArrayType(I64, CHUNK), MAX_OPERANDS)
+        buffers = stack_slot(b, buffers_type)
         pointers = stack_slot(b, ir.ArrayType(PTR, MAX_OPERANDS))
         offsets = stack_slot(b, ir.ArrayType(I64, MAX_OPERANDS))
+        coords = stack_slot(b, ir.ArrayType(I64, MAX_RANK))
         last = b.sub(rank, i64(1))
         inner = self.get(b, job, I64, JOB_SHAPE, last)
         n_chunks = b.sdiv(b.add(inner, i64(CHUNK - 1)), i64(CHUNK))
-        # Every operand contiguous along the row (broadcast rows, slices of wider arrays):
-        # the body takes whole rows, no chunks.
-        all_direct = stack_slot(b, I1, ir.Constant(I1, 1))
+        all_direct = stack_slot(b, I1, b.not_(stream))
         loop(b, i64(0), n_operands, lambda b, k: b.store(b.and_(
             b.load(all_direct, typ=I1),
             b.icmp_signed("==", b.load(self.stride_slot(b, job, k, last), typ=I64),
                           self.info(b, job, k, 0))), all_direct))
+        whole_rows = b.load(all_direct, typ=I1)
+
+        def add_to_offsets(b: ir.IRBuilder, d: ir.Value, times: ir.Value) -> None:
+            loop(b, i64(0), n_operands, lambda b, k: b.store(
+                b.add(b.load(element(b, offsets, k, I64), typ=I64),
+                      b.mul(times, b.load(self.stride_slot(b, job, k, d), typ=I64))),
+                element(b, offsets, k, I64)))
+
+        # The odometer's start: coordinates and offsets of row `begin`.
+        loop(b, i64(0), n_operands, lambda b, k: b.store(i64(0), element(b, offsets, k, I64)))
+        rest = stack_slot(b, I64, begin)
+
+        def unravel(b: ir.IRBuilder, step: ir.Value) -> None:
+            d = b.sub(b.sub(last, i64(1)), step)
+            extent = self.get(b, job, I64, JOB_SHAPE, d)
+            remaining = b.load(rest, typ=I64)
+            coord = b.srem(remaining, extent)
+            b.store(b.sdiv(remaining, extent), rest)
+            b.store(coord, element(b, coords, d, I64))
+            add_to_offsets(b, d, coord)
+
+        loop(b, i64(0), last, unravel)
+
+        def advance(b: ir.IRBuilder) -> None:
+            """Next row: the innermost outer coordinate steps, carrying into outer ones."""
+            dimension = stack_slot(b, I64, b.sub(last, i64(1)))
+            carry = stack_slot(b, I1, b.icmp_signed(">", last, i64(0)))
+
+            def step(b: ir.IRBuilder) -> None:
+                d = b.load(dimension, typ=I64)
+                coord = b.add(b.load(element(b, coords, d, I64), typ=I64), i64(1))
+                add_to_offsets(b, d, i64(1))
+                wraps = b.and_(b.icmp_signed("==", coord, self.get(b, job, I64, JOB_SHAPE, d)),
+                               b.icmp_signed(">", d, i64(0)))
+                with b.if_then(wraps):
+                    add_to_offsets(b, d, b.neg(coord))
+                b.store(b.select(wraps, i64(0), coord), element(b, coords, d, I64))
+                b.store(b.sub(d, i64(1)), dimension)
+                b.store(wraps, carry)
+
+            _while(b, lambda b: b.load(carry, typ=I1), step)
 
         def row(b: ir.IRBuilder, index: ir.Value) -> None:
-            loop(b, i64(0), n_operands,
-                 lambda b, k: b.store(i64(0), element(b, offsets, k, I64)))
-            rest = stack_slot(b, I64, index)
-
-            def unravel(b: ir.IRBuilder, step: ir.Value) -> None:
-                d = b.sub(b.sub(last, i64(1)), step)
-                extent = self.get(b, job, I64, JOB_SHAPE, d)
-                remaining = b.load(rest, typ=I64)
-                coord = b.srem(remaining, extent)
-                b.store(b.sdiv(remaining, extent), rest)
-                loop(b, i64(0), n_operands, lambda b, k: b.store(
-                    b.add(b.load(element(b, offsets, k, I64), typ=I64),
-                          b.mul(coord, b.load(self.stride_slot(b, job, k, d), typ=I64))),
-                    element(b, offsets, k, I64)))
-
-            loop(b, i64(0), last, unravel)
-            with b.if_else(b.load(all_direct, typ=I1)) as (whole, chunked):
+            with b.if_else(whole_rows) as (whole, chunked):
                 with whole:
                     loop(b, i64(0), n_operands, lambda b, k: b.store(
                         place(b, k, i64(0))[0], element(b, pointers, k, PTR)))
                     indirect_call(b, BODY_TYPE, body, [pointers, scalars, i64(0), inner])
                 with chunked:
                     loop(b, i64(0), n_chunks, lambda b, c: chunk(b, b.mul(c, i64(CHUNK))))
+            advance(b)
 
         def place(b: ir.IRBuilder, k: ir.Value, start: ir.Value):
             """(address of this chunk of operand k, its stride, whether it is unit)."""
@@ -502,30 +531,38 @@ class _Driver:
             length = b.sub(inner, start)
             length = b.select(b.icmp_signed("<", length, i64(CHUNK)), length, i64(CHUNK))
 
-            def stage_in(b: ir.IRBuilder, k: ir.Value) -> None:
+            def staging(b: ir.IRBuilder, k: ir.Value):
                 address, stride, direct = place(b, k, start)
                 buffer = b.gep(buffers, [i64(0), k], source_etype=buffers_type)
+                streamed = b.and_(stream, b.and_(direct, self.is_streamed(b, job, k)))
+                return address, stride, direct, buffer, streamed
+
+            def stage_in(b: ir.IRBuilder, k: ir.Value) -> None:
+                address, stride, direct, buffer, streamed = staging(b, k)
                 reads = b.and_(self.info(b, job, k, 2), i64(ACCESS_READ))
                 gather = b.and_(b.not_(direct), b.icmp_signed("!=", reads, i64(0)))
                 with b.if_then(gather):
                     _copy(b, "gather", buffer, address, stride, self.info(b, job, k, 0), length)
-                b.store(b.select(direct, address, buffer), element(b, pointers, k, PTR))
+                staged = b.or_(b.not_(direct), streamed)
+                b.store(b.select(staged, buffer, address), element(b, pointers, k, PTR))
 
             def stage_out(b: ir.IRBuilder, k: ir.Value) -> None:
-                address, stride, direct = place(b, k, start)
-                buffer = b.gep(buffers, [i64(0), k], source_etype=buffers_type)
+                address, stride, direct, buffer, streamed = staging(b, k)
                 writes = b.and_(self.info(b, job, k, 2), i64(ACCESS_WRITE))
                 scatter = b.and_(b.not_(direct), b.icmp_signed("!=", writes, i64(0)))
                 with b.if_then(scatter):
                     _copy(b, "scatter", buffer, address, stride, self.info(b, job, k, 0),
                           length)
+                with b.if_then(streamed):
+                    _stream_copy(b, address, buffer, b.mul(length, self.info(b, job, k, 0)))
 
             loop(b, i64(0), n_operands, stage_in)
             indirect_call(b, BODY_TYPE, body, [pointers, scalars, i64(0), length])
             loop(b, i64(0), n_operands, stage_out)
 
-        buffers_type = ir.ArrayType(ir.ArrayType(I64, CHUNK), MAX_OPERANDS)
         loop(b, begin, end, row)
+        with b.if_then(stream):
+            _store_fence(b)
         b.ret_void()
         return fn
 
@@ -542,6 +579,12 @@ def _while(b: ir.IRBuilder, condition, body) -> None:
     body(b)
     b.branch(test)
     b.position_at_end(done)
+
+
+def _store_fence(b: ir.IRBuilder) -> None:
+    """Non-temporal stores are weakly ordered: make them visible before the task ends."""
+    b.call(b.module.declare_intrinsic("llvm.x86.sse.sfence", (),
+                                      ir.FunctionType(ir.VoidType(), [])), [])
 
 
 def _stream_copy(b: ir.IRBuilder, target: ir.Value, source: ir.Value, nbytes: ir.Value) -> None:

@@ -29,6 +29,9 @@ Allocator = Callable[[tuple, "np.ndarray | None"], np.ndarray]
 # Below this, np.empty's own reuse (glibc's heap) makes pooling pointless.
 POOL_MIN_BYTES = 16 << 20
 POOL_MAX_BUFFERS = 4
+# Results start on a cache line of their buffer (NumPy's large arrays start 16 bytes past a
+# page): rows of whole lines are then written as whole lines (elementwise_driver streams).
+LINE_BYTES = 64
 
 
 class OutputPool:
@@ -92,8 +95,9 @@ class OutputPool:
         return alloc
 
     def _pooled(self, shape: tuple, dtype: np.dtype, order: str) -> np.ndarray:
-        nbytes = math.prod(shape) * dtype.itemsize
-        return np.ndarray(shape, dtype, buffer=self._reuse(nbytes), order=order)
+        buffer = self._reuse(math.prod(shape) * dtype.itemsize + LINE_BYTES)
+        start = -buffer.ctypes.data % LINE_BYTES
+        return np.ndarray(shape, dtype, buffer=buffer, offset=start, order=order)
 
     def _reuse(self, nbytes: int) -> np.ndarray:
         with self._lock:
