@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from tsjit import runtime
-from tsjit.codegen.elementwise_driver import STREAM_MIN_BYTES
+from tsjit.codegen.elementwise_driver import STREAM_MIN_OUTPUT, STREAM_MIN_TOTAL
 from tsjit.codegen.kernel_spec import KernelInput, KernelOp, KernelSpec
 from tsjit.codegen.launch import compile_kernel
 
 F32, F64 = np.dtype("float32"), np.dtype("float64")
-# Enough float32 elements that one output reaches the streaming threshold.
-STREAMED = STREAM_MIN_BYTES // 4 + 1000
+# Float32 elements of each of three equal arrays (x, y, out) that make a streamed job.
+STREAMED = max(STREAM_MIN_OUTPUT, STREAM_MIN_TOTAL // 3) // 4 + 1000
 
 
 @pytest.fixture
@@ -131,7 +131,7 @@ def test_streamed_rows_whole_and_gathered(threads):
     with a strided operand (gathered while the output is streamed)."""
     runtime.set_num_threads(2)
     rng = np.random.default_rng(5)
-    rows = STREAMED // 1000 + 1
+    rows = STREAM_MIN_TOTAL // 2 // 4 // 1000 + 1  # x and the output: the broadcast row is small
     x = rng.standard_normal((rows, 1000)).astype(np.float32)
     bias = np.broadcast_to(rng.standard_normal(1000).astype(np.float32), x.shape)
     kernel = compile_kernel(triad(rank=2))
