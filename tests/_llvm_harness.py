@@ -53,7 +53,7 @@ def _define_loop(module: ir.Module, name: str, fty: ir.Type) -> None:
     args = [b.load(b.gep(p, [i], source_etype=fty), typ=fty) for p in (x, y)[: arity(name)]]
     b.store(vmath.emit_math(b, name, args), b.gep(out, [i], source_etype=fty))
     following = b.add(i, ir.Constant(i64, 1))
-    i.add_incoming(following, body)
+    i.add_incoming(following, b.block)  # the element may have branched (trig's huge lanes)
     b.cbranch(b.icmp_signed("<", following, n), body, done)
     b.position_at_end(done)
     b.ret_void()

@@ -12,6 +12,7 @@ in between); NaN must meet NaN.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -20,12 +21,10 @@ import pytest
 from _llvm_harness import MathKernels, arity
 from llvmlite import ir
 
-from tsjit.codegen import vmath
+from tsjit.codegen import vmath, vmath_poly, vmath_trig
 
 MAX_ULP = 4
 DTYPES = (np.float32, np.float64)
-# exact argument reduction below these (vmath's docstring)
-TRIG_LIMIT = {np.dtype(np.float32): 2.0**37, np.dtype(np.float64): 2.0**27}
 LONG_PI = np.longdouble("3.14159265358979323846264338327950288")
 
 
@@ -36,7 +35,6 @@ class Case:
     reference: Callable[..., np.ndarray]
     interval: dict[type, tuple[float, float]]
     numpy_specials: bool = True  # special values must agree with NumPy's own function
-    trig: bool = False  # accurate only up to TRIG_LIMIT
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -76,9 +74,9 @@ CASES: dict[str, Case] = {
     # flushes to 0 where exp(-x) overflows while the true value is still a denormal).
     "sigmoid": Case(_sigmoid, {np.float32: (-105, 20), np.float64: (-746, 40)}, False),
     "sqrt": Case(np.sqrt, {np.float32: (0, 10), np.float64: (0, 10)}),
-    "sin": Case(np.sin, {np.float32: (-1e4, 1e4), np.float64: (-1e4, 1e4)}, trig=True),
-    "cos": Case(np.cos, {np.float32: (-1e4, 1e4), np.float64: (-1e4, 1e4)}, trig=True),
-    "tan": Case(np.tan, {np.float32: (-1e4, 1e4), np.float64: (-1e4, 1e4)}, trig=True),
+    "sin": Case(np.sin, {np.float32: (-1e4, 1e4), np.float64: (-1e4, 1e4)}),
+    "cos": Case(np.cos, {np.float32: (-1e4, 1e4), np.float64: (-1e4, 1e4)}),
+    "tan": Case(np.tan, {np.float32: (-1e4, 1e4), np.float64: (-1e4, 1e4)}),
     "arctan": Case(np.arctan, {np.float32: (-5, 5), np.float64: (-5, 5)}),
     "arctan2": Case(np.arctan2, {np.float32: (-5, 5), np.float64: (-5, 5)}),
     "pow": Case(np.power, {np.float32: (-20, 20), np.float64: (-20, 20)}),
@@ -122,17 +120,7 @@ def ulp_distance(got: np.ndarray, want: np.ndarray) -> np.ndarray:
     return distance
 
 
-def accurate_part(name: str, inputs: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
-    """The inputs inside the documented range of full accuracy (all but trig's huge ones)."""
-    x = inputs[0]
-    if not CASES[name].trig:
-        return inputs
-    inside = ~(np.isfinite(x) & (np.abs(x) >= TRIG_LIMIT[x.dtype]))
-    return tuple(a[inside] for a in inputs)
-
-
 def assert_accurate(kernels: MathKernels, name: str, *inputs: np.ndarray) -> None:
-    inputs = accurate_part(name, inputs)
     got = kernels(name, *inputs)
     want = reference(name, *inputs)
     distance = ulp_distance(got, want)
@@ -199,7 +187,7 @@ def test_special_values_agree_with_numpy(kernels: MathKernels, name: str) -> Non
     """Every special value (every pair of them for two-argument functions): NaN exactly
     where NumPy's own function gives NaN; exact infinities and signed zeros."""
     values = special_values(kernels.dtype.type)
-    inputs = accurate_part(name, tuple(g.ravel() for g in np.meshgrid(*[values] * arity(name))))
+    inputs = tuple(g.ravel() for g in np.meshgrid(*[values] * arity(name)))
     assert_accurate(kernels, name, *inputs)
     got = kernels(name, *inputs)
     want = reference(name, *inputs)
@@ -211,20 +199,80 @@ def test_special_values_agree_with_numpy(kernels: MathKernels, name: str) -> Non
     np.testing.assert_array_equal(np.signbit(got[exact]), np.signbit(want[exact]))
 
 
-@pytest.mark.parametrize("name", ["sin", "cos"])
-def test_huge_trig_arguments_stay_bounded(kernels: MathKernels, name: str) -> None:
-    x = all_magnitudes(kernels.dtype.type, 200_000)
-    beyond = kernels(name, x[np.abs(x) >= TRIG_LIMIT[kernels.dtype]])
-    assert np.all(np.abs(beyond) <= 1.0)
+TRIG = ["sin", "cos", "tan"]
 
 
-@pytest.mark.parametrize("name", ["sin", "cos", "tan"])
+@pytest.mark.parametrize("name", TRIG)
 def test_trig_near_multiples_of_half_pi(kernels: MathKernels, name: str) -> None:
-    """The floats nearest to k*pi/2 stress the argument reduction's cancellation."""
-    k = np.unique(np.geomspace(1, TRIG_LIMIT[kernels.dtype] / 2, 20_000).astype(np.int64))
+    """The floats nearest to k*pi/2 stress the Cody-Waite reduction's cancellation."""
+    limit = vmath_trig.LIMIT[kernels.dtype.name]
+    k = np.unique(np.geomspace(1, limit / 2, 20_000).astype(np.int64))
     nearest = (k * LONG_PI / 2).astype(kernels.dtype)
     neighbours = [np.nextafter(nearest, kernels.dtype.type(d)) for d in (-np.inf, np.inf)]
     assert_accurate(kernels, name, np.concatenate([nearest, *neighbours]))
+
+
+def log_uniform_magnitudes(dtype: type, low: float, count: int, seed: int) -> np.ndarray:
+    """Random finite floats of both signs from ``low`` to the largest, every exponent about
+    equally often, random mantissas."""
+    rng = np.random.default_rng(seed)
+    info = np.finfo(dtype)
+    exponents = rng.integers(int(np.log2(low)), info.maxexp, count)
+    mantissas = rng.uniform(1, 2, count)
+    values = np.ldexp(mantissas, exponents).astype(dtype)
+    values = np.where(np.isfinite(values), values, info.max).astype(dtype)
+    return values * rng.choice(np.array([-1, 1], dtype=dtype), count)
+
+
+@pytest.mark.parametrize("name", TRIG)
+def test_trig_of_huge_arguments(kernels: MathKernels, name: str) -> None:
+    """Beyond the Cody-Waite limit (the Payne-Hanek reduction), up to the largest float."""
+    limit = vmath_trig.LIMIT[kernels.dtype.name]
+    assert_accurate(kernels, name, log_uniform_magnitudes(kernels.dtype.type, limit, 200_000, 3))
+
+
+def hardest_trig_arguments(dtype: type) -> np.ndarray:
+    """Floats x >= 1 of every binade that come nearest to a multiple of pi/2, with their
+    neighbours. With x = M * 2**k (M an integer of p bits), x mod pi/2 is small when
+    M * alpha is near an integer, alpha = frac(2**k * 2/pi). The denominators q of alpha's
+    continued-fraction convergents make |q alpha - round(q alpha)| smallest for their size,
+    so the first multiples of the last few q below 2**p in [2**(p-1), 2**p) are candidates
+    (the worst double, 6381956970095103 * 2**797, is among them)."""
+    p = np.finfo(dtype).nmant + 1
+    words = vmath_poly.two_over_pi_words(21)
+    bits = 64 * (len(words) - 1)
+    two_over_pi = sum(w << (64 * (len(words) - 1 - i)) for i, w in enumerate(words))
+    candidates = []
+    for k in range(1 - p, np.finfo(dtype).maxexp - p + 1):
+        # alpha = a / b, up to the truncation of 2/pi (hundreds of bits below 2**-2p)
+        b = 1 << (bits + max(0, -k))
+        a = (two_over_pi << max(0, k)) % b
+        q_before, q = 0, 1
+        denominators = []
+        while a and q < 1 << p:
+            denominators.append(q)
+            whole, remainder = divmod(b, a)
+            q_before, q = q, whole * q + q_before
+            b, a = a, remainder
+        for q in denominators[-4:]:
+            m = -(-(1 << (p - 1)) // q) * q
+            candidates += [math.ldexp(m + d, k) for d in (-1, 0, 1) if m < 1 << p]
+    return np.array(candidates, dtype=dtype)
+
+
+@pytest.mark.parametrize("name", TRIG)
+def test_trig_of_the_hardest_arguments(kernels: MathKernels, name: str) -> None:
+    x = hardest_trig_arguments(kernels.dtype.type)
+    assert_accurate(kernels, name, np.concatenate([x, -x]))
+
+
+@pytest.mark.parametrize("size", [1, 3, 17, 45])
+def test_trig_of_huge_arguments_in_short_loops(kernels: MathKernels, size: int) -> None:
+    """Loops shorter than a vector or with a remainder: the huge lanes go through the
+    scalar function or the masked vector variants with a partial mask."""
+    x = log_uniform_magnitudes(kernels.dtype.type, 1.0, size, size)
+    for name in TRIG:
+        assert_accurate(kernels, name, x)
 
 
 def test_arctan2_sweep_of_angles_and_magnitudes(kernels: MathKernels) -> None:
@@ -270,6 +318,14 @@ def test_loops_are_vectorized(kernels: MathKernels) -> None:
     for name in sorted(vmath.SUPPORTED):
         code = kernels.function_ir(name)
         assert any(t in code for t in lanes), f"{name} {kernels.dtype} not vectorized"
+
+
+@pytest.mark.parametrize("name", TRIG)
+def test_huge_trig_lanes_take_a_vector_call(kernels: MathKernels, name: str) -> None:
+    """The vector loop reaches Payne-Hanek through a masked vector variant, once per
+    vector, not through scalar calls."""
+    code = kernels.function_ir(name)
+    assert re.search(rf"call [^\n]*<\d+ x (float|double)> @tsjit_vmath_{name}_", code)
 
 
 def test_every_supported_function_is_tested() -> None:

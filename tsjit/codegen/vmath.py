@@ -1,215 +1,39 @@
-"""Transcendental functions as inline, straight-line LLVM IR that the loop vectorizer widens.
+"""Transcendental functions as inline LLVM IR that the loop vectorizer widens.
 
 Why not libm: LLVM scalarizes ``llvm.exp`` and friends into one ``expf`` call per lane, and a
 fused kernel then runs ~5x slower than NumPy (shared/design/LLVM_NOTES.md). Every function
 here is range reduction (exact integer and bit manipulation, Cody-Waite splits of ln 2 and
 pi/2), a polynomial (vmath_poly), reconstruction, and ``select``s for special values: no
-calls, no branches, no loops, so a float32 loop becomes ``<16 x float>`` code.
+libm calls, no loops, so a float32 loop becomes ``<16 x float>`` code. The one branch:
+sin, cos and tan send arguments beyond the Cody-Waite range to a Payne-Hanek reduction
+that the module defines as vector functions, called once per vector that has such a lane
+(vmath_trig explains why and what it costs).
 
 Accuracy: within 4 ulp of the correctly rounded result over the whole domain (tests measure
-at most 2 ulp), including signed zeros, infinities, NaN and denormal inputs and outputs;
-special values follow NumPy (C99 Annex F). One exception, by design: sin, cos and tan reduce
-their argument exactly only for |x| < 2**27 (about 1.3e8) in float64 and |x| < 2**37 (about
-1.4e11) in float32. Beyond, the reduced argument carries an absolute error of about
-|x| * 2**-57, which grows until it is meaningless at |x| = 2**51; from there on they return
-their value at +-0. So sin and cos stay within [-1, 1] for every finite input, but are
-inaccurate beyond those bounds.
+at most 2 ulp), including signed zeros, infinities, NaN and denormal inputs and outputs, and
+trig arguments up to the largest float; special values follow NumPy (C99 Annex F).
 
-float32 sin, cos and tan reduce their argument in float64 (fewer pieces of pi/2, more
-range). ``llvm.fmuladd`` (fused where the CPU has FMA) evaluates polynomials; ``llvm.fma``
-appears only where an exact product is the algorithm (double-word arithmetic in pow, x*x
-for erf), so a CPU without FMA would get correct but slow library calls there. No fast-math
-flags are set: results do not depend on how the surrounding kernel is compiled.
+``llvm.fmuladd`` (fused where the CPU has FMA) evaluates polynomials; ``llvm.fma`` appears
+only where an exact product is the algorithm (double-word arithmetic in pow and in the
+Payne-Hanek reduction, x*x for erf), so a CPU without FMA would get correct but slow library
+calls there. No fast-math flags are set: results do not depend on how the surrounding kernel
+is compiled.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
-import llvmlite.binding as llvm
 from llvmlite import ir
 
 from tsjit.codegen import vmath_poly as K
+from tsjit.codegen import vmath_trig
+from tsjit.codegen.vmath_emit import F32, F64, Emit
 
 __all__ = ["SUPPORTED", "emit_math"]
-
-
-@dataclass(frozen=True)
-class _Format:
-    """The IEEE binary format of one float type and its same-width integer type."""
-
-    name: str
-    ftype: ir.Type
-    itype: ir.IntType
-    mant_bits: int
-    bias: int
-    # Bits that the largest integer multiplier of a split constant needs (2^k scale factors
-    # reach 1077 in float64 and 151 in float32): the head of such a split keeps the rest.
-    scale_bits: int
-    # Low mantissa bits cleared to make a "short" value whose product with a constant head
-    # of the same number of bits is exact (fdlibm clears the low word of a double).
-    short_bits: int
-
-    @property
-    def precision(self) -> int:
-        return self.mant_bits + 1
-
-    @property
-    def min_normal(self) -> float:
-        return 2.0 ** (1 - self.bias)
-
-    def split(self, value: str | Fraction, head_bits: int | None = None) -> tuple[float, float]:
-        """(head, tail) of a constant, the head short enough that an integer multiple of it
-        up to 2**scale_bits (default) or with ``head_bits`` bits is exact."""
-        bits = self.precision - self.scale_bits if head_bits is None else head_bits
-        return K.split(value, (bits,), self.name)
-
-    def const(self, value: str | Fraction) -> float:
-        return K.rounded(value, self.name)
-
-
-_F32 = _Format("float32", ir.FloatType(), ir.IntType(32), 23, 127, 8, 12)
-_F64 = _Format("float64", ir.DoubleType(), ir.IntType(64), 52, 1023, 11, 32)
-
-
-class _Emit:
-    """Scalar arithmetic in one float format on an IRBuilder. Python numbers stand for
-    constants of that format, which keeps the algorithms below readable as formulas."""
-
-    def __init__(self, builder: ir.IRBuilder, fmt: _Format):
-        self.b = builder
-        self.fmt = fmt
-
-    def promoted(self) -> _Emit:
-        return _Emit(self.b, _F64)
-
-    def v(self, x: ir.Value | float) -> ir.Value:
-        return x if isinstance(x, ir.Value) else ir.Constant(self.fmt.ftype, float(x))
-
-    # -- float arithmetic
-    def add(self, x, y):
-        return self.b.fadd(self.v(x), self.v(y))
-
-    def sub(self, x, y):
-        return self.b.fsub(self.v(x), self.v(y))
-
-    def mul(self, x, y):
-        return self.b.fmul(self.v(x), self.v(y))
-
-    def div(self, x, y):
-        return self.b.fdiv(self.v(x), self.v(y))
-
-    def neg(self, x):
-        return self.b.fneg(self.v(x))
-
-    def mla(self, x, y, z):
-        """x*y + z, fused or not as the target prefers (both are accurate enough)."""
-        return self._intrinsic("llvm.fmuladd", x, y, z)
-
-    def fma(self, x, y, z):
-        """x*y + z with one rounding: for exact products (x*y - fl(x*y) == fma(x, y, -p))."""
-        return self._intrinsic("llvm.fma", x, y, z)
-
-    def poly(self, x, coeffs) -> ir.Value:
-        """Horner evaluation of sum(coeffs[i] * x**i)."""
-        acc = self.v(coeffs[-1])
-        for c in reversed(coeffs[:-1]):
-            acc = self.mla(acc, x, c)
-        return acc
-
-    def fabs(self, x):
-        return self._intrinsic("llvm.fabs", x)
-
-    def floor(self, x):
-        return self._intrinsic("llvm.floor", x)
-
-    def copysign(self, magnitude, sign):
-        return self._intrinsic("llvm.copysign", magnitude, sign)
-
-    def sqrt(self, x):
-        return self._intrinsic("llvm.sqrt", x)
-
-    def _intrinsic(self, name: str, *args):
-        ty = self.fmt.ftype
-        fn = self.b.module.declare_intrinsic(name, [ty], ir.FunctionType(ty, [ty] * len(args)))
-        return self.b.call(fn, [self.v(a) for a in args])
-
-    # -- comparisons (ordered: false when either side is NaN) and selection
-    def cmp(self, op: str, x, y):
-        return self.b.fcmp_ordered(op, self.v(x), self.v(y))
-
-    def sel(self, cond, x, y):
-        return self.b.select(cond, self.v(x), self.v(y))
-
-    def clamp(self, x, lo: float, hi: float):
-        """x limited to [lo, hi]; NaN stays NaN."""
-        return self.sel(self.cmp(">", x, hi), hi, self.sel(self.cmp("<", x, lo), lo, x))
-
-    # -- conversions and bit manipulation
-    def int(self, value: int) -> ir.Constant:
-        return ir.Constant(self.fmt.itype, value)
-
-    def bits(self, x):
-        return self.b.bitcast(self.v(x), self.fmt.itype)
-
-    def from_bits(self, i):
-        return self.b.bitcast(i, self.fmt.ftype)
-
-    def to(self, x, fmt: _Format):
-        """x converted to ``fmt`` (exact when widening, rounded when narrowing)."""
-        if fmt.precision > self.fmt.precision:
-            return self.b.fpext(x, fmt.ftype)
-        return self.b.fptrunc(x, fmt.ftype) if fmt.precision < self.fmt.precision else x
-
-    def round_int(self, t) -> tuple[ir.Value, ir.Value]:
-        """rint(t) as a float and as an integer, for |t| < 2**(mant_bits - 1).
-
-        Adding 1.5 * 2**mant_bits pushes the fraction out of the mantissa, so the integer
-        lands in the low bits: no float-to-int conversion (poison on NaN) is needed, and a
-        NaN or infinite t just gives some integer, whose lanes the callers discard."""
-        shifter = 1.5 * 2.0**self.fmt.mant_bits
-        shifted = self.add(t, shifter)
-        n = self.b.sub(self.bits(shifted), self.bits(shifter))
-        return self.sub(shifted, shifter), n
-
-    def pow2(self, n):
-        """2**n for an integer n in the normal exponent range."""
-        biased = self.b.add(n, self.int(self.fmt.bias))
-        return self.from_bits(self.b.shl(biased, self.int(self.fmt.mant_bits)))
-
-    def ldexp(self, p, n):
-        """p * 2**n for p near 1, n from far below the denormals to past overflow, rounded
-        once. With AVX-512, ``llvm.ldexp`` is one ``vscalef`` per vector; elsewhere it
-        would be a libm call per element, so two factors that each stay normal are used."""
-        if _has_vector_ldexp():
-            i32 = ir.IntType(32)
-            fn = self.b.module.declare_intrinsic(
-                "llvm.ldexp", [self.fmt.ftype, i32],
-                ir.FunctionType(self.fmt.ftype, [self.fmt.ftype, i32]))
-            exponent = n if n.type == i32 else self.b.trunc(n, i32)
-            return self.b.call(fn, [self.v(p), exponent])
-        half = self.b.ashr(n, self.int(1))
-        return self.mul(self.mul(p, self.pow2(half)), self.pow2(self.b.sub(n, half)))
-
-    def two_sum(self, x, y) -> tuple[ir.Value, ir.Value]:
-        """(s, e) with s = fl(x + y) and s + e == x + y exactly (Knuth)."""
-        s = self.add(x, y)
-        y_part = self.sub(s, x)
-        return s, self.add(self.sub(x, self.sub(s, y_part)), self.sub(y, y_part))
-
-    def clear_low_bits(self, x, count: int):
-        """x with its lowest ``count`` mantissa bits zeroed (truncated toward zero)."""
-        return self.from_bits(self.b.and_(self.bits(x), self.int(-(1 << count))))
-
-
-@functools.cache
-def _has_vector_ldexp() -> bool:
-    """Whether the host (the JIT's target) lowers ``llvm.ldexp`` on vectors natively."""
-    return llvm.get_host_cpu_features().get("avx512f", False)
 
 
 _INF = float("inf")
@@ -219,7 +43,7 @@ _NAN = float("nan")
 # ---------------------------------------------------------------- exp family
 
 
-def _exp_reduce(em: _Emit, x, x_lo=None) -> tuple[ir.Value, ir.Value]:
+def _exp_reduce(em: Emit, x, x_lo=None) -> tuple[ir.Value, ir.Value]:
     """(expm1(r), n) with x + x_lo = n*ln2 + r, |r| <= ln2/2 (x already clamped to a range
     where n fits the formats' exponent arithmetic; |x_lo| at most an ulp of x)."""
     ln2_hi, ln2_lo = em.fmt.split(K.LN2)
@@ -228,7 +52,7 @@ def _exp_reduce(em: _Emit, x, x_lo=None) -> tuple[ir.Value, ir.Value]:
     return _expm1_poly(em, r if x_lo is None else em.add(r, x_lo)), n
 
 
-def _expm1_poly(em: _Emit, r):
+def _expm1_poly(em: Emit, r):
     """expm1(r) for |r| <= ln2/2: r + r^2 (1/2 + r P(r)), the exact r added last."""
     return em.mla(em.mul(r, r), em.poly(r, (0.5, *K.EXPM1[em.fmt.name])), r)
 
@@ -239,7 +63,7 @@ _EXP_RANGE = {"float32": (-104.0, 89.0), "float64": (-746.0, 710.0)}
 _EXPM1_LOW = {"float32": -20.0, "float64": -40.0}
 
 
-def _exp(em: _Emit, x, x_lo=None):
+def _exp(em: Emit, x, x_lo=None):
     """exp(x + x_lo); x_lo (pow's double-double exponent) is ignored where exp is 0 or inf,
     since it may then be inf or NaN itself."""
     low, high = _EXP_RANGE[em.fmt.name]
@@ -249,7 +73,7 @@ def _exp(em: _Emit, x, x_lo=None):
     return em.ldexp(em.add(e, 1.0), n)
 
 
-def _expm1(em: _Emit, x):
+def _expm1(em: Emit, x):
     """2^n (1 + e) - 1 = 2 ((s - 1/2) + s e) with s = 2^(n-1): s e and the doubling are
     exact, s - 1/2 is exact while it matters (for large n the 1/2 is below half an ulp),
     and s stays normal up to the overflow threshold."""
@@ -264,7 +88,7 @@ def _expm1(em: _Emit, x):
 _TANH_SATURATION = {"float32": 10.0, "float64": 22.0}
 
 
-def _tanh(em: _Emit, x):
+def _tanh(em: Emit, x):
     """tanh|x| = expm1(2|x|) / (expm1(2|x|) + 2): no cancellation anywhere, and exact
     behaviour at 0 and for denormals (expm1(2x) = 2x there)."""
     ax = em.sel(em.cmp(">", em.fabs(x), _TANH_SATURATION[em.fmt.name]),
@@ -273,7 +97,7 @@ def _tanh(em: _Emit, x):
     return em.copysign(em.div(e, em.add(e, 2.0)), x)
 
 
-def _sigmoid(em: _Emit, x):
+def _sigmoid(em: Emit, x):
     """1 / (1 + exp(-x)) through e = exp(-|x|): 1/(1+e) for x >= 0 and e/(1+e) below, so
     large negative x gives the tiny (even denormal) true value, not 0 from overflow."""
     e = _exp(em, em.neg(em.fabs(x)))
@@ -288,7 +112,7 @@ def _sigmoid(em: _Emit, x):
 _SQRT_HALF_BITS = {"float32": 0x3F3504F3, "float64": 0x3FE6A09E667F3BCD}
 
 
-def _log_reduce(em: _Emit, x) -> tuple[ir.Value, ir.Value]:
+def _log_reduce(em: Emit, x) -> tuple[ir.Value, ir.Value]:
     """(k, f) with x = 2^k (1 + f), 1 + f in [sqrt(1/2), sqrt(2)), for finite x > 0."""
     fmt = em.fmt
     tiny = em.cmp("<", x, fmt.min_normal)
@@ -296,11 +120,11 @@ def _log_reduce(em: _Emit, x) -> tuple[ir.Value, ir.Value]:
     offset = em.b.sub(em.bits(x), em.int(_SQRT_HALF_BITS[fmt.name]))
     k = em.b.ashr(offset, em.int(fmt.mant_bits))
     z = em.from_bits(em.b.sub(em.bits(x), em.b.shl(k, em.int(fmt.mant_bits))))
-    k_f = em.add(em.b.sitofp(k, fmt.ftype), em.sel(tiny, -fmt.precision, 0.0))
+    k_f = em.add(em.b.sitofp(k, em.ftype), em.sel(tiny, -fmt.precision, 0.0))
     return k_f, em.sub(z, 1.0)  # exact: z within a factor of 2 of 1
 
 
-def _log1p_terms(em: _Emit, f) -> tuple[ir.Value, ir.Value, ir.Value]:
+def _log1p_terms(em: Emit, f) -> tuple[ir.Value, ir.Value, ir.Value]:
     """(s, hfsq, R) with log(1+f) = f - (hfsq - s*(hfsq + R)) (fdlibm): s = f/(2+f),
     hfsq = f^2/2 and R = s^2 P(s^2) the small remainder."""
     s = em.div(f, em.add(f, 2.0))
@@ -308,7 +132,7 @@ def _log1p_terms(em: _Emit, f) -> tuple[ir.Value, ir.Value, ir.Value]:
     return s, em.mul(em.mul(f, f), 0.5), em.mul(z, em.poly(z, K.LOG[em.fmt.name]))
 
 
-def _ln(em: _Emit, x, correction=None):
+def _ln(em: Emit, x, correction=None):
     """log(x) for finite x > 0, plus ``correction`` (log1p's rounding term), fdlibm's
     k*ln2_hi - ((hfsq - (s*(hfsq+R) + k*ln2_lo)) - f): the exact f and k*ln2_hi come last."""
     k, f = _log_reduce(em, x)
@@ -331,7 +155,7 @@ _LOG2 = _LogBase(None, K.LOG2_E)
 _LOG10 = _LogBase(K.LOG10_2, K.LOG10_E)
 
 
-def _log_base(em: _Emit, x, base: _LogBase):
+def _log_base(em: Emit, x, base: _LogBase):
     """log_b(x) for finite x > 0: log(1+f) split into hi + lo with hi short, so that
     hi * (short head of log_b(e)) is exact and the rounding error of the large terms is
     carried in lo; k * log_b(2) is added by Fast2Sum (fdlibm's log2 and log10)."""
@@ -352,25 +176,25 @@ def _log_base(em: _Emit, x, base: _LogBase):
     return em.add(w, em.add(val_lo, em.add(em.sub(y_hi, w), val_hi)))
 
 
-def _log_special(em: _Emit, x, value):
+def _log_special(em: Emit, x, value):
     """``value`` where x is finite and positive, else log's value at 0, +inf, < 0, NaN."""
     positive = em.b.and_(em.cmp(">", x, 0.0), em.cmp("<", x, _INF))
     special = em.sel(em.cmp("==", x, 0.0), -_INF, em.sel(em.cmp("==", x, _INF), _INF, _NAN))
     return em.sel(positive, value, special)
 
 
-def _log(em: _Emit, x):
+def _log(em: Emit, x):
     return _log_special(em, x, _ln(em, x))
 
 
-def _logarithm(base: _LogBase) -> Callable[[_Emit, ir.Value], ir.Value]:
-    def emit(em: _Emit, x):
+def _logarithm(base: _LogBase) -> Callable[[Emit, ir.Value], ir.Value]:
+    def emit(em: Emit, x):
         return _log_special(em, x, _log_base(em, x, base))
 
     return emit
 
 
-def _log1p(em: _Emit, x):
+def _log1p(em: Emit, x):
     """log(u) + c/u where u + c == 1 + x exactly (u = fl(1 + x)): small x keep their
     relative accuracy through the correction c."""
     u, c = em.two_sum(em.v(1.0), x)
@@ -381,7 +205,7 @@ def _log1p(em: _Emit, x):
 # ---------------------------------------------------------------- pow
 
 
-def _log_double_word(em: _Emit, a) -> tuple[ir.Value, ir.Value]:
+def _log_double_word(em: Emit, a) -> tuple[ir.Value, ir.Value]:
     """log(a) as hi + lo, relative error about 2**-66 (float64) or 2**-36 (float32), for
     finite a > 0.
 
@@ -414,7 +238,7 @@ def _log_double_word(em: _Emit, a) -> tuple[ir.Value, ir.Value]:
     return hi, em.sub(lo, em.sub(hi, total))
 
 
-def _pow(em: _Emit, x, y):
+def _pow(em: Emit, x, y):
     """x**y = exp(y log|x|) with C99 / NumPy special cases. log|x| and y log|x| are
     double-words: |y log x| reaches 745 (float64) / 104 (float32), so its absolute error
     must stay near 2**-62 / 2**-33 for a result within an ulp."""
@@ -441,92 +265,6 @@ def _pow(em: _Emit, x, y):
     return em.sel(one, 1.0, result)
 
 
-# ---------------------------------------------------------------- sin, cos, tan
-
-# pi/2 as short heads (n * head is exact for n below 2**(53 - head bits)) and a rounded
-# tail. float64 needs 131 bits for the worst cancellation of a double below 2**27; float32
-# inputs have 24 significant bits and fewer hard cases, so 16-bit heads serve up to 2**37.
-_PIO2 = {
-    "float64": K.split(Fraction(K.PI) / 2, (26, 26, 26), "float64"),
-    "float32": K.split(Fraction(K.PI) / 2, (16, 16, 16), "float64"),
-}
-_TWO_OVER_PI = K.rounded(2 / Fraction(K.PI), "float64")
-# No double-precision reduction means anything from here on.
-_MEANINGLESS_TRIG = 2.0**51
-
-
-def _reduce_trig(em: _Emit, x) -> tuple[ir.Value, ir.Value, ir.Value]:
-    """(r, r_lo, n) with x = n * pi/2 + r + r_lo, |r| <= pi/4, r_lo below an ulp of r.
-
-    Cody-Waite in float64 (float32 inputs are widened): x - n * head is exact (Sterbenz), and
-    so are the products with the other heads, so while n is small enough (|x| < 2**27 for
-    float64, 2**37 for float32) the only roundings are at the size of r itself. float64 sums
-    the pieces with TwoSum into a double-double; float32 rounds the float64 r. Beyond those
-    bounds the products round and r degrades gracefully; from 2**51 on, x is replaced by a
-    zero of its sign (so results stay bounded)."""
-    wide = em.promoted()
-    ax = em.fabs(x)
-    meaningless = em.b.and_(em.cmp(">=", ax, _MEANINGLESS_TRIG), em.cmp("<", ax, _INF))
-    x = em.to(em.sel(meaningless, em.copysign(0.0, x), x), _F64)
-    n_f, n = wide.round_int(wide.mul(x, _TWO_OVER_PI))
-    head, *pieces = _PIO2[em.fmt.name]
-    r = wide.mla(n_f, -head, x)
-    if em.fmt is _F32:
-        for piece in pieces:
-            r = wide.mla(n_f, -piece, r)
-        r_hi = wide.to(r, _F32)
-        return r_hi, wide.to(wide.sub(r, em.to(r_hi, _F64)), _F32), em.b.trunc(n, _F32.itype)
-    s, e1 = wide.two_sum(r, wide.mul(n_f, -pieces[0]))
-    s, e2 = wide.two_sum(s, wide.mul(n_f, -pieces[1]))
-    tail = wide.mla(n_f, -pieces[2], wide.add(e1, e2))
-    r = wide.add(s, tail)
-    return r, wide.sub(tail, wide.sub(r, s)), n
-
-
-def _sin_cos_reduced(em: _Emit, r, r_lo) -> tuple[ir.Value, ir.Value]:
-    """sin and cos of r + r_lo, |r| <= pi/4, r_lo below half an ulp of r (fdlibm kernels:
-    the exact leading term is added last, r_lo enters through its first-order effect)."""
-    z = em.mul(r, r)
-    hz = em.mul(z, 0.5)
-    sin_tail = em.mla(em.mul(z, r), em.poly(z, K.SIN[em.fmt.name]), em.mla(em.neg(hz), r_lo, r_lo))
-    sin = em.add(r, sin_tail)
-    w = em.sub(1.0, hz)
-    cos_tail = em.mla(em.mul(z, z), em.poly(z, K.COS[em.fmt.name]), em.neg(em.mul(r, r_lo)))
-    cos = em.add(w, em.add(em.sub(em.sub(1.0, w), hz), cos_tail))
-    return sin, cos
-
-
-def _quadrant(em: _Emit, sin, cos, q):
-    """The value of sin at quadrant q: sin, cos, -sin, -cos for q = 0, 1, 2, 3 (mod 4)."""
-    odd = em.b.icmp_unsigned("!=", em.b.and_(q, em.int(1)), em.int(0))
-    value = em.sel(odd, cos, sin)
-    sign = em.b.shl(em.b.and_(q, em.int(2)), em.int(em.fmt.itype.width - 2))
-    return em.from_bits(em.b.xor(em.bits(value), sign))
-
-
-def _keep_zero(em: _Emit, x, value):
-    """f(+-0) = +-0 for the odd functions whose formula loses the sign of zero."""
-    return em.sel(em.cmp("==", x, 0.0), x, value)
-
-
-def _sin(em: _Emit, x):
-    r, r_lo, n = _reduce_trig(em, x)
-    return _keep_zero(em, x, _quadrant(em, *_sin_cos_reduced(em, r, r_lo), n))
-
-
-def _cos(em: _Emit, x):
-    r, r_lo, n = _reduce_trig(em, x)
-    return _quadrant(em, *_sin_cos_reduced(em, r, r_lo), em.b.add(n, em.int(1)))
-
-
-def _tan(em: _Emit, x):
-    """sin/cos in even quadrants, -cos/sin in odd ones."""
-    r, r_lo, n = _reduce_trig(em, x)
-    sin, cos = _sin_cos_reduced(em, r, r_lo)
-    odd = em.b.icmp_unsigned("!=", em.b.and_(n, em.int(1)), em.int(0))
-    return _keep_zero(em, x, em.div(em.sel(odd, em.neg(cos), sin), em.sel(odd, sin, cos)))
-
-
 # ---------------------------------------------------------------- arctan
 
 # Thresholds of the argument reduction (their exact values do not matter).
@@ -534,7 +272,7 @@ _TAN_PI_8 = math.sqrt(2.0) - 1.0
 _TAN_3PI_8 = math.sqrt(2.0) + 1.0
 
 
-def _atan_parts(em: _Emit, a) -> tuple[ir.Value, ir.Value, ir.Value]:
+def _atan_parts(em: Emit, a) -> tuple[ir.Value, ir.Value, ir.Value]:
     """(m, t, p) with atan(a) = m*pi/4 + t + p for 0 <= a <= +inf: t = a, (a-1)/(a+1) or
     -1/a so that |t| <= tan(pi/8), and p = t^3 P(t^2) the small rest."""
     beyond = em.cmp(">", a, _TAN_3PI_8)
@@ -546,18 +284,18 @@ def _atan_parts(em: _Emit, a) -> tuple[ir.Value, ir.Value, ir.Value]:
     return m, t, em.mul(em.mul(z, t), em.poly(z, K.ATAN[em.fmt.name]))
 
 
-def _quarter_pis_plus(em: _Emit, m, t, p):
+def _quarter_pis_plus(em: Emit, m, t, p):
     """m*pi/4 + t + p for an integer 0 <= m <= 4, with pi/4 as a short head (so m*head is
     exact) and a tail, the exact large term added last."""
     head, tail = em.fmt.split(Fraction(K.PI) / 4, head_bits=em.fmt.precision - 2)
     return em.mla(m, head, em.add(t, em.mla(m, tail, p)))
 
 
-def _arctan(em: _Emit, x):
+def _arctan(em: Emit, x):
     return em.copysign(_quarter_pis_plus(em, *_atan_parts(em, em.fabs(x))), x)
 
 
-def _arctan2(em: _Emit, y, x):
+def _arctan2(em: Emit, y, x):
     """atan(min/max of |x|, |y|) in [0, pi/4], mirrored to the octant of (x, y) by
     pi/2 - v (|y| > |x|) and pi - v (x negative, -0 included), with C99's special cases
     following from 0/0 -> 0 and inf/inf -> 1."""
@@ -581,7 +319,7 @@ def _arctan2(em: _Emit, y, x):
 _ERF_SATURATION = {"float32": 4.0, "float64": 6.0}
 
 
-def _erf(em: _Emit, x):
+def _erf(em: Emit, x):
     """x + x P(x^2) below 1; above, 1 - exp(-x^2) * Q(1/x - center) with Q from the piece
     of [1, saturation) that holds |x|. All pieces share one Horner evaluation whose variable
     and coefficients are selected per lane; x^2 enters exp as an exact double-word."""
@@ -610,7 +348,7 @@ def _erf(em: _Emit, x):
 # ---------------------------------------------------------------- dispatch
 
 
-def _sqrt(em: _Emit, x):
+def _sqrt(em: Emit, x):
     return em.sqrt(x)
 
 
@@ -625,9 +363,9 @@ _FUNCTIONS: dict[str, tuple[int, Callable[..., ir.Value]]] = {
     "tanh": (1, _tanh),
     "sigmoid": (1, _sigmoid),
     "sqrt": (1, _sqrt),
-    "sin": (1, _sin),
-    "cos": (1, _cos),
-    "tan": (1, _tan),
+    "sin": (1, vmath_trig.sin),
+    "cos": (1, vmath_trig.cos),
+    "tan": (1, vmath_trig.tan),
     "arctan": (1, _arctan),
     "arctan2": (2, _arctan2),
     "pow": (2, _pow),
@@ -639,8 +377,10 @@ SUPPORTED: frozenset[str] = frozenset(_FUNCTIONS)
 
 def emit_math(builder: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Value:
     """Emit `name` applied to scalar float/double values (all args same type: ir.FloatType() or
-    ir.DoubleType()); returns a value of the same type. Straight-line or select-based code only
-    (no calls to libm, no loops, no branches), so the loop vectorizer can widen it."""
+    ir.DoubleType()); returns a value of the same type. Select-based code that the loop
+    vectorizer can widen: no libm calls, no loops. sin, cos and tan branch (rarely) to a
+    function they define in the builder's module, so the builder may end in a new block:
+    callers continue at ``builder.block``."""
     if name not in _FUNCTIONS:
         raise ValueError(f"vmath has no function {name!r}; supported: {sorted(SUPPORTED)}")
     arity, emit = _FUNCTIONS[name]
@@ -650,4 +390,4 @@ def emit_math(builder: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Valu
     if any(a.type != ty for a in args) or not isinstance(ty, (ir.FloatType, ir.DoubleType)):
         raise TypeError(f"{name}: arguments must all be float or all double, got "
                         f"{[str(a.type) for a in args]}")
-    return emit(_Emit(builder, _F64 if isinstance(ty, ir.DoubleType) else _F32), *args)
+    return emit(Emit(builder, F64 if isinstance(ty, ir.DoubleType) else F32), *args)

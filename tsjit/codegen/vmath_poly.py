@@ -58,6 +58,33 @@ def rounded(value: str | Fraction, dtype: str) -> float:
     return float(np.dtype(dtype).type(float(Fraction(value))))
 
 
+def _pi_times_power_of_two(bits: int) -> int:
+    """pi * 2**bits, truncated, within a few units (Machin: pi = 16 atan(1/5) - 4 atan(1/239),
+    each arctangent series summed in integers)."""
+
+    def arctan_of_inverse(k: int) -> int:
+        power = total = (1 << bits) // k
+        n = 1
+        while power:
+            power //= k * k
+            total += (-1) ** n * (power // (2 * n + 1))
+            n += 1
+        return total
+
+    return 16 * arctan_of_inverse(5) - 4 * arctan_of_inverse(239)
+
+
+def two_over_pi_words(count: int) -> tuple[int, ...]:
+    """The binary expansion of 2/pi in 64-bit words, most significant first, after one zero
+    word: word i >= 1 holds the bits of weight 2**-(64i - 63) ... 2**-(64i). (The zero word
+    lets a 64-bit window start up to 63 bits before the binary point.)"""
+    bits = 64 * (count - 1)
+    guard = 64  # the truncation errors of the series stay far below the last bit kept
+    scaled = (1 << (2 * (bits + guard) + 1)) // _pi_times_power_of_two(bits + guard)
+    scaled >>= guard
+    return (0, *((scaled >> (64 * (count - 2 - i))) & (2**64 - 1) for i in range(count - 1)))
+
+
 # expm1(r) = r + r^2/2 + r^3 * P(r), r in [-ln2/2, ln2/2]; relative error of expm1.
 EXPM1 = {
     "float32": (  # 2^-26.1

@@ -1,0 +1,254 @@
+"""The arithmetic vocabulary of the inline math library: IEEE formats and an IR emitter.
+
+vmath's algorithms are written as formulas over ``Emit``, which turns Python numbers into
+constants of the working format and names every operation after its math. The same formula
+emits scalar code (the form kernels use: LLVM's loop vectorizer widens it) or explicit
+``<lanes x T>`` vector code (the form of the vector functions vmath defines itself for the
+vectorizer to call, see vmath_trig), so one description of an algorithm serves both.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from fractions import Fraction
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from tsjit.codegen import vmath_poly as K
+
+__all__ = ["F32", "F64", "Emit", "Format"]
+
+
+@dataclass(frozen=True)
+class Format:
+    """The IEEE binary format of one float type and its same-width integer type."""
+
+    name: str
+    ftype: ir.Type
+    itype: ir.IntType
+    mant_bits: int
+    bias: int
+    # Bits that the largest integer multiplier of a split constant needs (2^k scale factors
+    # reach 1077 in float64 and 151 in float32): the head of such a split keeps the rest.
+    scale_bits: int
+    # Low mantissa bits cleared to make a "short" value whose product with a constant head
+    # of the same number of bits is exact (fdlibm clears the low word of a double).
+    short_bits: int
+
+    @property
+    def precision(self) -> int:
+        return self.mant_bits + 1
+
+    @property
+    def min_normal(self) -> float:
+        return 2.0 ** (1 - self.bias)
+
+    def split(self, value: str | Fraction, head_bits: int | None = None) -> tuple[float, float]:
+        """(head, tail) of a constant, the head short enough that an integer multiple of it
+        up to 2**scale_bits (default) or with ``head_bits`` bits is exact."""
+        bits = self.precision - self.scale_bits if head_bits is None else head_bits
+        return K.split(value, (bits,), self.name)
+
+    def const(self, value: str | Fraction) -> float:
+        return K.rounded(value, self.name)
+
+
+F32 = Format("float32", ir.FloatType(), ir.IntType(32), 23, 127, 8, 12)
+F64 = Format("float64", ir.DoubleType(), ir.IntType(64), 52, 1023, 11, 32)
+
+
+def _mangled(ty: ir.Type) -> str:
+    """A type's suffix in an overloaded intrinsic's name (f64, i32, v8f64, ...)."""
+    if isinstance(ty, ir.VectorType):
+        return f"v{ty.count}{_mangled(ty.element)}"
+    return ty.intrinsic_name
+
+
+class Emit:
+    """Arithmetic in one float format on an IRBuilder, on scalars (``lanes`` None) or on
+    vectors of ``lanes`` elements. Python numbers stand for constants of that format (splat
+    across the lanes), which keeps the algorithms readable as formulas."""
+
+    def __init__(self, builder: ir.IRBuilder, fmt: Format, lanes: int | None = None):
+        self.b = builder
+        self.fmt = fmt
+        self.lanes = lanes
+        self.ftype = self.shaped(fmt.ftype)
+        self.itype = self.shaped(fmt.itype)
+
+    def shaped(self, ty: ir.Type) -> ir.Type:
+        """``ty``, or a vector of it when emitting vector code."""
+        return ty if self.lanes is None else ir.VectorType(ty, self.lanes)
+
+    def constant(self, ty: ir.Type, value: float | int) -> ir.Constant:
+        """A constant of the scalar type ``ty`` in the emitter's shape."""
+        if self.lanes is None:
+            return ir.Constant(ty, value)
+        return ir.Constant(ir.VectorType(ty, self.lanes), [value] * self.lanes)
+
+    def in_format(self, fmt: Format) -> Emit:
+        return Emit(self.b, fmt, self.lanes)
+
+    def promoted(self) -> Emit:
+        return self.in_format(F64)
+
+    def v(self, x: ir.Value | float) -> ir.Value:
+        return x if isinstance(x, ir.Value) else self.constant(self.fmt.ftype, float(x))
+
+    # -- float arithmetic
+    def add(self, x, y):
+        return self.b.fadd(self.v(x), self.v(y))
+
+    def sub(self, x, y):
+        return self.b.fsub(self.v(x), self.v(y))
+
+    def mul(self, x, y):
+        return self.b.fmul(self.v(x), self.v(y))
+
+    def div(self, x, y):
+        return self.b.fdiv(self.v(x), self.v(y))
+
+    def neg(self, x):
+        return self.b.fneg(self.v(x))
+
+    def mla(self, x, y, z):
+        """x*y + z, fused or not as the target prefers (both are accurate enough)."""
+        return self._intrinsic("llvm.fmuladd", x, y, z)
+
+    def fma(self, x, y, z):
+        """x*y + z with one rounding: for exact products (x*y - fl(x*y) == fma(x, y, -p))."""
+        return self._intrinsic("llvm.fma", x, y, z)
+
+    def poly(self, x, coeffs) -> ir.Value:
+        """Horner evaluation of sum(coeffs[i] * x**i)."""
+        acc = self.v(coeffs[-1])
+        for c in reversed(coeffs[:-1]):
+            acc = self.mla(acc, x, c)
+        return acc
+
+    def fabs(self, x):
+        return self._intrinsic("llvm.fabs", x)
+
+    def floor(self, x):
+        return self._intrinsic("llvm.floor", x)
+
+    def rint(self, x):
+        """x rounded to an integer, ties to even (one instruction with SSE4.1 or AVX)."""
+        return self._intrinsic("llvm.rint", x)
+
+    def copysign(self, magnitude, sign):
+        return self._intrinsic("llvm.copysign", magnitude, sign)
+
+    def sqrt(self, x):
+        return self._intrinsic("llvm.sqrt", x)
+
+    def _intrinsic(self, name: str, *args):
+        return self.call_intrinsic(name, self.ftype, [self.v(a) for a in args], [self.ftype])
+
+    def call_intrinsic(self, name: str, result: ir.Type, args: list[ir.Value],
+                       overloads: list[ir.Type]) -> ir.Value:
+        """Call the intrinsic ``name`` overloaded on ``overloads`` (declared on first use)."""
+        module = self.b.module
+        full_name = ".".join([name, *map(_mangled, overloads)])
+        fn = module.globals.get(full_name)
+        if fn is None:
+            fn = ir.Function(module, ir.FunctionType(result, [a.type for a in args]), full_name)
+        return self.b.call(fn, args)
+
+    # -- comparisons (ordered: false when either side is NaN) and selection
+    def cmp(self, op: str, x, y):
+        return self.b.fcmp_ordered(op, self.v(x), self.v(y))
+
+    def sel(self, cond, x, y):
+        return self.b.select(cond, self.v(x), self.v(y))
+
+    def clamp(self, x, lo: float, hi: float):
+        """x limited to [lo, hi]; NaN stays NaN."""
+        return self.sel(self.cmp(">", x, hi), hi, self.sel(self.cmp("<", x, lo), lo, x))
+
+    # -- conversions and bit manipulation
+    def int(self, value: int) -> ir.Constant:
+        return self.constant(self.fmt.itype, value)
+
+    def bits(self, x):
+        return self.b.bitcast(self.v(x), self.itype)
+
+    def from_bits(self, i):
+        return self.b.bitcast(i, self.ftype)
+
+    def to(self, x, fmt: Format):
+        """x converted to ``fmt`` (exact when widening, rounded when narrowing)."""
+        target = self.shaped(fmt.ftype)
+        if fmt.precision > self.fmt.precision:
+            return self.b.fpext(x, target)
+        return self.b.fptrunc(x, target) if fmt.precision < self.fmt.precision else x
+
+    def round_int(self, t) -> tuple[ir.Value, ir.Value]:
+        """rint(t) as a float and as an integer, for |t| < 2**(mant_bits - 1).
+
+        Adding 1.5 * 2**mant_bits pushes the fraction out of the mantissa, so the integer
+        lands in the low bits: no float-to-int conversion (poison on NaN) is needed, and a
+        NaN or infinite t just gives some integer, whose lanes the callers discard."""
+        shifter = 1.5 * 2.0**self.fmt.mant_bits
+        shifted = self.add(t, shifter)
+        n = self.b.sub(self.bits(shifted), self.bits(shifter))
+        return self.sub(shifted, shifter), n
+
+    def pow2(self, n):
+        """2**n for an integer n in the normal exponent range."""
+        biased = self.b.add(n, self.int(self.fmt.bias))
+        return self.from_bits(self.b.shl(biased, self.int(self.fmt.mant_bits)))
+
+    def ldexp(self, p, n):
+        """p * 2**n for p near 1, n from far below the denormals to past overflow, rounded
+        once. With AVX-512, ``llvm.ldexp`` is one ``vscalef`` per vector; elsewhere it
+        would be a libm call per element, so two factors that each stay normal are used."""
+        if _has_vector_ldexp():
+            i32 = self.shaped(ir.IntType(32))
+            exponent = n if n.type == i32 else self.b.trunc(n, i32)
+            return self.call_intrinsic("llvm.ldexp", self.ftype, [self.v(p), exponent],
+                                       [self.ftype, i32])
+        half = self.b.ashr(n, self.int(1))
+        return self.mul(self.mul(p, self.pow2(half)), self.pow2(self.b.sub(n, half)))
+
+    def two_sum(self, x, y) -> tuple[ir.Value, ir.Value]:
+        """(s, e) with s = fl(x + y) and s + e == x + y exactly (Knuth)."""
+        s = self.add(x, y)
+        y_part = self.sub(s, x)
+        return s, self.add(self.sub(x, self.sub(s, y_part)), self.sub(y, y_part))
+
+    def fast_two_sum(self, x, y) -> tuple[ir.Value, ir.Value]:
+        """(s, e) with s = fl(x + y) and s + e == x + y exactly, for |x| >= |y| (Dekker)."""
+        s = self.add(x, y)
+        return s, self.sub(y, self.sub(s, x))
+
+    def two_prod(self, x, y) -> tuple[ir.Value, ir.Value]:
+        """(p, e) with p = fl(x * y) and p + e == x * y exactly."""
+        p = self.mul(x, y)
+        return p, self.fma(x, y, self.neg(p))
+
+    def load_element(self, table: ir.GlobalVariable, index) -> ir.Value:
+        """table[index] of a constant array (a gather when emitting vectors)."""
+        element = table.value_type.element
+        pointer = self.b.gep(table, [index], source_etype=element)
+        if self.lanes is None:
+            return self.b.load(pointer, typ=element)
+        pointer.type = self.shaped(ir.PointerType())  # llvmlite assumes a scalar index
+        result = self.shaped(element)
+        every_lane = self.constant(ir.IntType(1), 1)
+        alignment = ir.Constant(ir.IntType(32), element.width // 8)
+        return self.call_intrinsic("llvm.masked.gather", result,
+                                   [pointer, alignment, every_lane, ir.Constant(result, None)],
+                                   [result, pointer.type])
+
+    def clear_low_bits(self, x, count: int):
+        """x with its lowest ``count`` mantissa bits zeroed (truncated toward zero)."""
+        return self.from_bits(self.b.and_(self.bits(x), self.int(-(1 << count))))
+
+
+@functools.cache
+def _has_vector_ldexp() -> bool:
+    """Whether the host (the JIT's target) lowers ``llvm.ldexp`` on vectors natively."""
+    return llvm.get_host_cpu_features().get("avx512f", False)
