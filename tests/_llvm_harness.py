@@ -2,7 +2,8 @@
 
 It is independent of tsjit.codegen.engine on purpose, so vmath is tested on its own, but it
 uses the settings the engine uses (host CPU and features, the O3 module pipeline with loop
-and SLP vectorization, 512-bit vectors preferred), so the measured code is what kernels get.
+and SLP vectorization, 512-bit vectors preferred unless asked otherwise), so the measured
+code is what kernels get.
 """
 
 from __future__ import annotations
@@ -35,12 +36,12 @@ def arity(name: str) -> int:
     return _ARITY.get(name, 1)
 
 
-def _define_loop(module: ir.Module, name: str, fty: ir.Type) -> None:
+def _define_loop(module: ir.Module, name: str, fty: ir.Type, vector_bits: int) -> None:
     """void vm_<name>(ptr noalias out, ptr noalias x, ptr noalias y, i64 n):
     out[i] = name(x[i]) or name(x[i], y[i]) for i < n."""
     ptr, i64 = ir.PointerType(), ir.IntType(64)
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr, ptr, ptr, i64]), f"vm_{name}")
-    set.add(fn.attributes, '"prefer-vector-width"="512"')
+    set.add(fn.attributes, f'"prefer-vector-width"="{vector_bits}"')
     for arg in fn.args[:3]:
         arg.add_attribute("noalias")
     out, x, y, n = fn.args
@@ -62,14 +63,14 @@ def _define_loop(module: ir.Module, name: str, fty: ir.Type) -> None:
 class MathKernels:
     """Every requested vmath function for one dtype, compiled together into one module."""
 
-    def __init__(self, dtype: np.dtype | type, names: list[str]):
+    def __init__(self, dtype: np.dtype | type, names: list[str], vector_bits: int = 512):
         self.dtype = np.dtype(dtype)
         tm = _target_machine()
         module = ir.Module(name=f"vmath_{self.dtype}")
         module.triple = tm.triple
         module.data_layout = str(tm.target_data)
         for name in names:
-            _define_loop(module, name, _LLVM_TYPES[self.dtype])
+            _define_loop(module, name, _LLVM_TYPES[self.dtype], vector_bits)
         parsed = llvm.parse_assembly(str(module))
         parsed.verify()
         options = llvm.create_pipeline_tuning_options(speed_level=3)

@@ -320,12 +320,24 @@ def test_loops_are_vectorized(kernels: MathKernels) -> None:
         assert any(t in code for t in lanes), f"{name} {kernels.dtype} not vectorized"
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_trig_in_256_bit_loops(dtype: type) -> None:
+    """Loops vectorized for 256-bit registers (AVX2 hosts) call the narrower variants."""
+    narrow = MathKernels(dtype, TRIG, vector_bits=256)
+    x = np.concatenate([log_uniform_magnitudes(dtype, 1.0, 50_001, 6),
+                        random_bits(dtype, 50_000, 7)])
+    for name in TRIG:
+        assert re.search(r"call [^\n]*<(4|8) x (float|double)> @tsjit_vmath_trig_",
+                         narrow.function_ir(name))
+        assert_accurate(narrow, name, x)
+
+
 @pytest.mark.parametrize("name", TRIG)
 def test_huge_trig_lanes_take_a_vector_call(kernels: MathKernels, name: str) -> None:
     """The vector loop reaches Payne-Hanek through a masked vector variant, once per
     vector, not through scalar calls."""
     code = kernels.function_ir(name)
-    assert re.search(rf"call [^\n]*<\d+ x (float|double)> @tsjit_vmath_{name}_", code)
+    assert re.search(r"call [^\n]*<\d+ x (float|double)> @tsjit_vmath_trig_", code)
 
 
 def test_every_supported_function_is_tested() -> None:

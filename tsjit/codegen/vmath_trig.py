@@ -15,14 +15,15 @@ reductions share the kernels:
 
 Where the huge arguments go: the scalar code a kernel gets branches on |x| >= LIMIT (a rare,
 ``unlikely`` branch) to a call of an out-of-line function that the module defines with
-masked vector variants (VFABI "vector-function-abi-variant"). The loop vectorizer turns the
-branch into a call of the variant once per vector, with the huge lanes as its mask; the
-variant returns at once when no lane is set. Measured on Zen 4 (16M elements, one thread):
-ordinary arguments run at 0.85-1.06x the time of the former code, which clamped huge ones
-to zero (a select that the branch replaced); computing Payne-Hanek in line for every lane
-and selecting made them 4-7x slower. Vectors with huge lanes cost ~7 ns per element.
-glibc's libmvec (``_ZGVeN8v_sin``...) is faster still (~0.6x) and within 3 ulp, but it
-would tie kernels to one C library's symbols and versions; vmath stays self-contained.
+masked vector variants (VFABI "vector-function-abi-variant"), one for sin, cos and tan. The
+loop vectorizer turns the branch into a call of the variant once per vector, with the huge
+lanes as its mask; the variant returns at once when no lane is set. Measured on Zen 4 (16M
+elements, one thread): ordinary arguments run at 0.85-1.05x the time of the former code,
+which clamped huge ones to zero (a select that the branch replaced); computing Payne-Hanek
+in line for every lane and selecting made them 4-7x slower. Vectors with huge lanes cost
+~7 ns per element. A kernel using trig compiles in ~25 ms instead of ~15. glibc's libmvec
+(``_ZGVeN8v_sin``...) is faster still (~0.6x) and within 3 ulp, but it would tie kernels
+to one C library's symbols and versions; vmath stays self-contained.
 """
 
 from __future__ import annotations
@@ -59,10 +60,6 @@ _TWO_OVER_PI = K.rounded(2 / Fraction(K.PI), "float64")
 # window of the largest double, which ends 212 bits after bit 1023 - 53.
 _TWO_OVER_PI_WORDS = K.two_over_pi_words(21)
 _TABLE_NAME = "tsjit_vmath_two_over_pi"
-
-# Vector widths (elements) of the out-of-line functions' variants: what the loop vectorizer
-# picks for 256- and 512-bit vectors (float64 code also serves float32 kernels, 16 wide).
-_VARIANT_LANES = {"float32": (8, 16), "float64": (4, 8, 16)}
 
 
 def _reduce_cody_waite(em: Emit, x) -> tuple[ir.Value, ir.Value, ir.Value]:
@@ -144,6 +141,7 @@ def _reduce_payne_hanek(em: Emit, x) -> tuple[ir.Value, ir.Value, ir.Value]:
 
 
 def _clamp_int(em: Emit, i, lo: int, hi: int):
+    """The signed integer i limited to [lo, hi]."""
     b = em.b
     i = b.select(b.icmp_signed("<", i, em.int(lo)), em.int(lo), i)
     return b.select(b.icmp_signed(">", i, em.int(hi)), em.int(hi), i)
@@ -210,34 +208,45 @@ def _quadrant(em: Emit, sin, cos, q):
     return em.from_bits(em.b.xor(em.bits(value), sign))
 
 
-def _sin_of(em: Emit, r, r_lo, n):
-    return _quadrant(em, *_sin_cos_reduced(em, r, r_lo), n)
+def _sin_from(em: Emit, sin, cos, n):
+    return _quadrant(em, sin, cos, n)
 
 
-def _cos_of(em: Emit, r, r_lo, n):
-    return _quadrant(em, *_sin_cos_reduced(em, r, r_lo), em.b.add(n, em.int(1)))
+def _cos_from(em: Emit, sin, cos, n):
+    return _quadrant(em, sin, cos, em.b.add(n, em.int(1)))
 
 
-def _tan_of(em: Emit, r, r_lo, n):
+def _tan_from(em: Emit, sin, cos, n):
     """sin/cos in even quadrants, -cos/sin in odd ones."""
-    sin, cos = _sin_cos_reduced(em, r, r_lo)
     odd = em.b.icmp_unsigned("!=", em.b.and_(n, em.int(1)), em.int(0))
     return em.div(em.sel(odd, em.neg(cos), sin), em.sel(odd, sin, cos))
 
 
-_Kernel = Callable[[Emit, ir.Value, ir.Value, ir.Value], ir.Value]
+# Each function from sin(r), cos(r) and the quadrant n, in the order of its number (the
+# out-of-line code serves all three and takes the number as an argument).
+_FROM_SIN_COS: dict[str, Callable[[Emit, ir.Value, ir.Value, ir.Value], ir.Value]] = {
+    "sin": _sin_from, "cos": _cos_from, "tan": _tan_from,
+}
+_NUMBER = {name: number for number, name in enumerate(_FROM_SIN_COS)}
+_I1, _I32 = ir.IntType(1), ir.IntType(32)
 
 # ---------------------------------------------------------------- huge arguments
 
+# The out-of-line Payne-Hanek code is one vector function of _BODY_LANES lanes per format
+# (float32 computes in float64, two registers); a scalar function and the variant for the
+# vectorizer's other choice (256-bit vectors) pad their arguments to it.
+_BODY_LANES = {"float32": 16, "float64": 8}
+_VARIANT_LANES = {"float32": (8, 16), "float64": (4, 8)}
 
-def _huge_lanes(em: Emit, name: str, kernel: _Kernel, x, value):
+
+def _huge_lanes(em: Emit, name: str, x, value):
     """``value`` where |x| < LIMIT or x is not finite, else the out-of-line function's."""
     ax = em.fabs(x)
     huge = em.b.and_(em.cmp(">=", ax, LIMIT[em.fmt.name]), em.cmp("<", ax, _INF))
-    function, variants = _out_of_line(em.b.module, name, kernel, em.fmt)
+    function, variants = _out_of_line(em.b.module, em.fmt)
     before = em.b.block
     with em.b.if_then(huge, likely=False):
-        call = em.b.call(function, [x])
+        call = em.b.call(function, [x, ir.Constant(_I32, _NUMBER[name])])
         set.add(call.attributes, f'"vector-function-abi-variant"="{variants}"')
         call_block = em.b.block
     merged = em.b.phi(em.ftype)
@@ -246,40 +255,71 @@ def _huge_lanes(em: Emit, name: str, kernel: _Kernel, x, value):
     return merged
 
 
-def _out_of_line(module: ir.Module, name: str, kernel: _Kernel, fmt: Format
-                 ) -> tuple[ir.Function, str]:
-    """The scalar function ``name`` by Payne-Hanek, defined once per module together with
-    its masked vector variants, and the VFABI list of the variants. It must stay a call
-    (noinline): inlined, its code would be predicated into every lane of the loop."""
-    symbol = f"tsjit_vmath_{name}_{fmt.name}_huge"
-    function = module.globals.get(symbol)
+def _out_of_line(module: ir.Module, fmt: Format) -> tuple[ir.Function, str]:
+    """``T f(T x, i32 number)``: function ``number`` of x by Payne-Hanek, defined once per
+    module with its masked vector variants, and the VFABI list of the variants. It stays a
+    call (noinline): inlined, its code would be predicated into every lane of the loop."""
+    symbol = f"tsjit_vmath_trig_{fmt.name}_huge"
     lanes = _VARIANT_LANES[fmt.name]
-    variant_list = ",".join(f"_ZGV_LLVM_M{n}v_{symbol}({symbol}_v{n})" for n in lanes)
-    if function is not None:
-        return function, variant_list
-    function = _define(module, symbol, ir.FunctionType(fmt.ftype, [fmt.ftype]))
-    function.attributes.add("noinline")
-    b = ir.IRBuilder(function.append_basic_block())
-    em = Emit(b, fmt)
-    b.ret(kernel(em, *_reduce_payne_hanek(em, function.args[0])))
-    _keep_alive(module, [_vector_variant(module, symbol, kernel, fmt, n) for n in lanes])
+    variant_list = ",".join(f"_ZGV_LLVM_M{n}vu_{symbol}({symbol}_v{n})" for n in lanes)
+    function = module.globals.get(symbol)
+    if function is None:
+        body = _body(module, f"{symbol}_v{_BODY_LANES[fmt.name]}", fmt)
+        variants = [_padding(module, f"{symbol}_v{n}", body, fmt, n) for n in lanes]
+        _keep_alive(module, variants)
+        function = _padding(module, symbol, body, fmt, None)
+        function.attributes.add("noinline")
     return function, variant_list
 
 
-def _vector_variant(module: ir.Module, symbol: str, kernel: _Kernel, fmt: Format, lanes: int
-                    ) -> ir.Function:
-    """``<lanes x T> symbol_v<lanes>(<lanes x T> x, <lanes x i1> mask)``: the function on
+def _body(module: ir.Module, name: str, fmt: Format) -> ir.Function:
+    """``<L x T> name(<L x T> x, i32 number, <L x i1> mask)``: function ``number`` of x on
     every lane when any lane of the mask is set (else x back: the caller ignores it)."""
-    vector, mask = ir.VectorType(fmt.ftype, lanes), ir.VectorType(ir.IntType(1), lanes)
-    function = _define(module, f"{symbol}_v{lanes}", ir.FunctionType(vector, [vector, mask]))
+    lanes = _BODY_LANES[fmt.name]
+    vector, mask = ir.VectorType(fmt.ftype, lanes), ir.VectorType(_I1, lanes)
+    function = _define(module, name, ir.FunctionType(vector, [vector, _I32, mask]))
     function.calling_convention = _variant_calling_convention()
     b = ir.IRBuilder(function.append_basic_block())
     em = Emit(b, fmt, lanes)
-    x, active = function.args
-    any_active = em.call_intrinsic("llvm.vector.reduce.or", ir.IntType(1), [active], [mask])
+    x, number, active = function.args
+    any_active = em.call_intrinsic("llvm.vector.reduce.or", _I1, [active], [mask])
     with b.if_then(any_active):
-        b.ret(kernel(em, *_reduce_payne_hanek(em, x)))
+        r, r_lo, n = _reduce_payne_hanek(em, x)
+        sin, cos = _sin_cos_reduced(em, r, r_lo)
+        values = [emit(em, sin, cos, n) for emit in _FROM_SIN_COS.values()]
+        value = values[-1]
+        for k, other in reversed(list(enumerate(values[:-1]))):
+            value = em.sel(b.icmp_unsigned("==", number, ir.Constant(_I32, k)), other, value)
+        b.ret(value)
     b.ret(x)
+    return function
+
+
+def _padding(module: ir.Module, name: str, body: ir.Function, fmt: Format,
+             lanes: int | None) -> ir.Function:
+    """The body's function for ``lanes`` lanes (None: a scalar), its inputs padded with
+    zeros and inactive lanes (the body itself when the widths agree)."""
+    width = body.args[0].type.count
+    if lanes == width:
+        return body
+    shape = fmt.ftype if lanes is None else ir.VectorType(fmt.ftype, lanes)
+    params = [shape, _I32] + ([] if lanes is None else [ir.VectorType(_I1, lanes)])
+    function = _define(module, name, ir.FunctionType(shape, params))
+    if lanes is not None:
+        function.calling_convention = _variant_calling_convention()
+    b = ir.IRBuilder(function.append_basic_block())
+    x, number = function.args[:2]
+    if lanes is None:
+        wide_x = b.insert_element(ir.Constant(body.args[0].type, None), x, ir.Constant(_I32, 0))
+        wide_mask = ir.Constant(body.args[2].type, [1] + [0] * (width - 1))
+        b.ret(b.extract_element(b.call(body, [wide_x, number, wide_mask]), ir.Constant(_I32, 0)))
+        return function
+    spread = ir.Constant(ir.VectorType(_I32, width), [min(k, lanes) for k in range(width)])
+    wide_x, wide_mask = (b.shuffle_vector(v, ir.Constant(v.type, None), spread)
+                         for v in (x, function.args[2]))
+    result = b.call(body, [wide_x, number, wide_mask])
+    b.ret(b.shuffle_vector(result, result, ir.Constant(ir.VectorType(_I32, lanes),
+                                                       list(range(lanes)))))
     return function
 
 
@@ -319,15 +359,16 @@ def _keep_alive(module: ir.Module, functions: list[ir.Function]) -> None:
 # ---------------------------------------------------------------- sin, cos, tan
 
 
-def _trig(name: str, kernel: _Kernel, odd: bool) -> Callable[[Emit, ir.Value], ir.Value]:
+def _trig(name: str, odd: bool) -> Callable[[Emit, ir.Value], ir.Value]:
     def emit(em: Emit, x):
-        value = _huge_lanes(em, name, kernel, x, kernel(em, *_reduce_cody_waite(em, x)))
+        r, r_lo, n = _reduce_cody_waite(em, x)
+        value = _huge_lanes(em, name, x, _FROM_SIN_COS[name](em, *_sin_cos_reduced(em, r, r_lo), n))
         # f(+-0) = +-0 for the odd functions, whose formula loses the sign of zero
         return em.sel(em.cmp("==", x, 0.0), x, value) if odd else value
 
     return emit
 
 
-sin = _trig("sin", _sin_of, odd=True)
-cos = _trig("cos", _cos_of, odd=False)
-tan = _trig("tan", _tan_of, odd=True)
+sin = _trig("sin", odd=True)
+cos = _trig("cos", odd=False)
+tan = _trig("tan", odd=True)
