@@ -4,10 +4,11 @@ A kernel module contains only what depends on its ops: a vectorized ``body`` ove
 contiguous element ranges and a small entry point that fills a ``Job``. Everything that
 depends on shapes and strides lives here, once: reading the operands from their
 ``PyArrayObject``s, choosing the flat path, broadcasting, dimension collapsing, row
-iteration with chunked gather/scatter for non-unit strides, and splitting the work across
-threads. Generated per kernel, that machinery made a two-op kernel compile as slowly as
-gelu (~20 ms of O3); here it is compiled once, in the engine's quick mode (scalar cleanups
-and FastISel: ~10 ms instead of ~300 ms at O3).
+iteration with chunked gather/scatter for non-unit strides, streaming large outputs past
+the cache, and splitting the work into blocks that the pool's threads claim. Generated per
+kernel, that machinery made a two-op kernel compile as slowly as gelu (~20 ms of O3); here
+it is compiled once, in the engine's quick mode (scalar cleanups and FastISel: ~10 ms
+instead of ~300 ms at O3).
 
 Body ABI: ``void body(ptr *pointers, void *scalars, i64 begin, i64 end)`` processes
 elements ``[begin, end)`` of contiguous operands whose element 0 is at ``pointers[k]``.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from tsjit.codegen.elementwise_copies import LINE, copy_strided, store_fence, stream_copy
 from tsjit.codegen.engine import JitEngine, generator_fingerprint
 from tsjit.codegen.ir_util import (
     ARRAY_DATA_OFFSET,
@@ -63,7 +65,6 @@ CHUNK = 256
 STREAM_MIN_OUTPUT = 16 << 20
 STREAM_MIN_TOTAL = 48 << 20
 STREAM_CHUNK = 512  # elements per streamed chunk (4 KiB of float64 per operand)
-LINE = 64
 ACCESS_READ, ACCESS_WRITE = 1, 2
 DRIVER_SYMBOL = "tsjit_elementwise_run"
 PARALLEL_FOR = "tsjit_parallel_for"
@@ -405,7 +406,7 @@ class _Driver:
 
     def build_streaming_flat_task(self) -> ir.Function:
         """The flat task for large outputs: chunks of the body's output land in a stack
-        buffer (hot in L1) and are streamed to memory (``_stream_copy``). Chunks are cut
+        buffer (hot in L1) and are streamed to memory (``stream_copy``). Chunks are cut
         where the first output's address is line-aligned, so its copies are whole lines."""
         fn = self._function("tsjit_elementwise_streaming_task", [PTR, I64, I64], internal=True)
         b = ir.IRBuilder(fn.append_basic_block())
@@ -447,7 +448,7 @@ class _Driver:
             def stream_out(b: ir.IRBuilder, k: ir.Value) -> None:
                 with b.if_then(self.is_streamed(b, job, k)):
                     address, buffer = place(b, k)
-                    _stream_copy(b, address, buffer, b.mul(length, self.info(b, job, k, 0)))
+                    stream_copy(b, address, buffer, b.mul(length, self.info(b, job, k, 0)))
 
             loop(b, i64(0), n_operands, stage)
             indirect_call(b, BODY_TYPE, body, [pointers, scalars, i64(0), length])
@@ -457,7 +458,7 @@ class _Driver:
             b.store(b.select(b.icmp_signed("<", following, end), following, end), chunk_end)
 
         _while(b, lambda b: b.icmp_signed("<", b.load(start, typ=I64), end), chunk)
-        _store_fence(b)
+        store_fence(b)
         b.ret_void()
         return fn
 
@@ -467,7 +468,7 @@ class _Driver:
         operands are all contiguous along the row run whole. Otherwise they run in chunks:
         operands with a non-unit stride along the row are gathered into (outputs scattered
         from) stack buffers, so the kernel's vectorized body serves every layout, and
-        streamed outputs (``JOB_STREAM``) are staged and written with ``_stream_copy``."""
+        streamed outputs (``JOB_STREAM``) are staged and written with ``stream_copy``."""
         fn = self._function("tsjit_elementwise_rows_task", [PTR, I64, I64], internal=True)
         b = ir.IRBuilder(fn.append_basic_block())
         job, begin, end = fn.args
@@ -564,7 +565,8 @@ class _Driver:
                 reads = b.and_(self.info(b, job, k, 2), i64(ACCESS_READ))
                 gather = b.and_(b.not_(direct), b.icmp_signed("!=", reads, i64(0)))
                 with b.if_then(gather):
-                    _copy(b, "gather", buffer, address, stride, self.info(b, job, k, 0), length)
+                    copy_strided(b, "gather", buffer, address, stride, self.info(b, job, k, 0),
+                                 length)
                 staged = b.or_(b.not_(direct), streamed)
                 b.store(b.select(staged, buffer, address), element(b, pointers, k, PTR))
 
@@ -573,10 +575,10 @@ class _Driver:
                 writes = b.and_(self.info(b, job, k, 2), i64(ACCESS_WRITE))
                 scatter = b.and_(b.not_(direct), b.icmp_signed("!=", writes, i64(0)))
                 with b.if_then(scatter):
-                    _copy(b, "scatter", buffer, address, stride, self.info(b, job, k, 0),
+                    copy_strided(b, "scatter", buffer, address, stride, self.info(b, job, k, 0),
                           length)
                 with b.if_then(streamed):
-                    _stream_copy(b, address, buffer, b.mul(length, self.info(b, job, k, 0)))
+                    stream_copy(b, address, buffer, b.mul(length, self.info(b, job, k, 0)))
 
             loop(b, i64(0), n_operands, stage_in)
             indirect_call(b, BODY_TYPE, body, [pointers, scalars, i64(0), length])
@@ -584,7 +586,7 @@ class _Driver:
 
         loop(b, begin, end, row)
         with b.if_then(stream):
-            _store_fence(b)
+            store_fence(b)
         b.ret_void()
         return fn
 
@@ -603,39 +605,6 @@ def _while(b: ir.IRBuilder, condition, body) -> None:
     b.position_at_end(done)
 
 
-def _store_fence(b: ir.IRBuilder) -> None:
-    """Non-temporal stores are weakly ordered: make them visible before the task ends."""
-    b.call(b.module.declare_intrinsic("llvm.x86.sse.sfence", (),
-                                      ir.FunctionType(ir.VoidType(), [])), [])
-
-
-def _stream_copy(b: ir.IRBuilder, target: ir.Value, source: ir.Value, nbytes: ir.Value) -> None:
-    """target[0:nbytes] = source[0:nbytes]; the whole lines of target with non-temporal
-    stores, the partial lines at either end with ordinary ones."""
-    memcpy = b.module.declare_intrinsic("llvm.memcpy", [PTR, PTR, I64])
-    address = b.ptrtoint(target, I64)
-    head = b.and_(b.sub(i64(0), address), i64(LINE - 1))
-    head = b.select(b.icmp_signed("<", head, nbytes), head, nbytes)
-    with b.if_then(b.icmp_signed(">", head, i64(0))):  # calls are dearer than the test
-        b.call(memcpy, [target, source, head, ir.Constant(I1, 0)])
-    lines = b.sdiv(b.sub(nbytes, head), i64(LINE))
-    line_type = ir.VectorType(I64, LINE // 8)
-    nontemporal = b.module.add_metadata([ir.Constant(I32, 1)])
-
-    def line(b: ir.IRBuilder, index: ir.Value) -> None:
-        offset = b.add(head, b.mul(index, i64(LINE)))
-        value = b.load(b.gep(source, [offset], source_etype=I8), typ=line_type, align=1)
-        store = b.store(value, b.gep(target, [offset], source_etype=I8), align=LINE)
-        store.set_metadata("nontemporal", nontemporal)
-
-    loop(b, i64(0), lines, line)
-    done = b.add(head, b.mul(lines, i64(LINE)))
-    with b.if_then(b.icmp_signed("<", done, nbytes)):
-        b.call(memcpy, [b.gep(target, [done], source_etype=I8),
-                        b.gep(source, [done], source_etype=I8), b.sub(nbytes, done),
-                        ir.Constant(I1, 0)])
-
-
 def _max(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.icmp_signed(">", x, y), x, y)
 
@@ -648,66 +617,6 @@ def _swap(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> None:
     vx, vy = b.load(x, typ=I64), b.load(y, typ=I64)
     b.store(vy, x)
     b.store(vx, y)
-
-
-def _copy(b: ir.IRBuilder, direction: str, packed, strided, stride, itemsize, n) -> None:
-    """Gather (strided -> packed buffer) or scatter (packed buffer -> strided) n elements
-    of ``itemsize`` bytes (a zero stride gathers a broadcast value). Scalar code unrolled
-    by hand: Zen 4's vector gathers are slower than scalar loads, and the quick pipeline
-    does not unroll."""
-    switch = b.switch(itemsize, b.function.append_basic_block("copy_done"))
-    done = switch.default
-    for size in (1, 2, 4, 8):
-        case = b.function.append_basic_block(f"{direction}_{size}")
-        switch.add_case(ir.Constant(I64, size), case)
-        b.position_at_end(case)
-        ty = ir.IntType(8 * size)
-
-        def move(b: ir.IRBuilder, i: ir.Value, ty=ty) -> None:
-            at_packed = b.gep(packed, [i], source_etype=ty)
-            at_strided = b.gep(strided, [b.mul(i, stride)], source_etype=I8)
-            source, target = (
-                (at_strided, at_packed) if direction == "gather" else (at_packed, at_strided)
-            )
-            b.store(b.load(source, typ=ty, align=1), target, align=1)
-
-        if direction == "gather":
-            with b.if_else(b.icmp_signed("==", stride, i64(0))) as (broadcast, strided_source):
-                with broadcast:
-                    _fill(b, packed, b.load(strided, typ=ty, align=1), n)
-                with strided_source:
-                    _unrolled_loop(b, n, move)
-        else:
-            _unrolled_loop(b, n, move)
-        b.branch(done)
-    b.position_at_end(done)
-
-
-def _unrolled_loop(b: ir.IRBuilder, n: ir.Value, body) -> None:
-    def group(b: ir.IRBuilder, g: ir.Value) -> None:
-        first = b.mul(g, i64(_UNROLL))
-        for lane in range(_UNROLL):
-            body(b, b.add(first, i64(lane)))
-
-    groups = b.sdiv(n, i64(_UNROLL))
-    loop(b, i64(0), groups, group)
-    loop(b, b.mul(groups, i64(_UNROLL)), n, body)
-
-
-def _fill(b: ir.IRBuilder, packed: ir.Value, value: ir.Value, n: ir.Value) -> None:
-    """packed[0:n] = value, 32 bytes per store (a broadcast operand's row)."""
-    lanes = 256 // value.type.width
-    vector_type = ir.VectorType(value.type, lanes)
-    single = b.insert_element(ir.Constant(vector_type, ir.Undefined), value, ir.Constant(I32, 0))
-    splat = b.shuffle_vector(single, single, ir.Constant(ir.VectorType(I32, lanes), [0] * lanes))
-    groups = b.sdiv(n, i64(lanes))
-    loop(b, i64(0), groups, lambda b, g: b.store(
-        splat, b.gep(packed, [b.mul(g, i64(lanes))], source_etype=value.type), align=1))
-    loop(b, b.mul(groups, i64(lanes)), n, lambda b, i: b.store(
-        value, b.gep(packed, [i], source_etype=value.type), align=1))
-
-
-_UNROLL = 4
 
 
 def build_driver_module(parallel: bool) -> ir.Module:
