@@ -10,7 +10,11 @@ import numpy as np
 import pytest
 
 from tsjit import runtime
-from tsjit.codegen.elementwise_driver import STREAM_MIN_OUTPUT, STREAM_MIN_TOTAL
+from tsjit.codegen.elementwise_driver import (
+    PREFETCH_MIN_TOTAL,
+    STREAM_MIN_OUTPUT,
+    STREAM_MIN_TOTAL,
+)
 from tsjit.codegen.kernel_spec import KernelInput, KernelOp, KernelSpec
 from tsjit.codegen.launch import compile_kernel
 
@@ -146,3 +150,22 @@ def test_pooled_outputs_start_on_a_cache_line():
     (got,) = compile_kernel(triad(rank=2))(2.5, x, x)
     assert got.ctypes.data % 64 == 0
     np.testing.assert_array_equal(got, expected_triad(x, x))
+
+
+@pytest.mark.parametrize("num_threads", [1, 3])
+def test_rows_that_prefetch_their_next_row(threads, num_threads):
+    """A compute-bound kernel over slices of a wide array, large enough to prefetch
+    (PREFETCH_MIN_TOTAL): the blocked, prefetching loop gives NumPy's results."""
+    runtime.set_num_threads(num_threads)
+    rng = np.random.default_rng(7)
+    width = 1000  # not a multiple of the 64-element blocks: each row ends in the masked loop
+    rows = PREFETCH_MIN_TOTAL // (3 * 4 * width) + 1
+    wide = rng.standard_normal((rows, 4 * width)).astype(np.float32)
+    x, y = wide[:, width:2 * width], wide[:, 3 * width:]
+    spec = KernelSpec(
+        (KernelInput(F32, 2, False),) * 2,
+        (KernelOp("mul", (0, 0), F32), KernelOp("sqrt", (2,), F32),
+         KernelOp("truediv", (3, 1), F32), KernelOp("add", (4, 0), F32)),
+        (5,))
+    (got,) = compile_kernel(spec)(x, y)
+    np.testing.assert_array_equal(got, np.sqrt(x * x) / y + x)

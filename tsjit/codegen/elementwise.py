@@ -38,6 +38,7 @@ from tsjit.codegen.elementwise_driver import (
 )
 from tsjit.codegen.ir_util import (
     I1,
+    I8,
     I32,
     I64,
     PTR,
@@ -72,6 +73,7 @@ _WIDE_VECTOR_WORK = 8
 # any width); the rest, in a masked (predicated) vector loop, not element by element.
 _INTERLEAVE = 4
 _INTERLEAVED_BLOCK = 64
+_LINE = 64  # bytes per cache line (prefetches)
 _OP_COST = {
     **dict.fromkeys(MATH_FUNCTIONS, 16),
     "pow": 32, "arctan2": 24, "floordiv": 8, "mod": 8, "truediv": 2, "sqrt": 4,
@@ -173,14 +175,15 @@ class _KernelBuilder:
 
     # ------------------------------------------------------------------ functions
     def build_inner(self) -> ir.Function:
-        args = [PTR] * self.n_operands + self.scalar_types + [I64, I64]
+        args = [PTR] * self.n_operands + self.scalar_types + [I64, I64, PTR]
         fn = self._function(f"{self.name}_inner", args, internal=True)
         fn.attributes.add("alwaysinline")  # its noalias becomes scoped metadata in body
         for k in range(self.n_operands):
             fn.args[k].add_attribute("noalias")
         b = ir.IRBuilder(fn.append_basic_block())
         pointers = fn.args[: self.n_operands]
-        scalars = list(fn.args[self.n_operands : -2])
+        scalars = list(fn.args[self.n_operands : -3])
+        begin, end, prefetch = fn.args[-3:]
 
         def one_element(b: ir.IRBuilder, i: ir.Value) -> None:
             at = [
@@ -189,22 +192,58 @@ class _KernelBuilder:
             ]
             self.emit_element(b, at, scalars)
 
-        begin, end = fn.args[-2], fn.args[-1]
         if not _is_compute_bound(self.spec):
             loop(b, begin, end, one_element)
+            b.ret_void()
+            return fn
+        blocks = b.sdiv(b.sub(end, begin), i64(_INTERLEAVED_BLOCK))
+        middle = b.add(begin, b.mul(blocks, i64(_INTERLEAVED_BLOCK)))
+        interleaved = {"llvm.loop.interleave.count": _INTERLEAVE}
+        if not self.prefetches:
+            _hinted_loop(b, begin, middle, one_element, interleaved)
         else:
-            blocks = b.sdiv(b.sub(end, begin), i64(_INTERLEAVED_BLOCK))
-            middle = b.add(begin, b.mul(blocks, i64(_INTERLEAVED_BLOCK)))
-            _hinted_loop(b, begin, middle, one_element,
-                         {"llvm.loop.interleave.count": _INTERLEAVE})
-            _hinted_loop(b, middle, end, one_element,
-                         {"llvm.loop.vectorize.predicate.enable": True})
+            with b.if_else(b.icmp_unsigned("==", prefetch, ir.Constant(PTR, None))) as (
+                    plain, prefetching):
+                with plain:
+                    _hinted_loop(b, begin, middle, one_element, interleaved)
+                with prefetching:
+                    def block(b: ir.IRBuilder, index: ir.Value) -> None:
+                        start = b.add(begin, b.mul(index, i64(_INTERLEAVED_BLOCK)))
+                        self.emit_prefetches(b, pointers, prefetch, start)
+                        _hinted_loop(b, i64(0), i64(_INTERLEAVED_BLOCK),  # a constant count
+                                     lambda b, j: one_element(b, b.add(start, j, flags=["nsw"])),
+                                     interleaved)
+
+                    loop(b, i64(0), blocks, block)
+        _hinted_loop(b, middle, end, one_element, {"llvm.loop.vectorize.predicate.enable": True})
         b.ret_void()
         return fn
 
+    @property
+    def prefetches(self) -> bool:
+        """Whether the body can prefetch next rows (``prefetch`` argument): only rows of
+        2-d and higher inputs are ever apart, and only compute-bound loops get the blocked
+        loop it needs."""
+        return _is_compute_bound(self.spec) and any(
+            self.spec.inputs[i].rank >= 2 for i in self.array_inputs)
+
+    def emit_prefetches(self, b: ir.IRBuilder, pointers, distances, start) -> None:
+        """Prefetch (into L2) the lines that elements [start, start + block) of each array
+        input have at their operand's distance: each line once, one block ahead of use."""
+        prefetch = self.module.declare_intrinsic(
+            "llvm.prefetch", [PTR], ir.FunctionType(ir.VoidType(), [PTR, I32, I32, I32]))
+        for k in range(len(self.array_inputs)):
+            itemsize = self.operand_dtypes[k].itemsize
+            distance = b.load(element(b, distances, i64(k), I64), typ=I64)
+            base = b.gep(pointers[k], [b.add(b.mul(start, i64(itemsize)), distance)],
+                         source_etype=I8)
+            for line in range(_INTERLEAVED_BLOCK * itemsize // _LINE):
+                b.call(prefetch, [b.gep(base, [i64(line * _LINE)], source_etype=I8),
+                                  ir.Constant(I32, 0), ir.Constant(I32, 2), ir.Constant(I32, 1)])
+
     def build_body(self, inner: ir.Function) -> ir.Function:
         fn = self._function(f"{self.name}_body", list(BODY_TYPE.args), internal=True)
-        pointers_array, scalars_block, begin, end = fn.args
+        pointers_array, scalars_block, begin, end, prefetch = fn.args
         b = ir.IRBuilder(fn.append_basic_block())
         pointers = [
             b.load(element(b, pointers_array, i64(k), PTR), typ=PTR)
@@ -215,7 +254,7 @@ class _KernelBuilder:
                          source_etype=self.scalars_type), typ=t)
             for s, t in enumerate(self.scalar_types)
         ]
-        b.call(inner, pointers + scalars + [begin, end])
+        b.call(inner, pointers + scalars + [begin, end, prefetch])
         b.ret_void()
         return fn
 
