@@ -1,17 +1,21 @@
-"""Fresh kernel outputs, with large buffers recycled once their previous result is dead.
+"""Fresh kernel outputs, with buffers recycled once their previous result is dead.
 
-Why: a freshly mmap'd 64 MB output costs more than a memory-bound kernel itself: the
-kernel faults in (and the OS zeroes) every page on first touch, ~6 ms with the transparent
-huge pages NumPy asks for and ~30 ms with 4 KiB pages, against ~5 ms for a*x+y at 16M
-float32 (measured here). glibc returns allocations above its 32 MB mmap ceiling to the OS
-on free, so NumPy pays that cost on every call. (Kernels that large run on all threads,
-so the first touch of a fresh output is at least spread over the cores.)
+Why: a fresh output whose pages the process does not already have costs more than many
+kernels: the kernel faults in (and the OS zeroes) every page on first touch. At 64 MB that
+is ~6 ms with the transparent huge pages NumPy asks for and ~30 ms with 4 KiB pages,
+against ~5 ms for a*x+y at 16M float32 (measured here): glibc returns allocations above
+its 32 MB mmap ceiling to the OS on free, so NumPy pays it on every call. Smaller outputs
+fare little better: glibc maps blocks above its (adaptive) mmap threshold afresh, or trims
+the heap after they are freed, so that Black-Scholes on 256k..1M float64 in a fresh
+process took a page fault per 4 KiB of its two outputs on every call, up to half of its
+time (8 to 13 against 5 ns per element).
 
-The pool keeps a few such buffers and hands one out again only when no array refers to
-it any more: every result is a view of a pooled base array, and a view (or a view of a
-view, a memoryview, ...) holds a reference to its base, so the base's reference count
-says exactly whether any result is still alive. Small outputs bypass the pool (np.empty
-is cheaper than the bookkeeping). A pooled result is a view (``.base`` is the buffer).
+The pool keeps a few buffers and hands one out again only when no array refers to it any
+more: every result is a view of a pooled base array, and a view (or a view of a view, a
+memoryview, ...) holds a reference to its base, so the base's reference count says
+exactly whether any result is still alive. Outputs below POOL_MIN_BYTES come from
+np.empty: there the bookkeeping would cost more than glibc's misses save on average. A
+pooled result is a view (``.base`` is the buffer).
 """
 
 from __future__ import annotations
@@ -26,25 +30,30 @@ import numpy as np
 __all__ = ["Allocator", "OutputPool"]
 
 Allocator = Callable[[tuple, "np.ndarray | None"], np.ndarray]
-# Below this, np.empty's own reuse (glibc's heap) makes pooling pointless.
-POOL_MIN_BYTES = 16 << 20
-POOL_MAX_BUFFERS = 4
+# Below this, a pooled output's bookkeeping (~2 us, against 0.2 us for np.empty) is a
+# large part of a cheap kernel (a*x+y on 64k float32: 9 -> 11.5 us) when glibc would have
+# reused the block; from here on it is ~5% of the cheapest (a*x+y, 256k: 35 -> 37 us).
+POOL_MIN_BYTES = 1 << 20
+POOL_MAX_BUFFERS = 8
 # Results start on a cache line of their buffer (NumPy's large arrays start 16 bytes past a
 # page): rows of whole lines are then written as whole lines (elementwise_driver streams).
 LINE_BYTES = 64
 
 
 class OutputPool:
-    """A small LRU of large byte buffers; see the module docstring for the invariant."""
+    """A small LRU of byte buffers; see the module docstring for the invariant. The offset
+    of each buffer's first cache line is computed once (reading an array's address costs
+    ~1 us)."""
 
     _shared: OutputPool | None = None
 
     def __init__(self, max_buffers: int = POOL_MAX_BUFFERS, min_bytes: int = POOL_MIN_BYTES):
         self._buffers: list[np.ndarray] = []  # most recently used last
+        self._line_offsets: dict[int, int] = {}  # id(buffer) -> its first line
         self._max_buffers = max_buffers
         self._min_bytes = min_bytes
         self._lock = threading.Lock()
-        # References to a free buffer: the list's and getrefcount's argument.
+        # References to a free buffer: its entry's and getrefcount's argument.
         self._free_refcount = self._measure_free_refcount()
 
     @classmethod
@@ -95,28 +104,26 @@ class OutputPool:
         return alloc
 
     def _pooled(self, shape: tuple, dtype: np.dtype, order: str) -> np.ndarray:
-        buffer = self._reuse(math.prod(shape) * dtype.itemsize + LINE_BYTES)
-        start = -buffer.ctypes.data % LINE_BYTES
-        return np.ndarray(shape, dtype, buffer=buffer, offset=start, order=order)
+        buffer, offset = self._reuse(math.prod(shape) * dtype.itemsize + LINE_BYTES)
+        return np.ndarray(shape, dtype, buffer=buffer, offset=offset, order=order)
 
-    def _reuse(self, nbytes: int) -> np.ndarray:
+    def _reuse(self, nbytes: int) -> tuple[np.ndarray, int]:
         with self._lock:
-            for position in range(len(self._buffers)):
-                if self._buffers[position].nbytes == nbytes and self._is_free(position):
-                    buffer = self._buffers.pop(position)
-                    self._buffers.append(buffer)
-                    return buffer
+            buffers = self._buffers
+            for position in range(len(buffers) - 1, -1, -1):  # the most recent first
+                if buffers[position].nbytes == nbytes and self._is_free(position):
+                    if position != len(buffers) - 1:
+                        buffers.append(buffers.pop(position))
+                    return buffers[-1], self._line_offsets[id(buffers[-1])]
             buffer = np.empty(nbytes, np.uint8)
-            self._buffers.append(buffer)
-            if len(self._buffers) > self._max_buffers:
+            offset = self._line_offsets[id(buffer)] = -buffer.ctypes.data % LINE_BYTES
+            buffers.append(buffer)
+            if len(buffers) > self._max_buffers:
                 self._drop_oldest()
-            return buffer
+            return buffer, offset
 
     def _drop_oldest(self) -> None:
         """Forget the least recently used free buffer, or the oldest one when all are in
         use (its results keep it alive; it is just no longer recycled)."""
-        for position in range(len(self._buffers)):
-            if self._is_free(position):
-                del self._buffers[position]
-                return
-        del self._buffers[0]
+        position = next((p for p in range(len(self._buffers)) if self._is_free(p)), 0)
+        del self._line_offsets[id(self._buffers.pop(position))]
