@@ -2,11 +2,12 @@
 
 A kernel module holds only what depends on the spec's ops; shapes, strides, broadcasting
 and threading are the shared driver's job (``elementwise_driver``):
-- ``{name}_inner(p0..., scalars..., begin, end)``: the loop over contiguous elements, every
-  pointer ``noalias`` (true: outputs are fresh, or written in place over exactly the
-  element read, and the launcher copies inputs that overlap an in-place target), so it
-  vectorizes (8- or 16-wide for float32, see ``vector_width``) with no runtime alias
-  checks.
+- ``{name}_inner(p0..., scalars..., begin, end, prefetch)``: the loop over contiguous
+  elements, every pointer ``noalias`` (true: outputs are fresh, or written in place over
+  exactly the element read, and the launcher copies inputs that overlap an in-place
+  target), so it vectorizes (8- or 16-wide for float32, see ``vector_width``) with no
+  runtime alias checks. Compute-bound loops interleave vectors and may prefetch inputs'
+  next rows (``prefetch``, see the driver's body ABI).
 - ``{name}_body``: the driver's body ABI around it (pointers and scalars from memory).
 - ``{name}(operands, scalars...)``: the exported entry. The array operands (array inputs,
   then fresh outputs) travel as one tuple, passed as ``id(tuple)``, because cffi charges
