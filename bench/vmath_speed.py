@@ -7,7 +7,8 @@ Each function runs as a JIT-compiled vectorized loop (tests/_llvm_harness.py) ov
 elements (default 16M) of float32 and float64, writing into a preallocated array; NumPy
 writes into a preallocated array too (`out=`), so neither side pays for page faults. Times
 are medians of K interleaved samples. sin, cos and tan run a second time on huge arguments
-(every exponent from the Cody-Waite limit up, so every vector takes the Payne-Hanek path).
+(every exponent from the inline Cody-Waite limit up: nearly every vector takes the
+out-of-line Payne-Hanek path).
 Before timing, every output is checked: its largest error in ulp against a higher-precision
 reference (the tests' reference) is printed and must be at most 4. --every-float32 instead
 measures the error of each one-argument function on every float32 input.

@@ -204,20 +204,22 @@ TRIG = ["sin", "cos", "tan"]
 
 @pytest.mark.parametrize("name", TRIG)
 def test_trig_near_multiples_of_half_pi(kernels: MathKernels, name: str) -> None:
-    """The floats nearest to k*pi/2 stress the Cody-Waite reduction's cancellation."""
-    limit = vmath_trig.LIMIT[kernels.dtype.name]
-    k = np.unique(np.geomspace(1, limit / 2, 20_000).astype(np.int64))
+    """The floats nearest to k*pi/2 stress the Cody-Waite reductions' cancellation (and
+    reach into Payne-Hanek's range)."""
+    k = np.unique(np.geomspace(1, 2.0**40, 20_000).astype(np.int64))
     nearest = (k * LONG_PI / 2).astype(kernels.dtype)
     neighbours = [np.nextafter(nearest, kernels.dtype.type(d)) for d in (-np.inf, np.inf)]
     assert_accurate(kernels, name, np.concatenate([nearest, *neighbours]))
 
 
-def log_uniform_magnitudes(dtype: type, low: float, count: int, seed: int) -> np.ndarray:
-    """Random finite floats of both signs from ``low`` to the largest, every exponent about
-    equally often, random mantissas."""
+def log_uniform_magnitudes(dtype: type, low: float, count: int, seed: int,
+                           high: float | None = None) -> np.ndarray:
+    """Random finite floats of both signs from ``low`` up to ``high`` (default: the
+    largest), every exponent about equally often, random mantissas."""
     rng = np.random.default_rng(seed)
     info = np.finfo(dtype)
-    exponents = rng.integers(int(np.log2(low)), info.maxexp, count)
+    top = info.maxexp if high is None else int(np.log2(high))
+    exponents = rng.integers(int(np.log2(low)), top, count)
     mantissas = rng.uniform(1, 2, count)
     values = np.ldexp(mantissas, exponents).astype(dtype)
     values = np.where(np.isfinite(values), values, info.max).astype(dtype)
@@ -226,9 +228,18 @@ def log_uniform_magnitudes(dtype: type, low: float, count: int, seed: int) -> np
 
 @pytest.mark.parametrize("name", TRIG)
 def test_trig_of_huge_arguments(kernels: MathKernels, name: str) -> None:
-    """Beyond the Cody-Waite limit (the Payne-Hanek reduction), up to the largest float."""
+    """Beyond the inline Cody-Waite limit, up to the largest float."""
     limit = vmath_trig.LIMIT[kernels.dtype.name]
     assert_accurate(kernels, name, log_uniform_magnitudes(kernels.dtype.type, limit, 200_000, 3))
+
+
+def test_float32_trig_between_the_cody_waite_limits() -> None:
+    """float32 arguments that the out-of-line code reduces by Cody-Waite in float64: whole
+    vectors of them (random exponents up to the largest rarely fill a vector with them)."""
+    kernels = MathKernels(np.float32, TRIG)
+    x = log_uniform_magnitudes(np.float32, vmath_trig.LIMIT["float32"], 100_000, 4, 2.0**37)
+    for name in TRIG:
+        assert_accurate(kernels, name, x)
 
 
 def hardest_trig_arguments(dtype: type) -> np.ndarray:
@@ -327,17 +338,23 @@ def test_trig_in_256_bit_loops(dtype: type) -> None:
     x = np.concatenate([log_uniform_magnitudes(dtype, 1.0, 50_001, 6),
                         random_bits(dtype, 50_000, 7)])
     for name in TRIG:
-        assert re.search(r"call [^\n]*<(4|8) x (float|double)> @tsjit_vmath_trig_",
+        assert re.search(rf"call [^\n]*<(4|8) x (float|double)> @tsjit_vmath_{name}_",
                          narrow.function_ir(name))
         assert_accurate(narrow, name, x)
 
 
 @pytest.mark.parametrize("name", TRIG)
 def test_huge_trig_lanes_take_a_vector_call(kernels: MathKernels, name: str) -> None:
-    """The vector loop reaches Payne-Hanek through a masked vector variant, once per
-    vector, not through scalar calls."""
-    code = kernels.function_ir(name)
-    assert re.search(r"call [^\n]*<\d+ x (float|double)> @tsjit_vmath_trig_", code)
+    """The vector loop reaches the out-of-line code through a masked vector variant, once
+    per vector, not through scalar calls; also with one trig function alone in a module,
+    as a kernel usually has it (interprocedural constant propagation must not break the
+    variants' signatures)."""
+    alone = MathKernels(kernels.dtype, [name])
+    for compiled in (kernels, alone):
+        code = compiled.function_ir(name)
+        assert re.search(rf"call [^\n]*<\d+ x (float|double)> @tsjit_vmath_{name}_", code)
+    x = log_uniform_magnitudes(kernels.dtype.type, 1.0, 10_000, 8)
+    assert_accurate(alone, name, x)
 
 
 def test_every_supported_function_is_tested() -> None:

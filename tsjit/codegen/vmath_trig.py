@@ -4,8 +4,9 @@ Each is an argument reduction x = n * pi/2 + r (|r| <= pi/4), the fdlibm polynom
 of sin and cos on r, and the quadrant n mod 4 choosing and signing one of them. Two
 reductions share the kernels:
 
-- Cody-Waite, in float64 (float32 inputs widened): n * pi/2 subtracted in short pieces, exact
-  while n is small, which it is below ``LIMIT`` (2**27 for float64, 2**37 for float32).
+- Cody-Waite below ``LIMIT``: n * pi/2 subtracted in pieces, exactly while n is small
+  (2**27 for float64; float32 in its own arithmetic below 2**20, and in float64 below
+  2**37 out of line).
 - Payne-Hanek beyond: x times only the bits of 2/pi that can change x * 2/pi mod 4. Those
   are a window of 2/pi starting near bit exponent(x) - 53, read from a table of 64-bit words
   (a gather) and cut into four 53-bit integers; the products of the mantissa of x with
@@ -43,8 +44,10 @@ __all__ = ["LIMIT", "cos", "sin", "tan"]
 _INF = float("inf")
 _PTR = ir.PointerType()
 
-# Arguments from which the Cody-Waite reduction would round: Payne-Hanek takes over.
-LIMIT = {"float32": 2.0**37, "float64": 2.0**27}
+# Arguments from which the inline Cody-Waite reduction would round: the out-of-line code
+# takes over (float32 with a float64 Cody-Waite up to _WIDENED_LIMIT, then Payne-Hanek).
+LIMIT = {"float32": 2.0**20, "float64": 2.0**27}
+_WIDENED_LIMIT = 2.0**37
 
 # pi/2 as short heads (n * head is exact for n below 2**(53 - head bits)) and a rounded
 # tail. float64 needs 131 bits for the worst cancellation of a double below 2**27; float32
@@ -53,6 +56,9 @@ _PIO2 = {
     "float64": K.split(Fraction(K.PI) / 2, (26, 26, 26), "float64"),
     "float32": K.split(Fraction(K.PI) / 2, (16, 16, 16), "float64"),
 }
+# pi/2 as two float32 pieces of 24 bits and a rounded third.
+_PIO2_SINGLE = K.split(Fraction(K.PI) / 2, (24, 24), "float32")
+_TWO_OVER_PI_SINGLE = K.rounded(2 / Fraction(K.PI), "float32")
 _PIO2_DOUBLE_WORD = K.split(Fraction(K.PI) / 2, (53,), "float64")
 _TWO_OVER_PI = K.rounded(2 / Fraction(K.PI), "float64")
 
@@ -63,13 +69,36 @@ _TABLE_NAME = "tsjit_vmath_two_over_pi"
 
 
 def _reduce_cody_waite(em: Emit, x) -> tuple[ir.Value, ir.Value, ir.Value]:
-    """(r, r_lo, n) with x = n * pi/2 + r + r_lo, |r| <= pi/4, r_lo below an ulp of r, for
-    |x| < LIMIT (other lanes get some finite or NaN value).
+    """(r, r_lo, n) with x = n * pi/2 + r + r_lo, |r| <= pi/4 and |r_lo| far below |r|, for
+    |x| < LIMIT (other lanes get some finite or NaN value)."""
+    return _reduce_single(em, x) if em.fmt is F32 else _reduce_widened(em, x)
 
-    Cody-Waite in float64 (float32 inputs are widened): x - n * head is exact (Sterbenz), and
-    so are the products with the other heads, so while n is small enough the only roundings
-    are at the size of r itself. float64 sums the pieces with TwoSum into a double-double;
-    float32 rounds the float64 r."""
+
+def _reduce_single(em: Emit, x) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """Cody-Waite in float32 arithmetic for |x| < 2**20, so n < 2**20 too.
+
+    x - n * p0 is exact: an fma, and both terms are multiples of 2**-24 (|x| >= 1/2; for
+    smaller x, n = 0) whose difference is below 1. n * p1 splits exactly into two floats
+    (fma) and TwoSum subtracts the larger one exactly. What is left (the TwoSum error, the
+    low part of n * p1, n * p2: ~n * 2**-47) goes to r_lo; its roundings (~n * 2**-71) and
+    pi/2 cut after 72 bits (~n * 2**-73) stay below 2**-27 of r even at the float32 nearest
+    a multiple of pi/2 of each binade (r ~ 2**-27.8 at 252.89820, 2**-23.8 near 2**19).
+    r_lo can reach r/16 there: the kernels use it to first order, which is then exact
+    enough (the next term is below 2**-50 of the result)."""
+    n_f, n = em.round_int(em.mul(x, _TWO_OVER_PI_SINGLE))
+    p0, p1, p2 = _PIO2_SINGLE
+    r0 = em.fma(n_f, -p0, x)
+    c, c_lo = em.two_prod(n_f, p1)
+    r, r_error = em.two_sum(r0, em.neg(c))
+    return r, em.mla(n_f, -p2, em.sub(r_error, c_lo)), n
+
+
+def _reduce_widened(em: Emit, x) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """Cody-Waite in float64 (float32 inputs are widened) for |x| < 2**27 (float64) or
+    2**37 (float32): x - n * head is exact (Sterbenz), and so are the products with the
+    other heads, so while n is small enough the only roundings are at the size of r itself.
+    float64 sums the pieces with TwoSum into a double-double; float32 rounds the float64 r,
+    r_lo below half an ulp of r."""
     wide = em.promoted()
     x = em.to(x, F64)
     n_f, n = wide.round_int(wide.mul(x, _TWO_OVER_PI))
@@ -232,9 +261,9 @@ _I1, _I32 = ir.IntType(1), ir.IntType(32)
 
 # ---------------------------------------------------------------- huge arguments
 
-# The out-of-line Payne-Hanek code is one vector function of _BODY_LANES lanes per format
-# (float32 computes in float64, two registers); a scalar function and the variant for the
-# vectorizer's other choice (256-bit vectors) pad their arguments to it.
+# The out-of-line code is one vector function of _BODY_LANES lanes per format (float32
+# computes in float64, two registers) for all three functions; small adapters give each
+# function a scalar form and the variants the vectorizer picks from (256- and 512-bit).
 _BODY_LANES = {"float32": 16, "float64": 8}
 _VARIANT_LANES = {"float32": (8, 16), "float64": (4, 8)}
 
@@ -243,10 +272,10 @@ def _huge_lanes(em: Emit, name: str, x, value):
     """``value`` where |x| < LIMIT or x is not finite, else the out-of-line function's."""
     ax = em.fabs(x)
     huge = em.b.and_(em.cmp(">=", ax, LIMIT[em.fmt.name]), em.cmp("<", ax, _INF))
-    function, variants = _out_of_line(em.b.module, em.fmt)
+    function, variants = _out_of_line(em.b.module, name, em.fmt)
     before = em.b.block
     with em.b.if_then(huge, likely=False):
-        call = em.b.call(function, [x, ir.Constant(_I32, _NUMBER[name])])
+        call = em.b.call(function, [x])
         set.add(call.attributes, f'"vector-function-abi-variant"="{variants}"')
         call_block = em.b.block
     merged = em.b.phi(em.ftype)
@@ -255,19 +284,24 @@ def _huge_lanes(em: Emit, name: str, x, value):
     return merged
 
 
-def _out_of_line(module: ir.Module, fmt: Format) -> tuple[ir.Function, str]:
-    """``T f(T x, i32 number)``: function ``number`` of x by Payne-Hanek, defined once per
-    module with its masked vector variants, and the VFABI list of the variants. It stays a
-    call (noinline): inlined, its code would be predicated into every lane of the loop."""
-    symbol = f"tsjit_vmath_trig_{fmt.name}_huge"
+def _out_of_line(module: ir.Module, name: str, fmt: Format) -> tuple[ir.Function, str]:
+    """``T f(T x)``: trig ``name`` of x by the out-of-line code, defined once per module
+    with its masked vector variants, and the VFABI list of the variants. It stays a call
+    (noinline): inlined, its code would be predicated into every lane of the loop. (The
+    shared body takes the function's number, but as a constant argument of a scalar
+    function that number would be propagated into it and dropped from its signature,
+    which then no longer matches its variants.)"""
+    symbol = f"tsjit_vmath_{name}_{fmt.name}_huge"
     lanes = _VARIANT_LANES[fmt.name]
-    variant_list = ",".join(f"_ZGV_LLVM_M{n}vu_{symbol}({symbol}_v{n})" for n in lanes)
+    variant_list = ",".join(f"_ZGV_LLVM_M{n}v_{symbol}({symbol}_v{n})" for n in lanes)
     function = module.globals.get(symbol)
     if function is None:
-        body = _body(module, f"{symbol}_v{_BODY_LANES[fmt.name]}", fmt)
-        variants = [_padding(module, f"{symbol}_v{n}", body, fmt, n) for n in lanes]
-        _keep_alive(module, variants)
-        function = _padding(module, symbol, body, fmt, None)
+        body_name = f"tsjit_vmath_trig_{fmt.name}_huge"
+        body = module.globals.get(body_name) or _body(module, body_name, fmt)
+        number = ir.Constant(_I32, _NUMBER[name])
+        _keep_alive(module, [_adapter(module, f"{symbol}_v{n}", body, number, fmt, n)
+                             for n in lanes])
+        function = _adapter(module, symbol, body, number, fmt, None)
         function.attributes.add("noinline")
     return function, variant_list
 
@@ -284,7 +318,7 @@ def _body(module: ir.Module, name: str, fmt: Format) -> ir.Function:
     x, number, active = function.args
     any_active = em.call_intrinsic("llvm.vector.reduce.or", _I1, [active], [mask])
     with b.if_then(any_active):
-        r, r_lo, n = _reduce_payne_hanek(em, x)
+        r, r_lo, n = _reduce_out_of_line(em, x, active)
         sin, cos = _sin_cos_reduced(em, r, r_lo)
         values = [emit(em, sin, cos, n) for emit in _FROM_SIN_COS.values()]
         value = values[-1]
@@ -295,28 +329,52 @@ def _body(module: ir.Module, name: str, fmt: Format) -> ir.Function:
     return function
 
 
-def _padding(module: ir.Module, name: str, body: ir.Function, fmt: Format,
-             lanes: int | None) -> ir.Function:
-    """The body's function for ``lanes`` lanes (None: a scalar), its inputs padded with
-    zeros and inactive lanes (the body itself when the widths agree)."""
+def _reduce_out_of_line(em: Emit, x, active) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """Payne-Hanek, or for float32 the cheaper float64 Cody-Waite when no active lane is
+    beyond its range (a branch per vector)."""
+    if em.fmt is F64:
+        return _reduce_payne_hanek(em, x)
+    b = em.b
+    beyond = b.and_(active, em.cmp(">=", em.fabs(x), _WIDENED_LIMIT))
+    any_beyond = em.call_intrinsic("llvm.vector.reduce.or", _I1, [beyond], [beyond.type])
+    with b.if_else(any_beyond) as (far, near):
+        with far:
+            far_reduction = _reduce_payne_hanek(em, x)
+            far_block = b.block
+        with near:
+            near_reduction = _reduce_widened(em, x)
+            near_block = b.block
+    merged = []
+    for far_value, near_value in zip(far_reduction, near_reduction):
+        phi = b.phi(far_value.type)
+        phi.add_incoming(far_value, far_block)
+        phi.add_incoming(near_value, near_block)
+        merged.append(phi)
+    return tuple(merged)
+
+
+def _adapter(module: ir.Module, name: str, body: ir.Function, number: ir.Constant,
+             fmt: Format, lanes: int | None) -> ir.Function:
+    """Function ``number`` for ``lanes`` lanes (None: a scalar) through the body: the
+    arguments padded with zeros and inactive lanes to the body's width."""
     width = body.args[0].type.count
-    if lanes == width:
-        return body
     shape = fmt.ftype if lanes is None else ir.VectorType(fmt.ftype, lanes)
-    params = [shape, _I32] + ([] if lanes is None else [ir.VectorType(_I1, lanes)])
+    params = [shape] + ([] if lanes is None else [ir.VectorType(_I1, lanes)])
     function = _define(module, name, ir.FunctionType(shape, params))
-    if lanes is not None:
-        function.calling_convention = _variant_calling_convention()
     b = ir.IRBuilder(function.append_basic_block())
-    x, number = function.args[:2]
+    x = function.args[0]
     if lanes is None:
         wide_x = b.insert_element(ir.Constant(body.args[0].type, None), x, ir.Constant(_I32, 0))
         wide_mask = ir.Constant(body.args[2].type, [1] + [0] * (width - 1))
         b.ret(b.extract_element(b.call(body, [wide_x, number, wide_mask]), ir.Constant(_I32, 0)))
         return function
+    function.calling_convention = _variant_calling_convention()
+    mask = function.args[1]
+    if lanes == width:
+        b.ret(b.call(body, [x, number, mask]))
+        return function
     spread = ir.Constant(ir.VectorType(_I32, width), [min(k, lanes) for k in range(width)])
-    wide_x, wide_mask = (b.shuffle_vector(v, ir.Constant(v.type, None), spread)
-                         for v in (x, function.args[2]))
+    wide_x, wide_mask = (b.shuffle_vector(v, ir.Constant(v.type, None), spread) for v in (x, mask))
     result = b.call(body, [wide_x, number, wide_mask])
     b.ret(b.shuffle_vector(result, result, ir.Constant(ir.VectorType(_I32, lanes),
                                                        list(range(lanes)))))
