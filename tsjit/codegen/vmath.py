@@ -14,8 +14,8 @@ at most 2 ulp), including signed zeros, infinities, NaN and denormal inputs and 
 trig arguments up to the largest float; special values follow NumPy (C99 Annex F).
 
 ``llvm.fmuladd`` (fused where the CPU has FMA) evaluates polynomials; ``llvm.fma`` appears
-only where an exact product is the algorithm (double-word arithmetic in pow and in the
-Payne-Hanek reduction, x*x for erf), so a CPU without FMA would get correct but slow library
+only where an exact product is the algorithm (double-word arithmetic in pow and in trig's
+argument reductions, x*x for erf), so a CPU without FMA would get correct but slow library
 calls there. No fast-math flags are set: results do not depend on how the surrounding kernel
 is compiled.
 """
