@@ -16,6 +16,8 @@ import statistics
 import time
 import timeit
 
+from scalar_loops import collatz, recurrence  # the workloads issue 4 times against Numba
+
 import tsjit
 from tsjit.interpreter import compile_graph
 from tsjit.passes import run_canonical_passes
@@ -23,26 +25,6 @@ from tsjit.passes import run_canonical_passes
 
 def add(a: int, b: int) -> int:
     return a + b
-
-
-def collatz(n: int) -> int:
-    total = 0
-    for i in range(1, n + 1):
-        x = i
-        while x != 1:
-            if x % 2 == 0:
-                x = x // 2
-            else:
-                x = 3 * x + 1
-            total += 1
-    return total
-
-
-def decay(n: int) -> float:
-    s = 0.0
-    for i in range(n):
-        s += (i % 7) * 0.5 - s * 1e-7
-    return s
 
 
 def per_call_ns(fn, *args, number: int = 200_000, repeat: int = 7) -> float:
@@ -86,7 +68,7 @@ def main() -> None:
 
     print(f"\nscalar loops, seconds (median of {repeat} runs), interpreter only")
     for fn, arg in ((collatz, 30_000 if quick else 300_000),
-                    (decay, 100_000 if quick else 1_000_000)):
+                    (recurrence, 100_000 if quick else 1_000_000)):
         compiled = interpreted(fn)
         assert compiled(arg) == fn(arg)
         cpython = median_seconds(fn, arg, repeat=repeat)
