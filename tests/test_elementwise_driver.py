@@ -130,6 +130,21 @@ def test_rows_of_rank_three_carry_across_dimensions(threads, num_threads):
         np.testing.assert_array_equal(kernel(2.5, a, b)[0], expected_triad(a, b))
 
 
+@pytest.mark.parametrize("num_threads", [1, 2, 3])
+def test_runs_of_whole_rows_stop_at_each_dimension(threads, num_threads):
+    """Whole rows go to the body a run at a time, up to the end of the innermost outer
+    dimension; thread blocks start and end inside runs. Reversed and sliced outer
+    dimensions keep the runs short and the strides negative."""
+    runtime.set_num_threads(num_threads)
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((41, 23, 301)).astype(np.float32)[:, ::-1]
+    bias = rng.standard_normal((23, 1, 301)).astype(np.float32)[:, 0]
+    kernel = compile_kernel(triad(rank=3))
+    for a, b in ((x, np.broadcast_to(bias, x.shape)), (x[-2::-2, 1::3], x[1::2, 1::3]),
+                 (x[:1], x[-1:]), (x[:, :1], x[:, -1:])):
+        np.testing.assert_array_equal(kernel(2.5, a, b)[0], expected_triad(a, b))
+
+
 def test_streamed_rows_whole_and_gathered(threads):
     """Row-path jobs whose output reaches the streaming size: broadcast rows, and rows
     with a strided operand (gathered while the output is streamed)."""

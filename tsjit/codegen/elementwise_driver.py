@@ -10,10 +10,12 @@ kernel, that machinery made a two-op kernel compile as slowly as gelu (~20 ms of
 it is compiled once, in the engine's quick mode (scalar cleanups and FastISel: ~10 ms
 instead of ~300 ms at O3).
 
-Body ABI: ``void body(ptr *pointers, void *scalars, i64 begin, i64 end, i64 *prefetch)``
-processes elements ``[begin, end)`` of contiguous operands whose element 0 is at
-``pointers[k]``. ``prefetch`` is NULL or, per operand, the byte distance at which the body
-prefetches what it reads (the same place in the next row; 0: nothing to prefetch).
+Body ABI: ``void body(ptr *pointers, void *scalars, i64 begin, i64 end, i64 *prefetch,
+i64 rows, i64 *row_strides)`` processes elements ``[begin, end)`` of ``rows`` rows of
+contiguous operands; row r of operand k has its element 0 at ``pointers[k] + r *
+row_strides[k]`` (bytes). ``prefetch`` is NULL or, per operand, the byte distance at which
+the body prefetches what it reads (the same place in the next row; 0: nothing to
+prefetch).
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ BLOCKS_PER_THREAD = 16
 # so threads do not write the same line and each block's vector loop has no odd start.
 FLAT_BLOCK_ALIGN = 64
 
-BODY_TYPE = ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64, PTR])
+BODY_TYPE = ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64, PTR, I64, PTR])
 NO_PREFETCH = ir.Constant(PTR, None)
 # Per operand: itemsize, rank, access bits. A kernel module holds a constant array of these.
 OPERAND_INFO_TYPE = ir.LiteralStructType([I64, I64, I64])
@@ -343,6 +345,17 @@ class _Driver:
             with inline:
                 b.call(task, [job, i64(0), n])
 
+    def one_row(self) -> list[ir.Value]:
+        """The body's ``rows, row_strides`` arguments for a single row."""
+        zeros = self.module.globals.get("tsjit_elementwise_zero_strides")
+        if zeros is None:
+            zeros = ir.GlobalVariable(self.module, ir.ArrayType(I64, MAX_OPERANDS),
+                                      "tsjit_elementwise_zero_strides")
+            zeros.linkage = "internal"
+            zeros.global_constant = True
+            zeros.initializer = ir.Constant(zeros.value_type, None)
+        return [i64(1), zeros]
+
     def runtime_function(self, name: str, result: ir.Type, args: list[ir.Type]) -> ir.Function:
         return self.module.globals.get(name) or ir.Function(
             self.module, ir.FunctionType(result, args), name)
@@ -382,7 +395,8 @@ class _Driver:
         body = self.get(b, job, PTR, JOB_BODY)
         scalars = self.get(b, job, PTR, JOB_SCALARS)
         data = self.field(b, job, JOB_DATA, 0)
-        indirect_call(b, BODY_TYPE, body, [data, scalars, fn.args[1], fn.args[2], NO_PREFETCH])
+        indirect_call(b, BODY_TYPE, body,
+                      [data, scalars, fn.args[1], fn.args[2], NO_PREFETCH, *self.one_row()])
         b.ret_void()
         return fn
 
@@ -468,7 +482,8 @@ class _Driver:
                     stream_copy(b, address, buffer, b.mul(length, self.info(b, job, k, 0)))
 
             loop(b, i64(0), n_operands, stage)
-            indirect_call(b, BODY_TYPE, body, [pointers, scalars, i64(0), length, NO_PREFETCH])
+            indirect_call(b, BODY_TYPE, body,
+                          [pointers, scalars, i64(0), length, NO_PREFETCH, *self.one_row()])
             loop(b, i64(0), n_operands, stream_out)
             b.store(stop, start)
             following = b.add(stop, i64(STREAM_CHUNK))
@@ -556,15 +571,18 @@ class _Driver:
 
         loop(b, i64(0), last, unravel)
 
-        def advance(b: ir.IRBuilder) -> None:
-            """Next row: the innermost outer coordinate steps, carrying into outer ones."""
+        def advance(b: ir.IRBuilder, rows: ir.Value) -> None:
+            """Past ``rows`` rows (at most to the end of the innermost outer dimension):
+            that coordinate steps by ``rows``, carrying one into outer ones."""
             dimension = stack_slot(b, I64, b.sub(last, i64(1)))
             carry = stack_slot(b, I1, b.icmp_signed(">", last, i64(0)))
+            amount = stack_slot(b, I64, rows)
 
             def step(b: ir.IRBuilder) -> None:
                 d = b.load(dimension, typ=I64)
-                coord = b.add(b.load(element(b, coords, d, I64), typ=I64), i64(1))
-                add_to_offsets(b, d, i64(1))
+                by = b.load(amount, typ=I64)
+                coord = b.add(b.load(element(b, coords, d, I64), typ=I64), by)
+                add_to_offsets(b, d, by)
                 wraps = b.and_(b.icmp_signed("==", coord, self.get(b, job, I64, JOB_SHAPE, d)),
                                b.icmp_signed(">", d, i64(0)))
                 with b.if_then(wraps):
@@ -572,19 +590,36 @@ class _Driver:
                 b.store(b.select(wraps, i64(0), coord), element(b, coords, d, I64))
                 b.store(b.sub(d, i64(1)), dimension)
                 b.store(wraps, carry)
+                b.store(i64(1), amount)
 
             _while(b, lambda b: b.load(carry, typ=I1), step)
 
+        # Whole rows go to the body a run at a time: the rows up to the end of the
+        # innermost outer dimension, which are evenly spaced (its strides).
+        outer = _max(b, b.sub(last, i64(1)), i64(0))
+        row_strides = stack_slot(b, ir.ArrayType(I64, MAX_OPERANDS))
+        loop(b, i64(0), n_operands, lambda b, k: b.store(
+            b.select(b.icmp_signed(">", last, i64(0)),
+                     b.load(self.stride_slot(b, job, k, outer), typ=I64), i64(0)),
+            element(b, row_strides, k, I64)))
+        position = stack_slot(b, I64, begin)
+
+        def run(b: ir.IRBuilder) -> None:
+            at = b.load(position, typ=I64)
+            left_in_dimension = b.sub(self.get(b, job, I64, JOB_SHAPE, outer),
+                                      b.load(element(b, coords, outer, I64), typ=I64))
+            rows = b.select(b.icmp_signed(">", last, i64(0)),
+                            _min(b, left_in_dimension, b.sub(end, at)), b.sub(end, at))
+            loop(b, i64(0), n_operands, lambda b, k: b.store(
+                place(b, k, i64(0))[0], element(b, pointers, k, PTR)))
+            indirect_call(b, BODY_TYPE, body,
+                          [pointers, scalars, i64(0), inner, prefetch, rows, row_strides])
+            advance(b, rows)
+            b.store(b.add(at, rows), position)
+
         def row(b: ir.IRBuilder, index: ir.Value) -> None:
-            with b.if_else(whole_rows) as (whole, chunked):
-                with whole:
-                    loop(b, i64(0), n_operands, lambda b, k: b.store(
-                        place(b, k, i64(0))[0], element(b, pointers, k, PTR)))
-                    indirect_call(b, BODY_TYPE, body,
-                                  [pointers, scalars, i64(0), inner, prefetch])
-                with chunked:
-                    loop(b, i64(0), n_chunks, lambda b, c: chunk(b, b.mul(c, i64(CHUNK))))
-            advance(b)
+            loop(b, i64(0), n_chunks, lambda b, c: chunk(b, b.mul(c, i64(CHUNK))))
+            advance(b, i64(1))
 
         def place(b: ir.IRBuilder, k: ir.Value, start: ir.Value):
             """(address of this chunk of operand k, its stride, whether it is unit)."""
@@ -625,10 +660,15 @@ class _Driver:
                     stream_copy(b, address, buffer, b.mul(length, self.info(b, job, k, 0)))
 
             loop(b, i64(0), n_operands, stage_in)
-            indirect_call(b, BODY_TYPE, body, [pointers, scalars, i64(0), length, NO_PREFETCH])
+            indirect_call(b, BODY_TYPE, body,
+                          [pointers, scalars, i64(0), length, NO_PREFETCH, *self.one_row()])
             loop(b, i64(0), n_operands, stage_out)
 
-        loop(b, begin, end, row)
+        with b.if_else(whole_rows) as (whole, chunked):
+            with whole:
+                _while(b, lambda b: b.icmp_signed("<", b.load(position, typ=I64), end), run)
+            with chunked:
+                loop(b, begin, end, row)
         with b.if_then(stream):
             store_fence(b)
         b.ret_void()
@@ -651,6 +691,10 @@ def _while(b: ir.IRBuilder, condition, body) -> None:
 
 def _max(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.icmp_signed(">", x, y), x, y)
+
+
+def _min(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    return b.select(b.icmp_signed("<", x, y), x, y)
 
 
 def _abs(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
