@@ -13,8 +13,8 @@ implementations (tsjit and its peers). For each case the harness:
 3. times all implementations in interleaved rounds in this one process, each round
    visiting every implementation once in a rotating order, so that machine drift
    (other tenants, frequency, memory) lands on all of them alike. A sample is a batch
-   of calls long enough for the clock, taken after a short idle pause (other runtimes'
-   spinning threads settle); the figure is the median sample per call.
+   of calls long enough for the clock, taken once the process's other threads are idle
+   (`_settle`); the figure is the median sample per call.
 
 Ratios are to the best *peer* (the fastest implementation that is not tsjit): below 1
 means faster than every peer.
@@ -51,9 +51,10 @@ class Settings:
     budget_seconds: float = 10.0  # timed seconds per implementation before samples shrink
     sample_seconds: float = 0.02  # a sample batches calls until it lasts about this long
     warmup_calls: int = 3
-    # Idle time before each sample: OpenMP pools (torch, Numba's omp layer) spin for some
-    # milliseconds after a parallel region and would take the cores from the next sample.
-    settle_seconds: float = 0.01
+    # Longest wait before each sample for the process's other threads to go idle: OpenMP
+    # pools (torch, Numba's omp layer) spin ~10 ms after a parallel region (measured here:
+    # 10 ms of CPU after a Numba prange call) and would take a core from the next sample.
+    settle_seconds: float = 0.05
 
     @classmethod
     def for_mode(cls, quick: bool) -> Settings:
@@ -241,6 +242,23 @@ def _calibrate(timer: timeit.Timer, call_seconds: float, settings: Settings) -> 
                                                      / max(seconds, 1e-9))))
 
 
+def _settle(longest: float, window: float = 0.005) -> None:
+    """Busy-wait until the process's other threads used under a tenth of a core over the
+    last ``window`` (or ``longest`` passed). The window spans a scheduler tick: Linux adds
+    other threads' running time to the process's CPU clock at ticks (4 ms here). Busy, not
+    asleep: after a sleep the cores run slower for ~10 ms (here: the first calls after a
+    20 ms pause took twice as long), which would land on whichever implementation comes
+    next."""
+    start = time.perf_counter()
+    while True:
+        wall, cpu, own = time.perf_counter(), time.process_time(), time.thread_time()
+        while (now := time.perf_counter()) - wall < window:
+            pass
+        others = (time.process_time() - cpu) - (time.thread_time() - own)
+        if others < 0.1 * (now - wall) or now - start > longest:
+            return
+
+
 def run_case(suite: str, case: Case, settings: Settings) -> list[Record]:
     expected = copy.deepcopy(case.reference(*case.args))
     entries = [_Timed(impl) for impl in case.implementations]
@@ -252,7 +270,7 @@ def run_case(suite: str, case: Case, settings: Settings) -> list[Record]:
         shift = round_index % max(len(ready), 1)
         for timed in ready[shift:] + ready[:shift]:
             if len(timed.samples) < timed.samples_wanted:
-                time.sleep(settings.settle_seconds)
+                _settle(settings.settle_seconds)
                 seconds = timed.timer.timeit(timed.calls_per_sample)
                 timed.samples.append(seconds / timed.calls_per_sample)
     return _records(suite, case, entries)
