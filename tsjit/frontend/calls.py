@@ -34,6 +34,7 @@ from ..ir.types import (
     make_union,
     union_options,
 )
+from ..ops.numpy_rules import CONSTANTS
 from ..ops.registry import (
     NO_DEFAULT,
     OpDef,
@@ -87,8 +88,13 @@ class CallMixin:
 
     def call_op(self, op: OpDef, args: list, kwargs: dict, src: SourceRange, name: str):
         inputs = self.bind_arguments(op.params, args, kwargs, src, name)
+        # Constant arguments can decide a result's structure (np.unique(x,
+        # return_counts=True) is a tuple): the type rule sees their values.
+        constants = {i: v.node.attrs["value"] for i, v in enumerate(inputs)
+                     if v.node.kind == "prim::Constant"}
         try:
-            types = infer_types(op, [v.type for v in inputs], {}) if op.infer else [AnyType]
+            types = infer_types(op, [v.type for v in inputs], {CONSTANTS: constants}) \
+                if op.infer else [AnyType]
         except OpTypeError as e:
             raise CompilationError(f"{name}(): {e}", src) from None
         node = self.insert(op.name, inputs, types, None, src)

@@ -1,0 +1,27 @@
+"""Regressions found by differential programs of the kind TorchScript users write: each
+test is the smallest program that once differed from eager Python or was wrongly
+rejected, called several times (profiling, optimized and re-specialized calls)."""
+from __future__ import annotations
+
+import numpy as np
+from _differential import check
+
+
+def unique_counts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    values, counts = np.unique(x, return_counts=True)
+    return values, counts
+
+
+def test_constant_flags_decide_a_numpy_result_structure():
+    # The front end did not show constant arguments to NumPy type rules: the result
+    # of np.unique(..., return_counts=True) was Any and could not be unpacked.
+    x = np.array([3, 1, 3, 2])
+    check(unique_counts, (x,), (x,), (x.astype(np.float32),))
+
+
+def linspace_in_list(n: int) -> list[np.ndarray]:
+    return [np.linspace(0.0, 1.0, n), np.zeros(n)]
+
+
+def test_linspace_is_a_tensor_in_a_list_of_tensors():
+    check(linspace_in_list, (3,), (3,), (0,))
