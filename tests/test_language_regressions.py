@@ -25,3 +25,22 @@ def linspace_in_list(n: int) -> list[np.ndarray]:
 
 def test_linspace_is_a_tensor_in_a_list_of_tensors():
     check(linspace_in_list, (3,), (3,), (0,))
+
+
+def items_into_containers(x: np.ndarray) -> tuple[list[float], dict[str, float], list[float]]:
+    out: list[float] = [x[0].item()]
+    out.append(x[1].item())
+    out.insert(0, x[-1].item())
+    out[1] = x[1].item()
+    d: dict[str, float] = {"first": x[0].item()}
+    d["last"] = x[-1].item()
+    d.setdefault("other", x[1].item())
+    return out, d, [x[i].item() for i in range(x.shape[0])]
+
+
+def test_any_values_are_stored_in_typed_containers_as_assignments_take_them():
+    # x[i].item() is Any; `v: float = x[i].item()` was accepted but storing it in a
+    # List[float] / Dict[str, float] (append, insert, item assignment, literal,
+    # comprehension under an annotation) was rejected.
+    x = np.array([1.5, -2.0, 4.25])
+    check(items_into_containers, (x,), (x,), (x,), (x.astype(np.float32),), (np.arange(3),))

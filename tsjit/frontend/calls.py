@@ -433,12 +433,21 @@ class CallMixin:
 
     # ---- comprehensions
     def expr_ListComp(self, node: ast.ListComp) -> Value:
-        return self.comprehension(node, [node.elt], "list")
+        return self.comprehension_of(node)
 
     def expr_DictComp(self, node: ast.DictComp) -> Value:
-        return self.comprehension(node, [node.key, node.value], "dict")
+        return self.comprehension_of(node)
 
-    def comprehension(self, node, parts: list[ast.expr], kind: str) -> Value:
+    def comprehension_of(self, node: ast.ListComp | ast.DictComp,
+                         annotated: Type | None = None) -> Value:
+        """A list or dict comprehension, typed by its first element unless `annotated`
+        (`xs: List[float] = [x[i].item() for i in ...]`)."""
+        if isinstance(node, ast.ListComp):
+            return self.comprehension(node, [node.elt], "list", annotated)
+        return self.comprehension(node, [node.key, node.value], "dict", annotated)
+
+    def comprehension(self, node, parts: list[ast.expr], kind: str,
+                      annotated: Type | None) -> Value:
         """[elt for x in xs if c]: a loop appending to a fresh list (or dict).
 
         The loop variables are renamed so that they do not leak into (or clobber)
@@ -446,8 +455,8 @@ class CallMixin:
         src = self.src(node)
         renamed = _rename_targets(node.generators, parts, self.next_comprehension_id())
         generators, parts = renamed
-        result_type = ListType(UninitializedType) if kind == "list" else DictType(
-            UninitializedType, UninitializedType)
+        result_type = annotated or (ListType(UninitializedType) if kind == "list" else DictType(
+            UninitializedType, UninitializedType))
         ctor = "prim::ListConstruct" if kind == "list" else "prim::DictConstruct"
         result = self.insert(ctor, [], [result_type], src=src).output
 

@@ -225,7 +225,9 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
         Tuple[int, List[str]], `d: Optional[Dict[str, int]] = {}`)."""
         src = self.src(node)
         hint = _literal_hint(node, declared)
-        if isinstance(hint, ListType):
+        if isinstance(node, (ast.ListComp, ast.DictComp)) and hint is not None:
+            value = self.comprehension_of(node, hint)
+        elif isinstance(hint, ListType):
             value = self.expr_List(node, hint)
         elif isinstance(hint, DictType):
             value = self.expr_Dict(node, hint)
@@ -509,10 +511,11 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
 
 
 def _literal_hint(node: ast.expr, declared: Type) -> Type | None:
-    """The option of `declared` that types a list/dict/tuple literal `node`, if any."""
+    """The option of `declared` that types a list/dict/tuple literal or comprehension
+    `node`, if any."""
     for option in union_options(declared):
-        if isinstance(node, ast.List) and isinstance(option, ListType) or \
-                isinstance(node, ast.Dict) and isinstance(option, DictType):
+        if isinstance(node, (ast.List, ast.ListComp)) and isinstance(option, ListType) or \
+                isinstance(node, (ast.Dict, ast.DictComp)) and isinstance(option, DictType):
             return option
         if isinstance(node, ast.Tuple) and isinstance(option, TupleType) and \
                 option.py_class is None and len(option.elems) == len(node.elts):

@@ -22,6 +22,7 @@ from ..ir.types import (
     unify,
     union_options,
 )
+from ..ops.python_calls import storable
 from .annotations import AnnotationError, evaluate, is_type_form
 from .errors import CompilationError
 from .sugared import CompileTimeTuple, ModuleListValue, PythonObject, Sugared
@@ -382,8 +383,7 @@ class ExpressionMixin:
                                    f"{key.annotation} is not supported as a dict key type", src)
 
     def check_assignable(self, found: Type, expected: Type, src, what: str) -> None:
-        from ..ir.types import is_subtype
-        if not is_subtype(found, expected):
+        if not storable(found, expected):
             raise CompilationError(f"{what} has type {found.annotation}, expected "
                                    f"{expected.annotation}", src)
 

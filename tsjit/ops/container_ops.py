@@ -26,14 +26,21 @@ from ..ir.types import (
     make_union,
     unify,
 )
-from .python_calls import INDEX, check_args, iterated_type, register_method, require_orderable
+from .python_calls import (
+    INDEX,
+    check_args,
+    iterated_type,
+    register_method,
+    require_orderable,
+    storable,
+)
 from .registry import OpTypeError, register
 
 MAXSIZE = 9223372036854775807   # sys.maxsize: the default end of list.index / tuple.index
 
 
 def _expect_element(method: str, container: ListType, value: Type) -> None:
-    if not is_subtype(value, container.elem):
+    if not storable(value, container.elem):
         raise OpTypeError(f"{method}() expected {container.elem.annotation}, "
                           f"found {value.annotation}")
 
@@ -103,7 +110,7 @@ def _dict_pop_rule(types, attrs):
 def _setdefault_rule(types, attrs):
     d, key, default = types
     _check_key(d, key)
-    if not is_subtype(default, d.value):
+    if not storable(default, d.value):
         raise OpTypeError(f"dict.setdefault() would store a {default.annotation} in a "
                           f"{d.annotation}; pass a default of type {d.value.annotation}")
     return d.value

@@ -28,6 +28,7 @@ from ..ir.types import (
     is_number,
     is_subtype,
 )
+from .python_calls import storable
 from .registry import OpTypeError, register
 
 SYMBOLS = {
@@ -284,7 +285,7 @@ def setitem_rule(types, attrs):
         expected = seq.value
     else:
         raise OpTypeError(f"'{_type_name(seq)}' object does not support item assignment")
-    if not is_subtype(value, expected):
+    if not storable(value, expected):
         raise OpTypeError(f"cannot assign a value of type {_type_name(value)} to an element "
                           f"of {_type_name(seq)}")
     return None

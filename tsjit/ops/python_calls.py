@@ -51,6 +51,13 @@ STR = Accepts("str", (StrType,))
 OPTIONAL_STR = Accepts("str or None", (StrType, NoneType))
 
 
+def storable(value: Type, slot: Type) -> bool:
+    """Whether a container may store `value` where it holds `slot` values.  An Any value
+    (`x[i].item()`, an Any parameter) is taken at its word, as an assignment or a return
+    takes it: `out.append(x[i].item())` into a List[float] is what Python runs."""
+    return value == AnyType or is_subtype(value, slot)
+
+
 def check_args(callee: str, types: Sequence[Type], accepts: Sequence[Accepts],
                rest: Accepts | None = None) -> None:
     """Reject an argument whose type the Python function would reject with a TypeError.
