@@ -44,3 +44,24 @@ def test_any_values_are_stored_in_typed_containers_as_assignments_take_them():
     # comprehension under an annotation) was rejected.
     x = np.array([1.5, -2.0, 4.25])
     check(items_into_containers, (x,), (x,), (x,), (x.astype(np.float32),), (np.arange(3),))
+
+
+def falls_off_the_end(x: int):
+    if x > 0:
+        return x * 2
+
+
+def stops_early(xs: list[int]) -> None:
+    for x in xs:
+        if x < 0:
+            return
+        xs.append(x)
+        if len(xs) > 6:
+            break
+
+
+def test_falling_off_the_end_returns_none_only_on_paths_that_did_not_return():
+    # The implicit `return None` was emitted unconditionally after the last statement:
+    # a function whose last statement returns on one branch always returned None.
+    check(falls_off_the_end, (3,), (3,), (-1,), (3,))
+    check(stops_early, ([1, 2],), ([1, -1, 2],), ([1, 2, 3, 4],))

@@ -132,9 +132,10 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
             value = self.graph.add_input(t, name)
             self.frame.assign(name, value, src)
         self.frame.assign("$ret", self.const(False, src), src)
-        self.emit_statements(self.definition.body)
-        if not self.frame.exited:
-            self.emit_return(None, self.src(self.definition.body[-1]))
+        # Falling off the end returns None: an explicit statement, so that it runs only
+        # on the paths that did not return earlier (`if x > 0: return x` as the last one).
+        implicit_return = ast.copy_location(ast.Return(value=None), self.definition.body[-1])
+        self.emit_statements(self.definition.body + [implicit_return])
         result = self.frame.value_of("$retval", src)
         if result is None:          # every path raises: the result is never observed
             result = self.uninitialized(self.graph.block, self.return_type or NoneType)
