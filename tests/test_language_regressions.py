@@ -4,7 +4,10 @@ rejected, called several times (profiling, optimized and re-specialized calls)."
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from _differential import check
+
+import tsjit
 
 
 def unique_counts(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -65,3 +68,15 @@ def test_falling_off_the_end_returns_none_only_on_paths_that_did_not_return():
     # a function whose last statement returns on one branch always returned None.
     check(falls_off_the_end, (3,), (3,), (-1,), (3,))
     check(stops_early, ([1, 2],), ([1, -1, 2],), ([1, 2, 3, 4],))
+
+
+def deletes_an_undefined_name(x: int) -> int:
+    del never_assigned  # noqa: F821
+    return x
+
+
+def test_deleting_an_undefined_name_is_a_compilation_error():
+    # It was accepted, and the scripted function returned where Python raises.
+    with pytest.raises(tsjit.CompilationError, match="never_assigned.*not defined") as e:
+        tsjit.script(deletes_an_undefined_name)
+    assert "del never_assigned" in str(e.value) and "<--- HERE" in str(e.value)

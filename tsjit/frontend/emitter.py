@@ -37,7 +37,7 @@ from ..ops.registry import OpTypeError, infer_types, op
 from .annotations import AnnotationError, evaluate, to_type
 from .calls import CallMixin
 from .control_flow import ControlFlowMixin, contains_statement
-from .environment import RAISED, RETURNED, Frame
+from .environment import RAISED, RETURNED, Frame, undefined
 from .errors import CompilationError
 from .expressions import BINARY, MAGIC, ExpressionMixin, constant_bool
 from .resolution import Resolver
@@ -482,8 +482,9 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
                 self.emit_op("aten::__delitem__", [base, self.index_value(target.slice)],
                              src=src)
             elif isinstance(target, ast.Name):
-                self.frame.value_of(target.id, src)
-                from .environment import undefined
+                if self.frame.value_of(target.id, src) is None:
+                    raise CompilationError(f"undefined value {target.id}: '{target.id}' is "
+                                           "not defined", self.src(target))
                 self.frame.vars[target.id] = undefined(f"'{target.id}' was deleted", None,
                                                        ("deleted here:", src))
             else:
