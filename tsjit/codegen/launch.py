@@ -1,7 +1,8 @@
 """Compiling a KernelSpec once and calling it with the least work per call.
 
 Per kernel we generate (with ``exec``, as ``dataclasses`` and ``namedtuple`` do) a Python
-function specialized to the spec: it computes the broadcast shape, allocates fresh outputs,
+function specialized to the spec: it finds the broadcast shape (a tuple comparison when the
+array inputs' shapes are equal, else a look-up of shapes seen before), allocates fresh outputs,
 makes in-place calls safe, and calls the native entry through cffi with the arrays as one
 tuple (the native code reads CPython's and NumPy's structs itself, see ``elementwise``)
 and scalars by value.
@@ -27,17 +28,19 @@ from tsjit.codegen.engine import CompiledModule, generator_fingerprint, get_engi
 from tsjit.codegen.kernel_spec import KernelSpec, supports
 from tsjit.codegen.output_pool import OutputPool
 
-__all__ = ["Kernel", "compile_kernel"]
+__all__ = ["Kernel", "broadcast_shape", "compile_kernel"]
 
 _kernels: dict[KernelSpec, Kernel] = {}
 _kernels_lock = threading.Lock()
 
 
 class Kernel:
-    """A compiled fused kernel: ``kernel(*inputs, out=None) -> tuple of outputs``.
+    """A compiled fused kernel: ``kernel(*inputs, out=None, shape=None) -> tuple of outputs``.
 
     ``out`` optionally supplies arrays for the fresh (not in-place) outputs, in output
-    order; they must have the broadcast shape and the output dtypes. Each kernel gets its
+    order; they must have the broadcast shape and the output dtypes. ``shape``, if given,
+    must be ``broadcast_shape`` of the array inputs' shapes: a caller that needed it for
+    checks of its own passes it, so that a call computes it once. Each kernel gets its
     own subclass whose ``__call__`` *is* the generated function, so a call costs no extra
     Python frame."""
 
@@ -48,9 +51,10 @@ class Kernel:
         pool = OutputPool.shared()
         namespace = {
             "_native": _native_function(entry_parameter_types(spec), compiled.addresses[entry]),
-            "_broadcast_shapes": np.broadcast_shapes,
+            "_broadcasts": _broadcasts,
+            "_broadcast_shape": broadcast_shape,
             "_overlaps": np.may_share_memory,
-            "_check_target": _check_inplace_target,
+            "_target_error": _target_error,
             "_check_out": _check_out,
             "_dtypes": tuple(spec.value_dtype(v) for v in spec.outputs),
             "_empty": np.empty,
@@ -69,8 +73,8 @@ class Kernel:
         kernel.spec, kernel.compiled, kernel.python_source = spec, compiled, source
         return kernel
 
-    def __call__(self, *args, out=None) -> tuple:  # overridden by every instance's class
-        return self.call(*args, out=out)
+    def __call__(self, *args, out=None, shape=None) -> tuple:  # overridden per instance
+        return self.call(*args, out=out, shape=shape)
 
     @property
     def llvm_ir(self) -> str:
@@ -92,8 +96,8 @@ def _native_function(parameter_types: tuple[str, ...], address: int):
     return _cffi_backend.cast(signature, address)
 
 
-def _check_inplace_target(target: np.ndarray, shape: tuple) -> None:
-    """NumPy's errors for ``x op= y`` that cannot write into ``x``."""
+def _target_error(target: np.ndarray, shape: tuple) -> None:
+    """Raise NumPy's error for ``x op= y`` that cannot write into ``x``."""
     if target.shape != shape:
         raise ValueError(
             f"non-broadcastable output operand with shape {target.shape} doesn't match "
@@ -115,6 +119,44 @@ def _check_out(array: np.ndarray, shape: tuple, dtype: np.dtype) -> None:
         raise ValueError("output array is read-only")
 
 
+def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """NumPy's broadcast of ``shapes``, raising NumPy's own ValueError when there is none.
+    A call's shapes repeat from call to call, and ``np.broadcast_shapes`` costs ~2 us (it
+    builds arrays): results are remembered, keyed by the tuple of shapes."""
+    try:
+        return _broadcasts[shapes]
+    except KeyError:
+        shape = np.broadcast_shapes(*shapes)
+    if len(_broadcasts) >= _BROADCASTS_KEPT:  # a program with ever new shapes
+        _broadcasts.clear()
+    _broadcasts[shapes] = shape
+    return shape
+
+
+_BROADCASTS_KEPT = 1024
+_broadcasts: dict[tuple[tuple[int, ...], ...], tuple[int, ...]] = {}
+
+
+def _broadcast_lines(arrays: list[str]) -> list[str]:
+    """Statements setting ``shape`` to the broadcast of the ``arrays``' shapes: one tuple
+    comparison per array when they are equal; else a look-up in ``broadcast_shape``'s
+    results, inline (no call) on a hit."""
+    lines = [f"    s_{a} = {a}.shape" for a in arrays]
+    first = f"s_{arrays[0]}"
+    if len(arrays) == 1:
+        return lines + [f"    shape = {first}"]
+    key = ", ".join(f"s_{a}" for a in arrays)
+    return lines + [
+        f"    if {' and '.join(f's_{a} == {first}' for a in arrays[1:])}:",
+        f"        shape = {first}",
+        "    else:",
+        "        try:",
+        f"            shape = _broadcasts[{key}]",
+        "        except KeyError:",
+        f"            shape = _broadcast_shape({key})",
+    ]
+
+
 def _call_source(spec: KernelSpec) -> str:
     """Python source of the per-kernel call function (see the module docstring)."""
     params = [f"a{i}" for i in range(len(spec.inputs))]
@@ -124,16 +166,11 @@ def _call_source(spec: KernelSpec) -> str:
         f"a{i}" for i, inp in enumerate(spec.inputs)
         if not inp.is_scalar and inp.rank == spec.out_rank
     ]
-    lines = [f"def call({', '.join(params)}, out=None):"]
-    # Broadcast shape: the common case (equal shapes) costs one tuple comparison per array.
-    lines.append(f"    shape = {arrays[0]}.shape")
-    if len(arrays) > 1:
-        differs = " or ".join(f"{a}.shape != shape" for a in arrays[1:])
-        lines.append(f"    if {differs}:")
-        all_shapes = ", ".join(f"{a}.shape" for a in arrays)
-        lines.append(f"        shape = _broadcast_shapes({all_shapes})")
+    lines = [f"def call({', '.join(params)}, out=None, shape=None):", "    if shape is None:"]
+    lines += ["    " + line for line in _broadcast_lines(arrays)]
     for t in sorted({t for t in spec.inplace if t is not None}):
-        lines.append(f"    _check_target(a{t}, shape)")
+        lines.append(f"    if a{t}.shape != shape or not a{t}.flags.writeable:")
+        lines.append(f"        _target_error(a{t}, shape)")
         for a in arrays:
             if a != f"a{t}":  # noalias in the kernel: overlapping inputs are read from a copy
                 lines.append(f"    if _overlaps({a}, a{t}):")

@@ -1,13 +1,14 @@
 """The run-time side of `prim::FusionGroup`: a compiled kernel behind a generated launcher.
 
 The group's guard has already checked dtypes and ranks.  What only the call can tell is
-checked here, and on the rare path only: when the array inputs' shapes differ, their
-broadcast must exist and each output (and each array written in place) must have exactly
-that shape, as NumPy would give it; an array written in place must be writeable; a Python
-int must fit the integer dtype it is converted to (NumPy raises OverflowError).  When a
-check fails the launcher runs the group's ops in the interpreter instead (a bailout),
-which computes NumPy's result or raises NumPy's error.  Otherwise it is one call of the
-kernel (see `codegen.launch`), with constants passed as literals.
+checked here, and on the rare path only: when the array inputs' shapes differ, each
+output must have exactly their broadcast shape, as NumPy would give it; a Python int must
+fit the integer dtype it is converted to (NumPy raises OverflowError).  The kernel itself
+checks that the shapes broadcast and that an array written in place has that shape and is
+writeable, raising ValueError before it runs.  When a check fails the launcher runs the
+group's ops in the interpreter instead (a bailout), which computes NumPy's result or raises
+NumPy's error.  Otherwise it is one call of the kernel (see `codegen.launch`), with
+constants passed as literals.
 """
 from __future__ import annotations
 
@@ -22,23 +23,6 @@ from ..passes.elementwise_kernel import FusedKernel, build_group, read_call
 from ..passes.insert_guards import unspecialized
 
 log = logging.getLogger("tsjit.fuser")
-
-
-def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
-    """NumPy's broadcast of shapes (ValueError if there is none), without creating arrays
-    as `np.broadcast_shapes` does (several times slower on a call's critical path)."""
-    rank = max(map(len, shapes))
-    result = [1] * rank
-    for shape in shapes:
-        offset = rank - len(shape)
-        for d, extent in enumerate(shape):
-            current = result[offset + d]
-            if extent != current:
-                if current == 1:
-                    result[offset + d] = extent
-                elif extent != 1:
-                    raise ValueError(f"shapes {shapes} cannot be broadcast together")
-    return tuple(result)
 
 
 class InterpretedGroup:
@@ -90,8 +74,7 @@ class FusionRuntime:
         and the expressions of the subgraph's outputs afterwards."""
         fused = self.fused
         name_of = dict(zip(self.subgraph.inputs, params))
-        namespace.update(_call=self.kernel.call, _broadcast=broadcast_shapes,
-                         _launches=self.counter)
+        namespace.update(_call=self.kernel.call, _launches=self.counter)
         args = []
         for k, feed in enumerate(fused.feeds):
             if feed.value is not None:
@@ -104,25 +87,28 @@ class FusionRuntime:
             args.append(text)
         array = {k: name_of[f.value] for k, f in enumerate(fused.feeds)
                  if not fused.spec.inputs[k].is_scalar}
+        # The kernel checks that each array written in place has the iteration shape.
+        checks = [sorted(c) for c in fused.shape_checks
+                  if not (len(c) == 1 and next(iter(c)) in fused.written)]
         arrays = list(array.values())
         lines = []
-        # Without checks to make, a broadcast error is NumPy's too: the kernel raises it.
-        if len(arrays) > 1 and (fused.shape_checks or fused.written):
-            lines += ["shape = " + f"{arrays[0]}.shape",
+        for k, (lo, hi) in fused.range_checks.items():
+            lines += [f"if not {lo} <= {args[k]} <= {hi}:", f"    {bail}"]
+        if len(arrays) > 1 and checks:
+            from ..codegen.launch import broadcast_shape  # loaded: the kernel is compiled
+            namespace["_broadcast"] = broadcast_shape
+            lines += [f"shape = {arrays[0]}.shape",
                       f"if {' or '.join(f'{a}.shape != shape' for a in arrays[1:])}:",
                       "    try:",
                       f"        shape = _broadcast({', '.join(f'{a}.shape' for a in arrays)})",
                       "    except ValueError:",
                       f"        {bail}"]
-            for check in fused.shape_checks:
-                names = [array[k] for k in sorted(check)]
+            for check in checks:
+                names = [array[k] for k in check]
                 actual = f"{names[0]}.shape" if len(names) == 1 else \
                     f"_broadcast({', '.join(f'{a}.shape' for a in names)})"
                 lines += [f"    if {actual} != shape:", f"        {bail}"]
-        for k in fused.written:
-            lines += [f"if not {array[k]}.flags.writeable:", f"    {bail}"]
-        for k, (lo, hi) in fused.range_checks.items():
-            lines += [f"if not {lo} <= {args[k]} <= {hi}:", f"    {bail}"]
+            args.append("shape=shape")   # computed once per call
         # the kernel raises ValueError for shapes that do not broadcast, before it runs:
         # the ops then raise NumPy's own error in the interpreter, at their own line
         lines += ["try:", f"    results = _call({', '.join(args)})", "except ValueError:",
