@@ -80,3 +80,15 @@ def test_deleting_an_undefined_name_is_a_compilation_error():
     with pytest.raises(tsjit.CompilationError, match="never_assigned.*not defined") as e:
         tsjit.script(deletes_an_undefined_name)
     assert "del never_assigned" in str(e.value) and "<--- HERE" in str(e.value)
+
+
+async def coroutine(x: int) -> int:
+    return x
+
+
+def test_an_async_def_is_rejected_with_its_source_marked():
+    # The message was "<function coroutine at 0x...> is not a function definition",
+    # with no source excerpt.
+    with pytest.raises(tsjit.CompilationError, match="async def") as e:
+        tsjit.script(coroutine)
+    assert "<--- HERE" in str(e.value) and "async def coroutine" in str(e.value)

@@ -167,7 +167,11 @@ class Compiler:
         from .emitter import FunctionEmitter
         source = ParsedSource(fn)
         if not isinstance(source.definition, ast.FunctionDef):
-            raise CompilationError(f"{fn!r} is not a function definition")
+            kind = "an async def" if isinstance(source.definition, ast.AsyncFunctionDef) \
+                else "not a def statement (a lambda?)"
+            raise CompilationError(f"{getattr(fn, '__qualname__', fn)!r} is {kind}: only "
+                                   "'def' functions are supported",
+                                   source.range(source.definition))
         self.stack.append(fn)
         try:
             emitter = FunctionEmitter(self, fn, source, self_type)
