@@ -3,6 +3,8 @@ test is the smallest program that once differed from eager Python or was wrongly
 rejected, called several times (profiling, optimized and re-specialized calls)."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 from _differential import check
@@ -92,3 +94,27 @@ def test_an_async_def_is_rejected_with_its_source_marked():
     with pytest.raises(tsjit.CompilationError, match="async def") as e:
         tsjit.script(coroutine)
     assert "<--- HERE" in str(e.value) and "async def coroutine" in str(e.value)
+
+
+class History(tsjit.Module):
+    def __init__(self):
+        super().__init__()
+        self.seen: list[int] = []
+        self.last: np.ndarray | None = None
+        self.describe: Callable[[object], str] = repr     # not a script type, not used
+
+    def forward(self, x: np.ndarray) -> tuple[int, np.ndarray]:
+        self.seen.append(x.shape[0])
+        last = self.last
+        total = x.copy() if last is None else last + x
+        self.last = total
+        return len(self.seen), total
+
+
+def test_module_attributes_take_their_init_annotations():
+    # `self.seen: List[int] = []` in __init__ was typed from the empty list (List[Tensor]):
+    # appending an int was rejected; `self.last: Optional[...] = None` was NoneType.
+    eager, scripted = History(), tsjit.script(History())
+    for x in (np.ones(2), np.arange(2.0), np.ones(2)):
+        check(eager.forward, (x,), scripted=scripted)
+    assert scripted.seen == eager.seen == [2, 2, 2]

@@ -345,9 +345,11 @@ class Compiler:
         cls = type(module)
         t = ClassType(cls, is_module=True)
         self.module_instances[t] = module
-        hints = typing.get_type_hints(cls) if getattr(cls, "__annotations__", None) else {}
+        class_hints = typing.get_type_hints(cls) if getattr(cls, "__annotations__", None) \
+            else {}
+        init_hints = _init_annotations(cls, Module)
         constants = set(getattr(cls, "__constants__", ()))
-        for name, ann in hints.items():
+        for name, ann in {**init_hints, **class_hints}.items():
             if is_final(ann):
                 constants.add(name)
         for name, value in vars(module).items():
@@ -357,10 +359,19 @@ class Compiler:
                 t.constants[name] = tuple(value) if isinstance(value, list) else value
             elif isinstance(value, Module):
                 t.attributes[name] = self.module_type(value)
-            elif name in hints:
-                t.attributes[name] = to_type(hints[name], self.class_type_of)
+            elif name in class_hints:
+                try:
+                    t.attributes[name] = to_type(class_hints[name], self.class_type_of)
+                except AnnotationError as e:
+                    raise CompilationError(f"attribute '{name}' of {cls.__qualname__}: "
+                                           f"{e}") from None
             else:
                 inferred = self.value_type(value)
+                try:
+                    if name in init_hints:
+                        inferred = to_type(init_hints[name], self.class_type_of)
+                except AnnotationError:     # not a script type: the value decides
+                    pass
                 if inferred is not None:
                     t.attributes[name] = inferred
         return t
@@ -414,6 +425,37 @@ class Compiler:
             if instance is module:
                 return t
         return self.module_type(module)
+
+
+def _init_annotations(cls: type, base: type) -> dict[str, object]:
+    """The annotations of `self.name: T = value` statements in a module's __init__: an
+    empty container's value alone cannot say its element type (`self.seen: List[int] =
+    []`).  Class-body annotations take precedence over these."""
+    init = getattr(cls, "__init__", None)
+    if not inspect.isfunction(init) or init is getattr(base, "__init__", None):
+        return {}
+    try:
+        source = ParsedSource(init)
+    except CompilationError:            # no source: the values' own types will do
+        return {}
+    params = source.definition.args.args
+    if not params:
+        return {}
+    closure = {}
+    for name, cell in zip(init.__code__.co_freevars, init.__closure__ or ()):
+        try:
+            closure[name] = cell.cell_contents
+        except ValueError:              # an unbound cell
+            pass
+    hints = {}
+    for node in ast.walk(source.definition):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Attribute) and \
+                isinstance(node.target.value, ast.Name) and node.target.value.id == params[0].arg:
+            try:
+                hints[node.target.attr] = evaluate(node.annotation, init.__globals__, closure)
+            except AnnotationError:     # a name Python never bound: the value decides
+                pass
+    return hints
 
 
 class BoundScriptMethod(Sugared):
