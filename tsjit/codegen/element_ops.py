@@ -16,7 +16,7 @@ import numpy as np
 from llvmlite import ir
 
 from tsjit.codegen import vmath
-from tsjit.codegen.kernel_spec import MATH_FUNCTIONS, KernelOp
+from tsjit.codegen.kernel_spec import MATH_FUNCTIONS, UNIFORM_BOUNDS, KernelOp
 
 __all__ = [
     "cast_value",
@@ -214,6 +214,12 @@ def _fmaximum(b: ir.IRBuilder, x: ir.Value, y: ir.Value, pred: str) -> ir.Value:
     return b.select(b.fcmp_unordered("uno", x, x), x, pick)
 
 
+def _clip_keeping_ties(b: ir.IRBuilder, a: list[ir.Value]) -> ir.Value:
+    """NumPy's float clip where ties (+0 vs -0) keep x: its half loop, and its float and
+    double loops when both bounds are scalars."""
+    return _fmaximum(b, _fmaximum(b, a[0], a[1], ">="), a[2], "<=")
+
+
 def _fmaxnum(b: ir.IRBuilder, x: ir.Value, y: ir.Value, pred: str) -> ir.Value:
     """NumPy fmax/fmin: NaN is ignored unless both are NaN."""
     keep_x = b.or_(b.fcmp_ordered(pred, x, y), b.fcmp_unordered("uno", y, y))
@@ -259,6 +265,7 @@ _FLOAT_OPS: dict[str, Lowering] = {
     "fmax": lambda b, a: _fmaxnum(b, a[0], a[1], ">="),
     "fmin": lambda b, a: _fmaxnum(b, a[0], a[1], "<="),
     "clip": lambda b, a: _fmaximum(b, _fmaximum(b, a[0], a[1], ">"), a[2], "<"),
+    "clip_uniform_bounds": _clip_keeping_ties,
     "floor": lambda b, a: _call(b, "floor", a[0]),
     "ceil": lambda b, a: _call(b, "ceil", a[0]),
     "trunc": lambda b, a: _call(b, "trunc", a[0]),
@@ -414,7 +421,8 @@ _LOGICAL_OPS: dict[str, Lowering] = {
 _HALF_OPS: dict[str, Lowering] = {
     "maximum": lambda b, a: _fmaximum(b, a[0], a[1], ">="),
     "minimum": lambda b, a: _fmaximum(b, a[0], a[1], "<="),
-    "clip": lambda b, a: _fmaximum(b, _fmaximum(b, a[0], a[1], ">="), a[2], "<="),
+    "clip": _clip_keeping_ties,
+    "clip_uniform_bounds": _clip_keeping_ties,
 }
 
 
@@ -441,6 +449,8 @@ def lower_op(
         args = [args[0], cast_value(b, args[1], arg_dtypes[1], dtype)]
         arg_dtypes = [dtype, dtype]
     operand_dtype = arg_dtypes[0]
+    if name == "clip" and UNIFORM_BOUNDS in op.attrs and operand_dtype.kind == "f":
+        name = "clip_uniform_bounds"
     if operand_dtype == _F16:  # NumPy computes half ops in float and rounds each result
         widened = [b.fpext(v, ir.FloatType()) for v in args]
         result = _HALF_OPS.get(name, _table(_F32)[name])(b, widened)

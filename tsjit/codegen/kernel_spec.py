@@ -24,6 +24,7 @@ __all__ = [
     "KernelOp",
     "KernelSpec",
     "OpSignature",
+    "UNIFORM_BOUNDS",
     "OP_SIGNATURES",
     "supports",
 ]
@@ -39,9 +40,16 @@ class KernelInput:
     is_scalar: bool
 
 
+# A clip's `attrs` flag: both bounds are the same for every element (scalars).  NumPy's
+# clip loop then takes another path, whose ties (x == bound, e.g. -0.0 against 0.0) keep
+# x, where with bound arrays they give the bound.
+UNIFORM_BOUNDS = "uniform_bounds"
+
+
 @dataclass(frozen=True)
 class KernelOp:
-    """``result = op(values[args])``; ``dtype`` is the result's dtype."""
+    """``result = op(values[args])``; ``dtype`` is the result's dtype; ``attrs``: a cast's
+    target dtype, or UNIFORM_BOUNDS for a clip."""
 
     op: str
     args: tuple[int, ...]

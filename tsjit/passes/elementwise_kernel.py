@@ -27,7 +27,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..codegen.kernel_spec import OP_SIGNATURES, KernelInput, KernelOp, KernelSpec, supports
+from ..codegen.kernel_spec import (
+    OP_SIGNATURES,
+    UNIFORM_BOUNDS,
+    KernelInput,
+    KernelOp,
+    KernelSpec,
+    supports,
+)
 from ..ir.graph import Node, Value
 from ..ir.types import (
     BoolType,
@@ -397,7 +404,8 @@ class _Builder:
         truthiness = signature.operands == "any"
         args = tuple(self.use(v, None if truthiness and self.kind(v) != "python" else d)
                      for v, d in zip(call.operands, in_dtypes))
-        return self.op(call.kernel, args, out)
+        uniform = call.kernel == "clip" and not any(self.ancestors[a] for a in args[1:])
+        return self.op(call.kernel, args, out, (UNIFORM_BOUNDS,) if uniform else ())
 
     def small_power(self, call: ElementwiseCall, out: np.dtype) -> int | None:
         """`x ** c` for the exponents in _POWERS in a float32 or float64 loop (NumPy's loop

@@ -1,0 +1,81 @@
+"""Regressions found by differential fuzzing of the fused native path: each function runs
+eagerly and scripted on equal fresh arguments, for the profiling call, optimized calls and
+a call whose guard fails, and every result and argument must match NumPy bitwise (the
+sign of zero included)."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import tsjit
+
+
+def assert_bitwise(got: np.ndarray, want: np.ndarray) -> None:
+    assert type(got) is type(want)
+    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+    assert np.array_equal(got, want, equal_nan=True), (got, want)
+    assert np.array_equal(np.signbit(got), np.signbit(want)), (got, want)
+
+
+def check_calls(fn, *make_args) -> dict:
+    """Compare `fn` eager and scripted: each argument builder three times (profiling,
+    optimized, optimized), the first again after the others (their guards failed it)."""
+    scripted = tsjit.script(fn)
+    for make in [*(m for m in make_args for _ in range(3)), make_args[0]]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want, got = fn(*make()), scripted(*make())
+        assert_bitwise(got, want)
+    return scripted.stats()
+
+
+SIGNED_ZEROS = [-0.0, 0.0, np.nan, 2.0, -3.0, -np.inf, 0.25]
+
+
+def zeros_and_nans(dtype, n: int = 37) -> np.ndarray:
+    return np.resize(np.array(SIGNED_ZEROS, dtype), n)
+
+
+def clip_to_unit(x: tsjit.Tensor) -> tsjit.Tensor:
+    return np.clip(x * 1.0, 0.0, 1.0)
+
+
+def clip_from_negative_zero(x: tsjit.Tensor) -> tsjit.Tensor:
+    return np.clip(x + 0.0, -0.0, 0.0)
+
+
+def clip_by_scalar_arguments(x: tsjit.Tensor, lo: float, hi: float) -> tsjit.Tensor:
+    return (x * 1.0).clip(lo, hi)
+
+
+def clip_by_arrays(x: tsjit.Tensor, lo: tsjit.Tensor, hi: tsjit.Tensor) -> tsjit.Tensor:
+    return np.clip(x * 1.0, lo, hi)
+
+
+@pytest.mark.parametrize("fn", [clip_to_unit, clip_from_negative_zero])
+def test_clip_with_scalar_bounds_keeps_x_on_signed_zero_ties(fn):
+    """NumPy's clip loop with two scalar bounds keeps x when x equals a bound
+    (clip(-0.0, 0.0, 1.0) is -0.0); the kernel gave the bound."""
+    stats = check_calls(fn, lambda: [zeros_and_nans(np.float64)],
+                        lambda: [zeros_and_nans(np.float32)],
+                        lambda: [zeros_and_nans(np.float32, 3)[::-1]])
+    assert stats["kernel_launches"] > 0
+
+
+def test_clip_with_scalar_arguments_as_bounds():
+    stats = check_calls(clip_by_scalar_arguments,
+                        lambda: [zeros_and_nans(np.float64), 0.0, -0.0],
+                        lambda: [zeros_and_nans(np.float32).reshape(1, -1), -0.0, 0.0],
+                        lambda: [zeros_and_nans(np.float64), 1.0, 0.0])
+    assert stats["kernel_launches"] > 0
+
+
+def test_clip_with_bound_arrays_gives_the_bound_on_ties():
+    """With bound arrays NumPy's other loop gives the bound on ties: both loops coexist."""
+    def arguments():
+        x = zeros_and_nans(np.float64)
+        return [x, np.resize(np.array([0.0, -0.0]), x.size), np.full(x.size, 0.0)]
+    stats = check_calls(clip_by_arrays, arguments)
+    assert stats["kernel_launches"] > 0
