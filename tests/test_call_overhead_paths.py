@@ -21,6 +21,9 @@ def same(got, want) -> None:
         for g, w in zip(got, want):
             same(g, w)
         return
+    if not isinstance(want, np.ndarray):
+        assert got == want
+        return
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)
 
@@ -135,3 +138,122 @@ def test_in_place_targets_of_the_wrong_shape_or_read_only_raise_numpys_error():
     assert numpy_error(add_into, frozen, bias) in numpy_error(scripted, frozen, bias)
     same(frozen, np.ones((4, 3)))
     assert scripted.stats()["bailouts"] == 2 and scripted.stats()["kernel_launches"] == 3
+
+
+def is_direct(scripted) -> bool:
+    """Whether calls enter the kernel through a generated direct entry (the instance's
+    class then calls it instead of the executor's normal path)."""
+    return type(scripted).__call__.__code__.co_filename.startswith("<tsjit direct entry")
+
+
+def bias_relu_into(x: tsjit.Tensor, bias: tsjit.Tensor, out: tsjit.Tensor):
+    out[...] = np.maximum(x + bias, 0.0)
+    return out
+
+
+def bias_relu_into_no_return(x: tsjit.Tensor, bias: tsjit.Tensor, out: tsjit.Tensor):
+    out[...] = np.maximum(x + bias, 0.0)
+
+
+def warm(scripted, *args):
+    for _ in range(3):
+        scripted(*args)
+    return scripted
+
+
+def test_writing_into_a_parameter_and_returning_it_is_a_direct_entry():
+    scripted = tsjit.script(bias_relu_into)
+    assert not is_direct(scripted)
+    warm(scripted, floats(16, 16), floats(16), np.empty((16, 16), np.float32))
+    assert is_direct(scripted)
+    for x_shape, bias_shape, out_shape in [((16, 16), (16,), (16, 16)),
+                                           ((2, 1024), (1024,), (2, 1024)),
+                                           ((1, 8), (8,), (5, 8)),     # NumPy broadcasts
+                                           ((3, 8), (3, 1), (3, 8))]:
+        x, bias = floats(*x_shape), floats(*bias_shape)
+        out, want = np.empty(out_shape, np.float32), np.empty(out_shape, np.float32)
+        assert scripted(x, bias, out) is out
+        assert bias_relu_into(x, bias, want) is want
+        same(out, want)
+    assert is_direct(scripted)
+    stats = scripted.stats()
+    assert stats["calls"] == 7 and stats["kernel_launches"] == 7 and stats["bailouts"] == 0
+
+
+def test_a_direct_entry_returns_a_constant_result():
+    scripted = warm(tsjit.script(bias_relu_into_no_return),
+                    floats(4, 4), floats(4), np.empty((4, 4), np.float32))
+    assert is_direct(scripted)
+    x, bias, out = floats(4, 4), floats(4), np.zeros((4, 4), np.float32)
+    assert scripted(x, bias, out) is None
+    same(out, bias_relu(x, bias))
+    assert scripted.stats()["kernel_launches"] == 4
+
+
+def test_the_target_overlapping_an_input_reads_the_old_values():
+    scripted = warm(tsjit.script(bias_relu_into),
+                    floats(4, 4), floats(4), np.empty((4, 4), np.float32))
+    mine = floats(4, 4)
+    theirs = mine.copy()
+    assert scripted(mine, mine[0], mine) is mine
+    bias_relu_into(theirs, theirs[0], theirs)
+    same(mine, theirs)
+    assert is_direct(scripted) and scripted.stats()["bailouts"] == 0
+
+
+def test_a_read_only_or_wrongly_shaped_target_raises_numpys_error_and_stays_untouched():
+    scripted = warm(tsjit.script(bias_relu_into),
+                    floats(4, 8), floats(8), np.empty((4, 8), np.float32))
+    x, bias = floats(4, 8), floats(8)
+    frozen = np.zeros((4, 8), np.float32)
+    frozen.flags.writeable = False
+    assert numpy_error(bias_relu_into, x, bias, frozen) in numpy_error(scripted, x, bias, frozen)
+    for wrong in (np.zeros((1, 8), np.float32), np.zeros((4, 4), np.float32)):
+        want = numpy_error(bias_relu_into, x, bias, wrong.copy())
+        assert want in numpy_error(scripted, x, bias, wrong)
+        same(wrong, np.zeros(wrong.shape, np.float32))
+    same(frozen, np.zeros((4, 8), np.float32))
+    assert is_direct(scripted)
+    stats = scripted.stats()
+    assert stats["bailouts"] == 3 and stats["kernel_launches"] == 3 and stats["calls"] == 6
+
+
+def test_arguments_the_guard_refuses_take_the_normal_path():
+    scripted = warm(tsjit.script(bias_relu_into),
+                    floats(4, 8), floats(8), np.empty((4, 8), np.float32))
+    x, bias, out = floats(4, 8), floats(8), np.empty((4, 8), np.float32)
+    wide, wide_out = x.astype(np.float64), np.empty((4, 8))
+    want = bias_relu_into(wide, bias, np.empty((4, 8)))
+    same(scripted(wide, bias, wide_out), want)     # another dtype: a new specialization
+    assert scripted.stats()["guard_failures"] == 1
+    same(scripted(x=x, bias=bias, out=out), bias_relu(x, bias))     # keywords
+    with pytest.raises(TypeError, match="'out'"):
+        scripted(x, bias, [0.0] * 8)
+    assert scripted(x, bias, out) is out
+    same(out, bias_relu(x, bias))
+    assert scripted.stats()["calls"] == 6
+
+
+def reordered(x: tsjit.Tensor, y: tsjit.Tensor):
+    a = x * 2.0 + y
+    b = x - y * 3.0
+    return b, a, x, None, 2
+
+
+def add_then_scale(x: tsjit.Tensor, y: tsjit.Tensor):
+    x += y * 2.0
+    return x * 3.0      # the group writes x and computes this; the graph returns this only
+
+
+@pytest.mark.parametrize("fn, y_shape", [(reordered, (3, 5)), (add_then_scale, (5,))])
+def test_results_reordered_or_fewer_than_the_groups_are_a_direct_entry(fn, y_shape):
+    scripted = tsjit.script(fn)
+    for _ in range(4):
+        x, y = floats(3, 5).astype(np.float64), floats(*y_shape).astype(np.float64)
+        mine, theirs = x.copy(), x.copy()
+        got, want = scripted(mine, y), fn(theirs, y)
+        same(got, want)
+        same(mine, theirs)
+        if fn is reordered:
+            assert got[2] is mine
+    assert is_direct(scripted) and scripted.stats()["kernel_launches"] == 4

@@ -2,14 +2,16 @@
 
 A scripted function whose optimized graph is only a guarded fusion group of its
 parameters (`TypeCheck` of every parameter, `If` selecting the FusionGroup or its
-fallback, maybe a tuple of the results) is called through a function generated for it:
+fallback) returning results of the group, parameters (as `out[...] = expr; return out`
+does, the group having written `out` in place) or constants, or a tuple of these, is called
+through a function generated for it:
 
     def triad(*args, **kwargs):
         if not kwargs and len(args) == 3:
             a, x, y = args
             if type(a) is float and type(x) is _ndarray and x.dtype is _dtype1 ...:
-                _calls[0] += 1
                 ... the group's launch (run-time checks, kernel call) ...
+                _calls[0] += 1
                 return results[0]
         return _fallback(*args, **kwargs)
 
@@ -25,7 +27,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..ir.graph import Graph
+from ..interpreter.rendering import literal
+from ..ir.graph import Graph, Value
 from .guards import conditions
 
 
@@ -44,33 +47,42 @@ def fused_direct_entry(graph: Graph | None, fallback: Callable) -> tuple[Callabl
             set(check.inputs) != set(graph.inputs) or len(check.inputs) != len(graph.inputs):
         return None
     group = native[0]
-    if not set(group.inputs) <= set(graph.inputs) or \
-            list(branch.blocks[0].outputs) != list(group.outputs):
-        return None
     runtime = getattr(group.attrs.get("runtime"), "fusion", None)
-    results = _results(graph, nodes[2:], branch)
-    if runtime is None or results is None:
+    results = _results(graph, nodes[2:], branch, group)
+    if not set(group.inputs) <= set(graph.inputs) or runtime is None or results is None:
         return None
     return _generate(graph, check, group, runtime, results, fallback)
 
 
-def _results(graph: Graph, rest: list, branch) -> tuple[list[int], bool] | None:
-    """Where the graph's result comes from among the If's outputs, and whether it is a
-    (plain) tuple of them."""
+def _results(graph: Graph, rest: list, branch, group) -> tuple[list[Value | str], bool] | None:
+    """What the graph returns when the group runs, and whether it is a (plain) tuple:
+    per item, a parameter or an output of the group (a Value), or a constant's literal.
+    (A parameter written in place by the group, as in `out[...] = expr; return out`, is
+    returned as the object it is.)"""
+    known = {*graph.inputs, *group.outputs}
+    inner = dict(zip(branch.outputs, branch.blocks[0].outputs))   # what the If gives
     (result,) = graph.outputs
-    if not rest:
-        return ([branch.outputs.index(result)], False) if result.node is branch else None
-    (pack,) = rest
-    if pack.kind != "prim::TupleConstruct" or pack.attrs or result is not pack.output or \
-            any(v.node is not branch for v in pack.inputs):
-        return None
-    return [branch.outputs.index(v) for v in pack.inputs], True
+    items, packed = [result], False
+    if rest:
+        (pack,) = rest
+        if pack.kind != "prim::TupleConstruct" or pack.attrs or result is not pack.output:
+            return None
+        items, packed = list(pack.inputs), True
+    found: list[Value | str] = []
+    for v in (inner.get(v, v) for v in items):
+        if v in known:
+            found.append(v)
+        elif v.node.kind == "prim::Constant" and literal(v.node.attrs["value"]) is not None:
+            found.append(literal(v.node.attrs["value"]))
+        else:
+            return None
+    return found, packed
 
 
-def _generate(graph: Graph, check, group, runtime, results: tuple[list[int], bool],
+def _generate(graph: Graph, check, group, runtime, results: tuple[list[Value | str], bool],
               fallback: Callable) -> tuple[Callable, list]:
     params = [f"p{i}" for i in range(len(graph.inputs))]
-    name_of = dict(zip(graph.inputs, params))
+    name_of: dict[Value, str] = dict(zip(graph.inputs, params))
     counter = [0]
     namespace: dict[str, object] = {"_ndarray": np.ndarray, "_generic": np.generic,
                                     "_fallback": fallback, "_calls": counter}
@@ -78,8 +90,9 @@ def _generate(graph: Graph, check, group, runtime, results: tuple[list[int], boo
              for c in conditions(name_of[v], t, name_of[v], namespace)]
     launch, outputs = runtime.launch_code([name_of[v] for v in group.inputs], namespace,
                                           "return _fallback(*args)", indent=" " * 12)
-    positions, packed = results
-    values = [outputs[k] for k in positions]
+    name_of.update(zip(group.outputs, outputs))
+    items, packed = results
+    values = [item if isinstance(item, str) else name_of[item] for item in items]
     result = f"({', '.join(values)},)" if packed else values[0]
     source = "\n".join([
         "def entry(*args, **kwargs):",
