@@ -79,3 +79,32 @@ def test_clip_with_bound_arrays_gives_the_bound_on_ties():
         return [x, np.resize(np.array([0.0, -0.0]), x.size), np.full(x.size, 0.0)]
     stats = check_calls(clip_by_arrays, arguments)
     assert stats["kernel_launches"] > 0
+
+
+def augmented_bitwise_ints(a: int, b: int) -> int:
+    a &= b
+    a |= 12
+    a ^= b
+    return a
+
+
+def augmented_bitwise_arrays(x: tsjit.Tensor, y: tsjit.Tensor) -> tsjit.Tensor:
+    x &= y
+    x |= y
+    x ^= y
+    return x
+
+
+def test_augmented_bitwise_operators_run():
+    """`&=`, `|=` and `^=` named operator.iand_ (no such function): every call raised
+    AttributeError, except the array calls a kernel served."""
+    scripted = tsjit.script(augmented_bitwise_ints)
+    assert scripted(5, 3) == augmented_bitwise_ints(5, 3)
+    for x, y in [(np.array([True, False, True]), np.array([True, True, False])),
+                 (np.arange(5), np.arange(5)[::-1].copy())]:
+        want_x, got_x = x.copy(), x.copy()
+        want = augmented_bitwise_arrays(want_x, y)
+        got = tsjit.script(augmented_bitwise_arrays)(got_x, y)
+        assert got is got_x
+        assert_bitwise(got, want)
+        assert_bitwise(got_x, want_x)

@@ -141,7 +141,7 @@ for _name, _sym in SYMBOLS.items():
 # for immutable values, exactly as Python's operator.i<op> does it.
 for _name, _sym in SYMBOLS.items():
     register(f"aten::i{_name.rstrip('_')}", "a, b", binary_rule(_name),
-             f"_operator.i{_name}({{0}}, {{1}})", writes=(0,),
+             f"_operator.i{_name.rstrip('_')}({{0}}, {{1}})", writes=(0,),
              attrs=_elementwise(_name).get("attrs", {}))
 
 
