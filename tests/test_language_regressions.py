@@ -118,3 +118,27 @@ def test_module_attributes_take_their_init_annotations():
     for x in (np.ones(2), np.arange(2.0), np.ones(2)):
         check(eager.forward, (x,), scripted=scripted)
     assert scripted.seen == eager.seen == [2, 2, 2]
+
+
+class ExitLog:
+    def __init__(self):
+        self.events: list[str] = []
+
+    def __enter__(self) -> int:
+        self.events.append("enter")
+        return 1
+
+    def __exit__(self, kind: object, value: object, traceback: object) -> None:
+        self.events.append("exit")
+
+
+def with_object_annotations(x: int) -> list[str]:
+    log = ExitLog()
+    with log as v:
+        log.events.append(str(x + v))
+    return log.events
+
+
+def test_object_annotation_is_any():
+    # `object` (as in __exit__'s parameters) was an unknown type annotation.
+    check(with_object_annotations, (1,), (2,))

@@ -68,7 +68,7 @@ def to_type(ann: object, class_type_of=None) -> Type:
     """
     if ann in _SCALARS:
         return _SCALARS[ann]
-    if ann is typing.Any:
+    if ann is typing.Any or ann is object:     # `object` accepts any value, as Any does
         return AnyType
     if ann is np.ndarray or (isinstance(ann, type) and issubclass(ann, np.generic)):
         return TENSOR
