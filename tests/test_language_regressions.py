@@ -120,6 +120,27 @@ def test_module_attributes_take_their_init_annotations():
     assert scripted.seen == eager.seen == [2, 2, 2]
 
 
+def count_sizes(xs: list[int], groups: dict[str, list[int]]) -> int:
+    return len(xs) + len(groups)
+
+
+def group_by_parity(n: int) -> tuple[dict[str, list[int]], list[list[int]], int]:
+    groups: dict[str, list[int]] = {}
+    rows: list[list[int]] = []
+    for i in range(n):
+        groups.setdefault("odd" if i % 2 else "even", []).append(i)
+        rows.append([])
+        rows[-1].append(i * i)
+    missing = groups.get("none", [])
+    return groups, rows, count_sizes([], {}) + len(missing)
+
+
+def test_empty_literal_arguments_take_the_parameter_type():
+    # `[]` passed to d.setdefault / list.append / a script function was List[Tensor]
+    # whatever the parameter: storing it in a Dict[str, List[int]] was rejected.
+    check(group_by_parity, (0,), (5,), (5,), (5,))
+
+
 class ExitLog:
     def __init__(self):
         self.events: list[str] = []

@@ -77,14 +77,22 @@ class CallMixin:
         if any(isinstance(a, ast.Starred) for a in node.args) or any(
                 k.arg is None for k in node.keywords):
             raise CompilationError("*args and **kwargs in calls are not supported", src)
-        args = [self.sugared_expr(a) for a in node.args]
-        kwargs = {k.arg: self.sugared_expr(k.value) for k in node.keywords}
+        hint = func.argument_type if isinstance(func, Sugared) else lambda i, k: None
+        args = [self.argument(a, hint(i, None)) for i, a in enumerate(node.args)]
+        kwargs = {k.arg: self.argument(k.value, hint(None, k.arg)) for k in node.keywords}
         if isinstance(func, Value):
             if isinstance(func.type, ClassType):
                 method = "forward" if func.type.is_module else "__call__"
                 return self.call_method(func, method, args, kwargs, src)
             raise CompilationError(f"'{func.type.annotation}' object is not callable", src)
         return func.call(self, args, kwargs, src)
+
+    def argument(self, node: ast.expr, declared: Type | None):
+        """A call argument; a list/dict literal or comprehension takes the parameter's
+        type, as it would in an assignment to an annotated variable."""
+        if declared is not None and literal_hint(node, declared) is not None:
+            return self.typed_expr(node, declared, "the argument")
+        return self.sugared_expr(node)
 
     def call_op(self, op: OpDef, args: list, kwargs: dict, src: SourceRange, name: str):
         inputs = self.bind_arguments(op.params, args, kwargs, src, name)
@@ -547,3 +555,16 @@ def _rename_targets(generators, parts, unique: int):
     for g2, g in zip(new_generators[1:], generators[1:]):
         g2.iter = renamer.visit(copy.deepcopy(g.iter))
     return new_generators, [renamer.visit(copy.deepcopy(p)) for p in parts]
+
+
+def literal_hint(node: ast.expr, declared: Type) -> Type | None:
+    """The option of `declared` that types a list/dict/tuple literal or comprehension
+    `node`, if any."""
+    for option in union_options(declared):
+        if isinstance(node, (ast.List, ast.ListComp)) and isinstance(option, ListType) or \
+                isinstance(node, (ast.Dict, ast.DictComp)) and isinstance(option, DictType):
+            return option
+        if isinstance(node, ast.Tuple) and isinstance(option, TupleType) and \
+                option.py_class is None and len(option.elems) == len(node.elts):
+            return option
+    return None

@@ -74,6 +74,12 @@ class ScriptFunctionRef(Sugared):
     def call(self, em, args, kwargs, src):
         return em.call_compiled(self.compiled, "prim::CallFunction", args, kwargs, src)
 
+    def argument_type(self, position, keyword):
+        types = self.compiled.param_types
+        if keyword is not None:
+            return dict(types).get(keyword)
+        return types[position][1] if position < len(types) else None
+
 
 class PythonCallback(Sugared):
     """A @tsjit.ignore function: called back in Python with declared result type."""

@@ -31,11 +31,10 @@ from ..ir.types import (
     VarTupleType,
     is_subtype,
     make_union,
-    union_options,
 )
 from ..ops.registry import OpTypeError, infer_types, op
 from .annotations import AnnotationError, evaluate, to_type
-from .calls import CallMixin
+from .calls import CallMixin, literal_hint
 from .control_flow import ControlFlowMixin, contains_statement
 from .environment import RAISED, RETURNED, Frame, undefined
 from .errors import CompilationError
@@ -182,7 +181,7 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
         if stmt.type_comment:                       # `xs = []  # type: List[int]`
             return self.type_comment(stmt)
         declared = self.target_type(stmt.targets[0]) if len(stmt.targets) == 1 else None
-        if declared is None or _literal_hint(stmt.value, declared) is None:
+        if declared is None or literal_hint(stmt.value, declared) is None:
             return None
         return declared
 
@@ -225,7 +224,7 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
         (`xs: List[int] = []`, `return 0, []` in a function returning
         Tuple[int, List[str]], `d: Optional[Dict[str, int]] = {}`)."""
         src = self.src(node)
-        hint = _literal_hint(node, declared)
+        hint = literal_hint(node, declared)
         if isinstance(node, (ast.ListComp, ast.DictComp)) and hint is not None:
             value = self.comprehension_of(node, hint)
         elif isinstance(hint, ListType):
@@ -510,19 +509,6 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
             for manager in reversed(managers):
                 self.call_method(manager, "__exit__", [none, none, none], {}, src)
             self.frame.exited = exited
-
-
-def _literal_hint(node: ast.expr, declared: Type) -> Type | None:
-    """The option of `declared` that types a list/dict/tuple literal or comprehension
-    `node`, if any."""
-    for option in union_options(declared):
-        if isinstance(node, (ast.List, ast.ListComp)) and isinstance(option, ListType) or \
-                isinstance(node, (ast.Dict, ast.DictComp)) and isinstance(option, DictType):
-            return option
-        if isinstance(node, ast.Tuple) and isinstance(option, TupleType) and \
-                option.py_class is None and len(option.elems) == len(node.elts):
-            return option
-    return None
 
 
 def _unsupported_statement(stmt: ast.stmt) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..ir.graph import SourceRange, Value
+from ..ir.types import DictType, ListType, Type
 from ..ops.registry import OpDef
 from .errors import CompilationError
 
@@ -34,6 +35,11 @@ class Sugared:
 
     def unroll(self, em: FunctionEmitter, src: SourceRange) -> list | None:
         """The elements of a compile-time sequence (for loops unroll over them)."""
+        return None
+
+    def argument_type(self, position: int | None, keyword: str | None) -> Type | None:
+        """The type of the parameter an argument binds to, when the callee declares one:
+        a list or dict literal passed there takes it (`[]` is then no List[Tensor])."""
         return None
 
 
@@ -90,6 +96,25 @@ class BoundMethod(Sugared):
 
     def call(self, em, args, kwargs, src):
         return em.call_op(self.op, [self.receiver, *args], kwargs, src, self.name)
+
+    def argument_type(self, position, keyword):
+        """What a container method stores takes the container's element type:
+        `d.setdefault(k, []).append(v)`, `rows.append([])`."""
+        stored = _STORED_ARGUMENTS.get((type(self.receiver.type), self.name))
+        if stored is None or (position, keyword) not in ((stored[0], None), (None, stored[1])):
+            return None
+        return stored[2](self.receiver.type)
+
+
+# (container type, method): the position and name of the argument stored, and its type.
+_STORED_ARGUMENTS = {
+    (DictType, "get"): (1, "default", lambda d: d.value),
+    (DictType, "setdefault"): (1, "default", lambda d: d.value),
+    (DictType, "pop"): (1, "default", lambda d: d.value),
+    (ListType, "append"): (0, "value", lambda xs: xs.elem),
+    (ListType, "insert"): (1, "value", lambda xs: xs.elem),
+    (ListType, "extend"): (0, "iterable", lambda xs: xs),
+}
 
 
 class PythonObject(Sugared):
