@@ -319,15 +319,21 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
         return [*items[:star], rest, *items[len(items) - after:]]
 
     def star_unpack_runtime(self, value: Value, count: int, star: int | None, src) -> list:
+        """Unpack a sequence whose length is known only at run time (a list with a starred
+        target, an array's first axis, a str), raising Python's ValueError on a length
+        that does not fit."""
+        length = self.call_builtin(len, [value], src)
         if star is None:
-            raise CompilationError(f"cannot unpack a value of type {value.type.annotation}", src)
+            self.check_length("aten::lt", length, count,
+                              f"not enough values to unpack (expected {count})", src)
+            self.check_length("aten::gt", length, count,
+                              f"too many values to unpack (expected {count})", src)
+            return [self.emit_op("aten::__getitem__", [value, self.const(i, src)], src=src)
+                    for i in range(count)]
         items = []
         after = count - star - 1
-        length = self.call_builtin(len, [value], src)
-        too_short = self.emit_op("aten::lt", [length, self.const(count - 1, src)], src=src)
-        message = f"not enough values to unpack (expected at least {count - 1})"
-        self.emit_if(too_short, lambda: self.emit_raise(ValueError, [self.const(message, src)],
-                                                        src), lambda: None, src)
+        self.check_length("aten::lt", length, count - 1,
+                          f"not enough values to unpack (expected at least {count - 1})", src)
         for i in range(star):
             items.append(self.emit_op("aten::__getitem__", [value, self.const(i, src)], src=src))
         stop = self.const(-after if after else None, src)
@@ -340,6 +346,13 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
         for i in range(after, 0, -1):
             items.append(self.emit_op("aten::__getitem__", [value, self.const(-i, src)], src=src))
         return items
+
+    def check_length(self, compare: str, length: Value, bound: int, message: str,
+                     src: SourceRange) -> None:
+        """Raise ValueError(message) when `compare(length, bound)` holds at run time."""
+        cond = self.emit_op(compare, [length, self.const(bound, src)], src=src)
+        self.emit_if(cond, lambda: self.emit_raise(ValueError, [self.const(message, src)], src),
+                     lambda: None, src)
 
     def stmt_AugAssign(self, stmt: ast.AugAssign) -> None:
         src = self.src(stmt)
