@@ -108,3 +108,24 @@ def test_augmented_bitwise_operators_run():
         assert got is got_x
         assert_bitwise(got, want)
         assert_bitwise(got_x, want_x)
+
+
+def fmax_of_magnitude(x: tsjit.Tensor, y: tsjit.Tensor) -> tsjit.Tensor:
+    return np.fmax(np.abs(x), y)
+
+
+def fmin_of_magnitude(x: tsjit.Tensor, y: tsjit.Tensor) -> tsjit.Tensor:
+    return np.fmin(np.abs(x), y)
+
+
+@pytest.mark.parametrize("fn", [fmax_of_magnitude, fmin_of_magnitude])
+def test_fmax_fmin_ties_of_signed_zeros_follow_numpy(fn):
+    """fmax(+0.0, -0.0): NumPy's float/double SIMD loops give the second operand, its half
+    loop the first (found by the fuser's fuzzer: np.fmax(np.abs(x), x) with x = -0.0).  The
+    sizes are ones where NumPy makes the same choice at every position."""
+    def zeros(dtype, n):
+        return [np.zeros(n, dtype), np.resize(np.array([-0.0, np.nan, 0.0, 1.0], dtype), n)]
+    stats = check_calls(fn, lambda: zeros(np.float32, 64), lambda: zeros(np.float64, 64),
+                        lambda: [a.reshape(4, 16) for a in zeros(np.float32, 64)],
+                        lambda: zeros(np.float16, 37))
+    assert stats["kernel_launches"] > 0

@@ -221,7 +221,10 @@ def _clip_keeping_ties(b: ir.IRBuilder, a: list[ir.Value]) -> ir.Value:
 
 
 def _fmaxnum(b: ir.IRBuilder, x: ir.Value, y: ir.Value, pred: str) -> ir.Value:
-    """NumPy fmax/fmin: NaN is ignored unless both are NaN."""
+    """NumPy fmax/fmin: NaN is ignored unless both are NaN.  Ties (+0 vs -0) go to the
+    second operand with a strict ``pred``, to the first with a non-strict one.  NumPy's own
+    choice varies with the position: its float and double SIMD loops give the second, its
+    scalar loops (libm fmax, and the tails of the SIMD loops) the first."""
     keep_x = b.or_(b.fcmp_ordered(pred, x, y), b.fcmp_unordered("uno", y, y))
     return b.select(keep_x, x, y)
 
@@ -262,8 +265,8 @@ _FLOAT_OPS: dict[str, Lowering] = {
     "reciprocal": lambda b, a: b.fdiv(_const(a[0].type, 1.0), a[0]),
     "maximum": lambda b, a: _fmaximum(b, a[0], a[1], ">"),
     "minimum": lambda b, a: _fmaximum(b, a[0], a[1], "<"),
-    "fmax": lambda b, a: _fmaxnum(b, a[0], a[1], ">="),
-    "fmin": lambda b, a: _fmaxnum(b, a[0], a[1], "<="),
+    "fmax": lambda b, a: _fmaxnum(b, a[0], a[1], ">"),
+    "fmin": lambda b, a: _fmaxnum(b, a[0], a[1], "<"),
     "clip": lambda b, a: _fmaximum(b, _fmaximum(b, a[0], a[1], ">"), a[2], "<"),
     "clip_uniform_bounds": _clip_keeping_ties,
     "floor": lambda b, a: _call(b, "floor", a[0]),
@@ -421,6 +424,8 @@ _LOGICAL_OPS: dict[str, Lowering] = {
 _HALF_OPS: dict[str, Lowering] = {
     "maximum": lambda b, a: _fmaximum(b, a[0], a[1], ">="),
     "minimum": lambda b, a: _fmaximum(b, a[0], a[1], "<="),
+    "fmax": lambda b, a: _fmaxnum(b, a[0], a[1], ">="),
+    "fmin": lambda b, a: _fmaxnum(b, a[0], a[1], "<="),
     "clip": _clip_keeping_ties,
     "clip_uniform_bounds": _clip_keeping_ties,
 }
