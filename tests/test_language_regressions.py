@@ -163,3 +163,70 @@ def with_object_annotations(x: int) -> list[str]:
 def test_object_annotation_is_any():
     # `object` (as in __exit__'s parameters) was an unknown type annotation.
     check(with_object_annotations, (1,), (2,))
+
+
+def skip_strings_stop_above(x: int) -> tuple[int, str]:
+    total = 0
+    names = ""
+    for v in (1, "two", 3.5, 4):
+        if isinstance(v, str):
+            names += v
+            continue
+        if v > x:
+            break
+        total += int(v)
+    return total, names
+
+
+def inner_unrolled_break(n: int) -> list[int]:
+    out: list[int] = []
+    for i in range(n):
+        for k in (1, 2, 3):
+            if k == i:
+                break
+            if (k + i) % 2 == 0:
+                continue
+            out.append(k * 10 + i)
+        out.append(-1)
+    return out
+
+
+def return_or_break(x: int) -> int:
+    for v in (1, 2, 3):
+        if v == x:
+            return v * 100
+        if v > x:
+            break
+    return -x
+
+
+class Scale(tsjit.Module):
+    def __init__(self, k: int):
+        super().__init__()
+        self.k = k
+
+    def forward(self, x: int) -> int:
+        return x * self.k
+
+
+class UntilLarge(tsjit.Module):
+    def __init__(self):
+        super().__init__()
+        self.steps = tsjit.ModuleList([Scale(2), Scale(3), Scale(5)])
+
+    def forward(self, x: int) -> int:
+        for step in self.steps:
+            x = step(x)
+            if x > 20:
+                break
+        return x
+
+
+def test_break_and_continue_in_unrolled_loops():
+    # Loops over tuples and ModuleLists rejected break/continue.
+    check(skip_strings_stop_above, (0,), (2,), (2,), (10,))
+    check(inner_unrolled_break, (0,), (4,), (4,))
+    check(return_or_break, (2,), (0,), (9,), (9,))
+    scripted = tsjit.script(UntilLarge())
+    for x in (1, 3, -1, 3):
+        check(UntilLarge().forward, (x,), scripted=scripted)

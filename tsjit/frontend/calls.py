@@ -46,7 +46,7 @@ from ..ops.registry import (
 )
 from .annotations import AnnotationError, to_type
 from .control_flow import contains_statement
-from .environment import RETURNED
+from .environment import BROKE, RETURNED
 from .errors import CompilationError
 from .sugared import BoundMethod, CompileTimeTuple, IterableForm, PythonObject, SpecialForm, Sugared
 
@@ -407,22 +407,40 @@ class CallMixin:
         return has
 
     def unrolled_for(self, target, items: list, body: list[ast.stmt], src) -> None:
-        """Loops over tuples and ModuleLists: one copy of the body per element."""
-        if contains_statement(body, (ast.Break, ast.Continue), into_loops=False):
-            raise CompilationError("break/continue in a loop over a tuple or ModuleList "
-                                   "(unrolled) is not supported", src)
+        """Loops over tuples and ModuleLists: one copy of the body per element.  break and
+        continue set their flags as in a prim::Loop; the copies after a break (or a
+        return) run under `if not flag`."""
+        self.loop_depth += 1
+        try:
+            if contains_statement(body, (ast.Break,), into_loops=False):
+                self.frame.assign(f"$brk{self.loop_depth}", self.const(False, src), src)
+            self.unrolled_copies(target, items, body, src)
+        finally:
+            self.loop_depth -= 1
+        if self.frame.exited == BROKE:          # a break leaves this loop only
+            self.frame.exited = None
+
+    def unrolled_copies(self, target, items: list, body: list[ast.stmt], src) -> None:
         if not items:
             return
+        depth = self.loop_depth
+        if contains_statement(body, (ast.Continue,), into_loops=False):
+            self.frame.assign(f"$cont{depth}", self.const(False, src), src)
         self.assign_target(target, items[0], src)
         self.emit_statements(body)
+        if self.frame.exited == BROKE:          # continue: on to the next copy
+            self.frame.exited = None
         rest = items[1:]
-        if rest and not self.frame.exited:
-            if contains_statement(body, (ast.Return,), into_loops=True):
-                self.emit_if(self.any_flag(["$ret"], src), lambda: None,
-                             lambda: self.unrolled_for(target, rest, body, src), src,
-                             then_exited=RETURNED)
-            else:
-                self.unrolled_for(target, rest, body, src)
+        if not rest or self.frame.exited:
+            return
+        flags = [flag for flag, kind, into_loops in (("$ret", ast.Return, True),
+                                                     (f"$brk{depth}", ast.Break, False))
+                 if contains_statement(body, (kind,), into_loops)]
+        if not flags:
+            return self.unrolled_copies(target, rest, body, src)
+        self.emit_if(self.any_flag(flags, src), lambda: None,
+                     lambda: self.unrolled_copies(target, rest, body, src), src,
+                     then_exited=RETURNED if flags == ["$ret"] else BROKE)
 
     def materialize_iterable(self, form: IterableForm, src: SourceRange) -> Value:
         """range/enumerate/zip used as a value: built as a list, as list(...) would."""
