@@ -129,3 +129,17 @@ def test_fmax_fmin_ties_of_signed_zeros_follow_numpy(fn):
                         lambda: [a.reshape(4, 16) for a in zeros(np.float32, 64)],
                         lambda: zeros(np.float16, 37))
     assert stats["kernel_launches"] > 0
+
+
+def half_to_uint32(x: tsjit.Tensor) -> tsjit.Tensor:
+    return (x * 1).astype(np.uint32)
+
+
+def test_half_to_uint32_cast_truncates_a_64_bit_conversion():
+    """NumPy's float16 -> uint32 loop converts to int64 and keeps the low 32 bits (NaN and
+    infinities give 0, -1.5 gives 2**32 - 1); the kernel used the float32 SIMD sequence
+    (2**31 for NaN and infinities)."""
+    values = np.array([-np.inf, np.nan, np.inf, -1.5, -65504, -0.5, 3.5, 1e4, 65504],
+                      np.float16)
+    stats = check_calls(half_to_uint32, lambda: [values], lambda: [np.resize(values, 40)])
+    assert stats["kernel_launches"] > 0

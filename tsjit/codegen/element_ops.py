@@ -177,6 +177,8 @@ def cast_value(b: ir.IRBuilder, v: ir.Value, src: np.dtype, dst: np.dtype) -> ir
         return b.fpext(v, dst_ty) if dst.itemsize > src.itemsize else float_truncate(b, v, dst)
     if src == _F16:  # half -> float is exact; NumPy converts through float as well
         v = b.fpext(v, ir.FloatType())
+        if dst == np.dtype(np.uint32):  # its half loop: a 64-bit conversion, truncated
+            return b.trunc(_x86_truncate(b, v, 64), dst_ty)
     return _float_to_int(b, v, dst)
 
 
