@@ -12,34 +12,24 @@ Then every node whose kind has an entry in LOWERINGS gets its run-time object,
 generated code calls with the node's inputs (the op's template is `{runtime}(inputs)`)
 and that returns its result (a tuple for several outputs).  A pass adding a native op
 adds its lowering here.
-
-Native scalar code (`codegen.scalar`, whose rules the region pass reads) is imported on
-the first specialization, not with tsjit: it loads llvmlite and LLVM, ~50 ms that a
-program which never compiles should not pay.
 """
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from .. import config
+from ..codegen.scalar import direct_entry as native_direct_entry
+from ..codegen.scalar import lower_native_call
 from ..ir.graph import Graph, Node
 from ..passes.dead_code_elimination import eliminate_dead_code
 from ..passes.fuse_elementwise import fuse_elementwise
 from ..passes.insert_guards import insert_guards
+from ..passes.lower_native_regions import lower_native_regions
 from .direct_entry import fused_direct_entry
 from .fusion_runtime import lower_fusion_group
 from .guards import lower_type_check
-
-
-def _imported_on_call(module: str, name: str) -> Callable:
-    """A function calling `module.name` (relative to tsjit), imported on the first call."""
-    def call(*args):
-        return getattr(importlib.import_module(module, "tsjit"), name)(*args)
-    call.__name__ = name
-    return call
 
 
 @dataclass(frozen=True)
@@ -53,9 +43,7 @@ class OptimizationPass:
 OPTIMIZATION_PASSES: list[OptimizationPass] = [
     # Scalar loops and element access first: they are numbers-only regions, so the fuser
     # still sees every array op.
-    OptimizationPass("lower_native_regions",
-                     _imported_on_call(".passes.lower_native_regions", "lower_native_regions"),
-                     config.native_enabled),
+    OptimizationPass("lower_native_regions", lower_native_regions, config.native_enabled),
     OptimizationPass("fuse_elementwise", fuse_elementwise, config.fusion_enabled),
 ]
 
@@ -94,7 +82,7 @@ LOWERINGS: dict[str, Lowering] = {
     "prim::TypeCheck": lower_type_check,
     "prim::FusionGroup": lower_fusion_group,
     "prim::FallbackGraph": lambda node, context: context.fallback(node.attrs["subgraph"]),
-    "prim::NativeCall": _imported_on_call(".codegen.scalar", "lower_native_call"),
+    "prim::NativeCall": lower_native_call,
 }
 
 
@@ -137,7 +125,7 @@ def lower(graph: Graph, context: LoweringContext) -> None:
 # the optimized graph and the normal call path (for calls its guards refuse) and returns
 # the entry and its call counter, or None.
 DIRECT_ENTRIES: list[Callable[[Graph | None, Callable], tuple[Callable, object] | None]] = [
-    _imported_on_call(".codegen.scalar", "direct_entry"),
+    native_direct_entry,
     fused_direct_entry,
 ]
 
