@@ -297,9 +297,15 @@ define("ndarray::view", "a, dtype=None", _view_result, ".view", views=True)
 
 # -- diagonals, triangles, gathering --
 
+def _triangle(call: CallTypes) -> Type:
+    """np.tril/np.triu keep a matrix's sizes; a vector becomes the square matrix of its
+    repeated rows."""
+    sizes = sizes_of(call["m"])
+    return _like(call, sizes * 2 if sizes is not None and len(sizes) == 1 else sizes)
+
+
 for _fn in (np.tril, np.triu):
-    define(f"numpy::{_fn.__name__}", "m, k=0", same_as("m", ndarray=True),
-           f"np.{_fn.__name__}", python=(_fn,))
+    define(f"numpy::{_fn.__name__}", "m, k=0", _triangle, f"np.{_fn.__name__}", python=(_fn,))
 
 
 def _diag_result(call: CallTypes) -> Type:
