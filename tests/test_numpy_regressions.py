@@ -44,3 +44,51 @@ def test_tril_of_a_vector_is_a_matrix_and_its_guards_hold(x):
     """np.tril/np.triu of a 1-d array give the square matrix; the type rule said the
     vector's sizes, so every optimized call failed its guard and ran the fallback."""
     assert check_calls(triangles_of_vector, (x,), repeat=4)["guard_failures"] == 0
+
+
+def nan_to_num_in_place(x: tsjit.Tensor):
+    clean = np.nan_to_num(x * 2.0, nan=-1.0, posinf=9.0)
+    return clean, np.nan_to_num(x, copy=False), x
+
+
+def argmax_coordinates(x: tsjit.Tensor):
+    r, c = np.unravel_index(x.argmax(), x.shape)
+    return r, c, x[r, c]
+
+
+def lookups(x: tsjit.Tensor, xp: tsjit.Tensor, fp: tsjit.Tensor):
+    return (np.interp(x, xp, fp), np.interp(0.5, xp, fp), np.digitize(x, xp),
+            np.isin(x, xp), np.polyval(fp, x), np.convolve(x, fp), np.cross(xp, fp))
+
+
+def reshapes(x: tsjit.Tensor):
+    left, right = np.hsplit(x, 2)
+    return (np.rot90(x), np.pad(x, 1, mode="edge"), np.pad(x, (1, 0), constant_values=-1),
+            np.resize(x, (3, 3)), np.insert(x, 1, 9), np.delete(x, 0, axis=0), left, right,
+            np.tril_indices(x.shape[0]), np.logspace(0, 2, x.shape[1]))
+
+
+def statistics(x: tsjit.Tensor):
+    counts, edges = np.histogram(x, bins=3)
+    v, ia, ib = np.intersect1d(x, x[::2], return_indices=True)
+    return (counts, edges, np.cov(x), np.corrcoef(x, x * x), np.trapezoid(x, dx=0.5),
+            np.partition(x, 1), np.argpartition(x, 0), np.union1d(x, x + 1), v, ia, ib,
+            np.setdiff1d(x, x[:1]), np.select([x > 2], [x], default=-1), np.sinc(x))
+
+
+@pytest.mark.parametrize("fn, argument_tuples", [
+    (nan_to_num_in_place, [(np.array([np.nan, np.inf, -np.inf, 1.5]),),
+                           (np.array([np.nan, 2.0], np.float32),), (np.arange(3),)]),
+    (argmax_coordinates, [(np.array([[1.0, 9.0, 2.0], [4.0, 3.0, 0.0]]),),
+                          (np.array([[1, 2], [7, 1]], np.int32),)]),
+    (lookups, [(np.array([0.5, 1.5, 10.0]), np.arange(3.0), np.array([0.0, 10.0, 5.0])),
+               (np.array([0, 1, 3]), np.arange(3), np.array([1, 2, 3], np.int8))]),
+    (reshapes, [(np.arange(4.0).reshape(2, 2),), (np.arange(8).reshape(2, 4),)]),
+    (statistics, [(np.array([3.0, 1.0, 2.5, 7.0]),), (np.array([1, 4, 3, 9]),)]),
+])
+def test_numpy_functions_that_were_not_supported(fn, argument_tuples):
+    """np.nan_to_num, unravel_index, interp, digitize, isin, polyval, convolve, cross, rot90,
+    pad, resize, insert, delete, hsplit, tril_indices, logspace, histogram, intersect1d,
+    cov, corrcoef, trapezoid, partition, union1d, setdiff1d, select, sinc were rejected as
+    unsupported in script code."""
+    check_calls(fn, *argument_tuples)

@@ -80,8 +80,9 @@ def _eye_result(call: CallTypes) -> Type:
     return tensor(dtype_or(call, np.float64), (rows, cols), True)
 
 
+_OPTIONAL_INDEX = Kind("an int or None", lambda t: t in (IntType, NoneType))
 define("numpy::eye", "N, M=None, k=0, dtype=None, order='C'", _eye_result, "np.eye",
-       kinds={"M": Kind("an int or None", lambda t: t in (IntType, NoneType))},
+       kinds={"M": _OPTIONAL_INDEX},
        python=(np.eye,))
 define("numpy::identity", "n, dtype=None", _eye_result, "np.identity", python=(np.identity,))
 
@@ -175,3 +176,21 @@ for _name, _type in [("name", StrType), ("kind", StrType), ("char", StrType),
                      ("itemsize", IntType)]:
     define(f"dtype::{_name}", "a", lambda call, t=_type: t, f"np.dtype({{0}}).{_name}",
            kinds={"a": DTYPE}, attributes=((DTypeType, _name),), may_raise=False)
+
+
+def _logspace_result(call: CallTypes) -> Type:
+    """float64 samples between Python-number exponents (base a Python number too)."""
+    scalar_ends = is_number(call["start"]) and is_number(call["stop"])
+    plain = scalar_ends and is_number(call["base"])
+    return tensor(dtype_or(call, np.float64 if plain else None),
+                  (None,) if scalar_ends else None, True)
+
+
+define("numpy::logspace", "start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0",
+       _logspace_result, "np.logspace", kinds={"base": ARRAY}, python=(np.logspace,))
+
+_POSITIONS = tensor(np.intp, (None,), True)
+for _fn in (np.tril_indices, np.triu_indices):
+    define(f"numpy::{_fn.__name__}", "n, k=0, m=None",
+           lambda call: TupleType((_POSITIONS, _POSITIONS)), f"np.{_fn.__name__}",
+           kinds={"m": _OPTIONAL_INDEX}, python=(_fn,))

@@ -26,13 +26,17 @@ from ..ir.types import (
 )
 from .numpy_rules import (
     ARRAY,
+    ARRAYS,
+    NUMBER,
     OPTIONAL_ARRAY,
+    OPTIONAL_NUMBER,
     STRING,
     UNKNOWN,
     CallTypes,
     Kind,
     broadcast,
     define,
+    dtype_of,
     dtype_or,
     is_literal,
     probe_dtype,
@@ -242,3 +246,39 @@ for _scalar in SCALAR_TYPES:
            kinds={"value": Kind("a number, an array or a str",
                                 lambda t: ARRAY.accepts(t) or STRING.accepts(t))},
            python=(_scalar,), views=True)   # np.float64(a) may return `a` itself
+
+
+# -- elementwise functions that are not ufuncs --
+
+def _float_like_input(fn: Callable) -> Callable[[CallTypes], Type]:
+    """np.nan_to_num, np.sinc: the input's sizes, the dtype `fn` gives for the input's
+    dtype, a NumPy scalar for a number or a 0-d array."""
+    def result(call: CallTypes) -> Type:
+        d = operand_dtype(call.types[0])
+        out = _like_input(call, None if d is None else probe_dtype(fn, np.dtype(d)))
+        return tensor(dtype_of(out), out.sizes, None if out.sizes is None else out.sizes != ())
+    return result
+
+
+# copy=False replaces in place: the op is taken to write x whatever copy is.
+define("numpy::nan_to_num", "x, copy=True, nan=0.0, posinf=None, neginf=None",
+       _float_like_input(np.nan_to_num), "np.nan_to_num",
+       kinds={"nan": NUMBER, "posinf": OPTIONAL_NUMBER, "neginf": OPTIONAL_NUMBER},
+       python=(np.nan_to_num,), writes=(0,), views=True)
+define("numpy::sinc", "x", _float_like_input(np.sinc), "np.sinc", python=(np.sinc,))
+
+
+def _interp_result(call: CallTypes) -> Type:
+    """Float64 (complex for complex fp) at the points x: a NumPy scalar for one point."""
+    sizes = sizes_of(call["x"])
+    real = operand_dtype(call["fp"]) not in (None, "complex64", "complex128")
+    return tensor(np.float64 if real else None, sizes,
+                  None if sizes is None else sizes != ())
+
+
+define("numpy::interp", "x, xp, fp, left=None, right=None, period=None", _interp_result,
+       "np.interp", kinds=dict.fromkeys(("xp", "fp"), ARRAY) | dict.fromkeys(
+           ("left", "right", "period"), OPTIONAL_NUMBER), python=(np.interp,))
+define("numpy::select", "condlist, choicelist, default=0", lambda call: tensor(ndarray=True),
+       "np.select", kinds={"condlist": ARRAYS, "choicelist": ARRAYS, "default": ARRAY},
+       python=(np.select,))

@@ -13,6 +13,7 @@ from .numpy_reductions import reduction
 from .numpy_rules import (
     ANYTHING,
     ARRAY,
+    INDEX,
     OPTIONAL_NUMBER,
     CallTypes,
     Kind,
@@ -125,3 +126,30 @@ define("numpy::linalg_solve", "a, b",
        lambda call: tensor(_linalg_dtype(_solve, call["a"], call["b"]), sizes_of(call["b"]),
                            True),
        "np.linalg.solve", python=(np.linalg.solve,))
+
+
+# -- vector products, convolution, polynomials --
+
+def _array_dtypes(fn: Callable, *args: Type) -> np.dtype | None:
+    """`fn`'s result dtype for its arguments made arrays (a Python number is strong)."""
+    dtypes = [operand_dtype(t) for t in args]
+    if any(d is None for d in dtypes):
+        return None
+    return probe_dtype(fn, *(np.asarray(d(0)).dtype if isinstance(d, type) else np.dtype(d)
+                             for d in dtypes))
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.cross(np.resize(a, 3), np.resize(b, 3))
+
+
+define("numpy::cross", "a, b, axisa=-1, axisb=-1, axisc=-1, axis=None",
+       lambda call: tensor(_array_dtypes(_cross, call["a"], call["b"])), "np.cross",
+       kinds=dict.fromkeys(("axisa", "axisb", "axisc"), INDEX), python=(np.cross,))
+for _fn in (np.convolve, np.correlate):
+    define(f"numpy::{_fn.__name__}", "a, v, mode='full'" if _fn is np.convolve
+           else "a, v, mode='valid'",
+           lambda call, fn=_fn: tensor(_array_dtypes(fn, call["a"], call["v"]), (None,), True),
+           f"np.{_fn.__name__}", python=(_fn,))
+define("numpy::polyval", "p, x", lambda call: tensor(ndarray=True if rank_of(call["x"]) else None),
+       "np.polyval", kinds={"p": ARRAY}, python=(np.polyval,))

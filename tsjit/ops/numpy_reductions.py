@@ -12,14 +12,31 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..ir.types import AnyType, NoneType, TupleType, Type, VarTupleType, is_number
+from ..ir.types import (
+    AnyType,
+    NoneType,
+    TensorType,
+    TupleType,
+    Type,
+    VarTupleType,
+    is_number,
+)
 from .numpy_rules import (
+    ANYTHING,
+    ARRAY,
+    FLAG,
+    INDEX,
+    NUMBER,
     OPTIONAL_ARRAY,
+    OPTIONAL_FLAG,
+    OPTIONAL_NUMBER,
+    SHAPE,
     UNKNOWN,
     CallTypes,
     ResultRule,
     define,
     dtype_of,
+    dtype_or,
     element_count,
     flags,
     normalize_axes,
@@ -212,3 +229,124 @@ def _bincount_result(call: CallTypes) -> Type:
 
 define("numpy::bincount", "x, /, weights=None, minlength=0", _bincount_result, "np.bincount",
        kinds={"weights": OPTIONAL_ARRAY}, python=(np.bincount,))
+
+
+def _array_dtype(t: Type) -> np.dtype | None:
+    """The dtype of `np.asarray(value)`: a Python number counts as the array it becomes."""
+    d = operand_dtype(t)
+    return np.asarray(d(0)).dtype if isinstance(d, type) else d
+
+
+def _pairwise_dtype(fn: Callable, call: CallTypes) -> np.dtype | None:
+    """`fn`'s result dtype for the dtypes of its first two arguments as arrays."""
+    dtypes = [_array_dtype(t) for t in call.types[:2]]
+    return None if None in dtypes else probe_dtype(fn, *dtypes)
+
+
+def _per_element(dtype: np.dtype | None, sizes_from: Type) -> TensorType:
+    """A result per element of an argument: a NumPy scalar for a number or a 0-d array."""
+    sizes = sizes_of(sizes_from)
+    return tensor(dtype, sizes, None if sizes is None else sizes != ())
+
+
+define("numpy::digitize", "x, bins, right=False",
+       lambda call: _per_element(np.dtype(np.intp), call["x"]), "np.digitize",
+       kinds={"bins": ARRAY, "right": FLAG}, python=(np.digitize,))
+
+
+def _isin_result(call: CallTypes) -> Type:
+    """Always an ndarray, 0-d for a number."""
+    return tensor(np.bool_, sizes_of(call["element"]), True)
+
+
+define("numpy::isin", "element, test_elements, assume_unique=False, invert=False, *, "
+       "kind=None", _isin_result, "np.isin",
+       kinds={"element": ARRAY, "test_elements": ARRAY, "assume_unique": FLAG, "invert": FLAG},
+       python=(np.isin,))
+
+
+def _unravel_result(call: CallTypes) -> Type:
+    """One index array (or NumPy integer) per axis of `shape`."""
+    each = _per_element(np.dtype(np.intp), call["indices"])
+    shape = call["shape"]
+    if isinstance(shape, TupleType):
+        return TupleType((each,) * len(shape.elems))
+    return TupleType((each,)) if is_number(shape) else VarTupleType(each)
+
+
+define("numpy::unravel_index", "indices, shape, order='C'", _unravel_result,
+       "np.unravel_index", kinds={"shape": SHAPE}, python=(np.unravel_index,))
+
+_SET_KINDS = {"ar1": ARRAY, "ar2": ARRAY, "assume_unique": FLAG, "return_indices": FLAG}
+_SET_OP = "ar1, ar2, assume_unique=False"
+for _fn, _sig in [(np.union1d, "ar1, ar2"), (np.setdiff1d, _SET_OP),
+                  (np.setxor1d, _SET_OP)]:
+    define(f"numpy::{_fn.__name__}", _sig,
+           lambda call, fn=_fn: tensor(_pairwise_dtype(fn, call), (None,), True),
+           f"np.{_fn.__name__}", kinds=_SET_KINDS, python=(_fn,))
+
+
+def _intersect_result(call: CallTypes) -> Type:
+    values = tensor(_pairwise_dtype(np.intersect1d, call), (None,), True)
+    indices = flags(call, "return_indices")
+    if indices is None:
+        return AnyType
+    return TupleType((values, _POSITIONS, _POSITIONS)) if indices[0] else values
+
+
+define("numpy::intersect1d", "ar1, ar2, assume_unique=False, return_indices=False",
+       _intersect_result, "np.intersect1d", kinds=_SET_KINDS, python=(np.intersect1d,))
+
+
+def _partitioned(dtype: np.dtype | None) -> ResultRule:
+    """np.partition / np.argpartition: the input's sizes (flattened when axis is None)."""
+    def result(call: CallTypes) -> Type:
+        sizes, axis = sizes_of(call["a"]), call.const("axis")
+        if axis is None:
+            sizes = None if sizes is None else (element_count(sizes),)
+        elif axis is UNKNOWN:
+            sizes = None
+        return tensor(dtype or dtype_of(call["a"]), sizes, True)
+    return result
+
+
+_PARTITION = "a, kth, axis=-1, kind='introselect', order=None"
+define("numpy::partition", _PARTITION, _partitioned(None), "np.partition",
+       kinds={"kth": ARRAY}, python=(np.partition,))
+define("numpy::argpartition", _PARTITION, _partitioned(np.dtype(np.intp)), "np.argpartition",
+       kinds={"kth": ARRAY}, python=(np.argpartition,))
+
+
+def _histogram_result(call: CallTypes) -> Type:
+    """(counts, bin edges): counts are intp unless weighted or a density."""
+    plain = call["weights"] == NoneType and call.const("density") in (None, False)
+    return TupleType((tensor(np.intp if plain else None, (None,), True),
+                      tensor(None, (None,), True)))
+
+
+define("numpy::histogram", "a, bins=10, range=None, density=None, weights=None",
+       _histogram_result, "np.histogram",
+       kinds={"bins": ANYTHING, "range": OPTIONAL_ARRAY, "density": OPTIONAL_FLAG,
+              "weights": OPTIONAL_ARRAY}, python=(np.histogram,))
+
+
+def _trapezoid_result(call: CallTypes) -> Type:
+    """An integral along `axis`: that axis goes."""
+    sizes = reduced_sizes(sizes_of(call["y"]), call.const("axis"), False)
+    d = _array_dtype(call["y"])
+    plain = call["x"] == NoneType and is_number(call["dx"])
+    return tensor(probe_dtype(np.trapezoid, d) if d is not None and plain else None, sizes,
+                  None if sizes is None else len(sizes) > 0)
+
+
+define("numpy::trapezoid", "y, x=None, dx=1.0, axis=-1", _trapezoid_result, "np.trapezoid",
+       kinds={"x": OPTIONAL_ARRAY, "dx": NUMBER, "axis": INDEX}, python=(np.trapezoid,))
+
+_COVARIANCE_KINDS = {"rowvar": FLAG, "bias": FLAG, "ddof": OPTIONAL_NUMBER,
+                     "fweights": OPTIONAL_ARRAY, "aweights": OPTIONAL_ARRAY}
+define("numpy::cov", "m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, "
+       "aweights=None, *, dtype=None", lambda call: tensor(dtype_or(call, None), None, True),
+       "np.cov", kinds={"y": OPTIONAL_ARRAY, **_COVARIANCE_KINDS}, python=(np.cov,))
+define("numpy::corrcoef", "x, y=None, rowvar=True, *, dtype=None",
+       lambda call: tensor(dtype_or(call, None), None, True), "np.corrcoef",
+       kinds={"y": OPTIONAL_ARRAY, "rowvar": FLAG}, python=(np.corrcoef,))

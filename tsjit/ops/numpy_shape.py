@@ -22,6 +22,7 @@ from ..ir.types import (
     VarTupleType,
 )
 from .numpy_rules import (
+    ANYTHING,
     ARRAY,
     OPTIONAL_SHAPE,
     SHAPE,
@@ -32,6 +33,7 @@ from .numpy_rules import (
     dtype_of,
     dtype_or,
     element_count,
+    is_literal,
     normalize_axes,
     rank_of,
     same_as,
@@ -251,12 +253,17 @@ for _fn in (np.vstack, np.hstack):
     define(f"numpy::{_fn.__name__}", "tup, *, dtype=None, casting='same_kind'",
            lambda call: tensor(dtype_or(call, None), None, True),
            f"np.{_fn.__name__}", python=(_fn,))
-define("numpy::column_stack", "tup", lambda call: tensor(ndarray=True), "np.column_stack",
-       python=(np.column_stack,))
+for _fn in (np.column_stack, np.dstack):
+    define(f"numpy::{_fn.__name__}", "tup", lambda call: tensor(ndarray=True),
+           f"np.{_fn.__name__}", python=(_fn,))
 define("numpy::append", "arr, values, axis=None", lambda call: tensor(ndarray=True),
        "np.append", python=(np.append,))
 for _fn in (np.split, np.array_split):
     define(f"numpy::{_fn.__name__}", "ary, indices_or_sections, axis=0",
+           lambda call: ListType(_same_rank(call)), f"np.{_fn.__name__}", python=(_fn,),
+           views=True)
+for _fn in (np.hsplit, np.vsplit, np.dsplit):
+    define(f"numpy::{_fn.__name__}", "ary, indices_or_sections",
            lambda call: ListType(_same_rank(call)), f"np.{_fn.__name__}", python=(_fn,),
            views=True)
 
@@ -337,3 +344,41 @@ define("numpy::copyto", "dst, src, casting='same_kind', where=True", lambda call
        "np.copyto", python=(np.copyto,), writes=(0,))
 define("numpy::fill_diagonal", "a, val, wrap=False", lambda call: None, "np.fill_diagonal",
        python=(np.fill_diagonal,), writes=(0,))
+
+
+# -- rotating, padding, resizing, inserting and deleting --
+
+define("numpy::rot90", "m, k=1, axes=(0, 1)", _same_rank, "np.rot90", python=(np.rot90,),
+       views=True)
+
+
+def _pad_call(args: list[str], attrs: dict) -> str:
+    """np.pad rejects constant_values= in other modes than 'constant': None leaves it out."""
+    array, width, mode, values = args
+    plain = f"np.pad({array}, {width}, {mode})"
+    if values == "None":
+        return plain
+    given = f"np.pad({array}, {width}, {mode}, constant_values={values})"
+    return given if is_literal(values) else f"({plain} if {values} is None else {given})"
+
+
+define("numpy::pad", "array, pad_width, mode='constant', *, constant_values=None",
+       _same_rank, _pad_call, kinds={"pad_width": ANYTHING, "constant_values": ANYTHING},
+       python=(np.pad,))
+define("numpy::resize", "a, new_shape",
+       lambda call: _like(call, _target_shape(call, call["new_shape"],
+                                              call.const("new_shape"))),
+       "np.resize", kinds={"new_shape": SHAPE}, python=(np.resize,))
+
+
+def _edited(call: CallTypes) -> Type:
+    """np.insert / np.delete: flattened without an axis, else the input's rank."""
+    if call.const("axis") is None:
+        return _like(call, (None,))
+    return _same_rank(call)
+
+
+define("numpy::insert", "arr, obj, values, axis=None", _edited, "np.insert",
+       kinds={"obj": ARRAY}, python=(np.insert,))
+define("numpy::delete", "arr, obj, axis=None", _edited, "np.delete", kinds={"obj": ARRAY},
+       python=(np.delete,))
