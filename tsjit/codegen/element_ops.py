@@ -16,7 +16,7 @@ import numpy as np
 from llvmlite import ir
 
 from tsjit.codegen import vmath
-from tsjit.codegen.kernel_spec import MATH_FUNCTIONS, UNIFORM_BOUNDS, KernelOp
+from tsjit.codegen.kernel_spec import MATH_FUNCTIONS, SCALAR_OPERANDS, KernelOp
 
 __all__ = [
     "cast_value",
@@ -31,6 +31,7 @@ __all__ = [
 _BOOL = np.dtype(np.bool_)
 _F16 = np.dtype(np.float16)
 _F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
 _I1 = ir.IntType(1)
 _I8 = ir.IntType(8)
 
@@ -222,6 +223,17 @@ def _clip_keeping_ties(b: ir.IRBuilder, a: list[ir.Value]) -> ir.Value:
     return _fmaximum(b, _fmaximum(b, a[0], a[1], ">="), a[2], "<=")
 
 
+def _pow_scalar_exponent(b: ir.IRBuilder, x: ir.Value, e: ir.Value) -> ir.Value:
+    """NumPy's float and double power with one exponent for every element: exact for the
+    exponents 1, 2, -1 and 0.5 (sqrt's results: -0.0 ** 0.5 is -0.0, -inf ** 0.5 NaN)."""
+    result = vmath.emit_math(b, "pow", [x, e])
+    exact = ((1.0, x), (2.0, b.fmul(x, x)), (-1.0, b.fdiv(_const(x.type, 1.0), x)),
+             (0.5, _call(b, "sqrt", x)))
+    for exponent, value in exact:
+        result = b.select(b.fcmp_ordered("==", e, _const(e.type, exponent)), value, result)
+    return result
+
+
 def _fmaxnum(b: ir.IRBuilder, x: ir.Value, y: ir.Value, pred: str) -> ir.Value:
     """NumPy fmax/fmin: NaN is ignored unless both are NaN.  Ties (+0 vs -0) go to the
     second operand with a strict ``pred``, to the first with a non-strict one.  NumPy's own
@@ -270,7 +282,8 @@ _FLOAT_OPS: dict[str, Lowering] = {
     "fmax": lambda b, a: _fmaxnum(b, a[0], a[1], ">"),
     "fmin": lambda b, a: _fmaxnum(b, a[0], a[1], "<"),
     "clip": lambda b, a: _fmaximum(b, _fmaximum(b, a[0], a[1], ">"), a[2], "<"),
-    "clip_uniform_bounds": _clip_keeping_ties,
+    "clip_scalar_bounds": _clip_keeping_ties,
+    "pow_scalar_exponent": lambda b, a: _pow_scalar_exponent(b, a[0], a[1]),
     "floor": lambda b, a: _call(b, "floor", a[0]),
     "ceil": lambda b, a: _call(b, "ceil", a[0]),
     "trunc": lambda b, a: _call(b, "trunc", a[0]),
@@ -429,7 +442,6 @@ _HALF_OPS: dict[str, Lowering] = {
     "fmax": lambda b, a: _fmaxnum(b, a[0], a[1], ">="),
     "fmin": lambda b, a: _fmaxnum(b, a[0], a[1], "<="),
     "clip": _clip_keeping_ties,
-    "clip_uniform_bounds": _clip_keeping_ties,
 }
 
 
@@ -456,8 +468,8 @@ def lower_op(
         args = [args[0], cast_value(b, args[1], arg_dtypes[1], dtype)]
         arg_dtypes = [dtype, dtype]
     operand_dtype = arg_dtypes[0]
-    if name == "clip" and UNIFORM_BOUNDS in op.attrs and operand_dtype.kind == "f":
-        name = "clip_uniform_bounds"
+    if SCALAR_OPERANDS in op.attrs and operand_dtype in (_F32, _F64):
+        name = {"clip": "clip_scalar_bounds", "pow": "pow_scalar_exponent"}[name]
     if operand_dtype == _F16:  # NumPy computes half ops in float and rounds each result
         widened = [b.fpext(v, ir.FloatType()) for v in args]
         result = _HALF_OPS.get(name, _table(_F32)[name])(b, widened)

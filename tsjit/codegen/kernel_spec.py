@@ -24,7 +24,8 @@ __all__ = [
     "KernelOp",
     "KernelSpec",
     "OpSignature",
-    "UNIFORM_BOUNDS",
+    "OPS_WITH_SCALAR_OPERAND_LOOPS",
+    "SCALAR_OPERANDS",
     "OP_SIGNATURES",
     "supports",
 ]
@@ -40,16 +41,18 @@ class KernelInput:
     is_scalar: bool
 
 
-# A clip's `attrs` flag: both bounds are the same for every element (scalars).  NumPy's
-# clip loop then takes another path, whose ties (x == bound, e.g. -0.0 against 0.0) keep
-# x, where with bound arrays they give the bound.
-UNIFORM_BOUNDS = "uniform_bounds"
+# An op's `attrs` flag: every operand after the first is the same for every element (a
+# scalar).  NumPy's clip and power loops then take paths of their own: clip's ties (x ==
+# bound, e.g. -0.0 against 0.0) keep x, where with bound arrays they give the bound; power
+# computes the exponents 1, 2, -1 and 0.5 exactly (x, x*x, 1/x, sqrt(x)).
+SCALAR_OPERANDS = "scalar_operands"
+OPS_WITH_SCALAR_OPERAND_LOOPS = frozenset({"clip", "pow"})
 
 
 @dataclass(frozen=True)
 class KernelOp:
     """``result = op(values[args])``; ``dtype`` is the result's dtype; ``attrs``: a cast's
-    target dtype, or UNIFORM_BOUNDS for a clip."""
+    target dtype, or SCALAR_OPERANDS (clip, pow)."""
 
     op: str
     args: tuple[int, ...]

@@ -29,7 +29,8 @@ import numpy as np
 
 from ..codegen.kernel_spec import (
     OP_SIGNATURES,
-    UNIFORM_BOUNDS,
+    OPS_WITH_SCALAR_OPERAND_LOOPS,
+    SCALAR_OPERANDS,
     KernelInput,
     KernelOp,
     KernelSpec,
@@ -404,8 +405,9 @@ class _Builder:
         truthiness = signature.operands == "any"
         args = tuple(self.use(v, None if truthiness and self.kind(v) != "python" else d)
                      for v, d in zip(call.operands, in_dtypes))
-        uniform = call.kernel == "clip" and not any(self.ancestors[a] for a in args[1:])
-        return self.op(call.kernel, args, out, (UNIFORM_BOUNDS,) if uniform else ())
+        scalars = call.kernel in OPS_WITH_SCALAR_OPERAND_LOOPS and not any(
+            self.ancestors[a] for a in args[1:])
+        return self.op(call.kernel, args, out, (SCALAR_OPERANDS,) if scalars else ())
 
     def small_power(self, call: ElementwiseCall, out: np.dtype) -> int | None:
         """`x ** c` for the exponents in _POWERS in a float32 or float64 loop (NumPy's loop
