@@ -34,10 +34,12 @@ EXAMPLES = int(os.environ.get("TSJIT_FUZZ_EXAMPLES", "25"))
 DTYPES = ("bool", "int32", "int64", "float32", "float64")
 FLOAT_SPECIALS = (0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e30, 0.5, -2.25, 3.0)
 
+# fmax's sign on a +0/-0 tie is NumPy's loop position (the second operand in its vector
+# loop, the first at position 0 and in the tail): "+ 0.0" makes every zero +0.
 EXACT_BINARY = ("{a} + {b}", "{a} - {b}", "{a} * {b}", "{a} / {b}", "{a} // {b}", "{a} % {b}",
                 "{a} < {b}", "{a} >= {b}", "{a} == {b}", "{a} != {b}", "{a} & {b}",
                 "{a} | {b}", "{a} ^ {b}", "np.maximum({a}, {b})", "np.minimum({a}, {b})",
-                "np.fmax({a}, {b})", "np.copysign({a}, {b})")
+                "np.fmax({a}, {b}) + 0.0", "np.copysign({a}, {b})")
 EXACT_UNARY = ("-{a}", "~{a}", "np.abs({a})", "np.sqrt({a})", "np.floor({a})", "np.ceil({a})",
                "np.isnan({a})", "np.isfinite({a})", "{a} ** 2", "{a} ** 0.5",
                "{a}.astype(np.float32)", "{a}.astype(np.int32)", "{a}.astype(np.float64)",
