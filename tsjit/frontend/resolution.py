@@ -30,6 +30,7 @@ from .sugared import (
     SpecialForm,
     Sugared,
 )
+from .ufuncs import ufunc_value
 
 if TYPE_CHECKING:
     from .emitter import FunctionEmitter
@@ -82,6 +83,9 @@ class Resolver:
         if special is not None:
             return SpecialForm(special, obj)
         op = lookup_python(obj)
+        ufunc = ufunc_value(op, obj, name)
+        if ufunc is not None:
+            return ufunc
         if op is not None:
             return OpFunction(op, obj, name)
         if isinstance(obj, type) and issubclass(obj, BaseException):

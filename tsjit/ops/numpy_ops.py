@@ -6,4 +6,5 @@ from . import (  # noqa: F401  (each module registers its ops on import)
     numpy_linalg,
     numpy_reductions,
     numpy_shape,
+    numpy_ufuncs,
 )
