@@ -15,6 +15,10 @@ import pytest
 
 import tsjit
 from tests._differential import assert_same
+from tsjit.ir.types import BoolType, DTypeType, FloatType, IntType, NoneType, TensorType, Type
+from tsjit.ops.numpy_rules import CONSTANTS
+from tsjit.ops.numpy_ufuncs import UFUNC
+from tsjit.ops.registry import OPS
 from tsjit.testing.filecheck import FileCheck
 
 
@@ -159,3 +163,83 @@ def test_out_call_fuses_into_a_kernel_writing_into_out():
         .check("aten::__setitem__(%c,").run(graph)
     assert scripted(a, b, c) is c
     assert scripted.stats()["kernel_launches"] > 0
+
+
+# ---------------------------------------------------------------- ufunc methods
+
+MAXIMUM_REDUCE = np.maximum.reduce    # a bound method found by name
+
+
+def reductions(x: tsjit.Tensor):
+    return (np.maximum.reduce(x), np.add.reduce(x, axis=1), np.add.reduce(x, axis=None),
+            np.multiply.reduce(x, 0, keepdims=True), np.add.reduce(x, axis=1, initial=1),
+            np.logical_and.reduce(x > 0, axis=0), MAXIMUM_REDUCE(x, axis=None),
+            np.add.reduce(x, dtype=np.float32))
+
+
+def scans_and_outer(a: tsjit.Tensor, b: tsjit.Tensor):
+    return (np.add.accumulate(a), np.minimum.accumulate(a), np.multiply.outer(a, b),
+            np.subtract.outer(a, 2.0), np.add.outer(a[0], b[0]), np.add.accumulate([1, 2, 3]))
+
+
+def scatter_add(x: tsjit.Tensor, idx: tsjit.Tensor):
+    np.add.at(x, idx, 1)
+    np.negative.at(x, idx[:1])
+    return x
+
+
+@pytest.mark.parametrize("fn, calls", [
+    (reductions, [(np.arange(6.0).reshape(2, 3) - 2,), (np.arange(6).reshape(2, 3),),
+                  (np.arange(6, dtype=np.uint8).reshape(3, 2),), (np.ones(3),)]),
+    (scans_and_outer, [(VECTOR, VECTOR[:3]), (np.arange(5), np.arange(2.0)),
+                       (VECTOR.astype(F32), VECTOR[:2].astype(F32)),
+                       (np.float64(2.0), np.arange(2))]),
+    (scatter_add, [(np.zeros(4), np.array([0, 0, 3])), (np.zeros(4, F32), np.array([1, 1])),
+                   (np.zeros(4, I64), np.array([5]))]),
+])
+def test_ufunc_methods_match_numpy(fn, calls):
+    check_calls(fn, *calls)
+
+
+def test_ufunc_methods_numpy_rejects_are_compilation_errors():
+    def unary_reduce(x: tsjit.Tensor):
+        return np.negative.reduce(x)
+
+    def no_such_method(x: tsjit.Tensor):
+        return np.add.frobnicate(x)
+
+    with pytest.raises(tsjit.CompilationError, match="np.negative.reduce|negative.reduce"):
+        tsjit.script(unary_reduce)
+    with pytest.raises(tsjit.CompilationError, match="has no attribute 'frobnicate'"):
+        tsjit.script(no_such_method)
+
+
+def _type_of(value: object) -> Type:
+    if isinstance(value, np.ndarray):
+        return TensorType(value.dtype.name, value.shape, None, True)
+    if isinstance(value, np.generic):
+        return TensorType(value.dtype.name, (), None, False)
+    if isinstance(value, type):
+        return DTypeType
+    return {bool: BoolType, int: IntType, float: FloatType, type(None): NoneType}[type(value)]
+
+
+@pytest.mark.parametrize("method, ufunc, args", [
+    ("reduce", np.add, (np.arange(6, dtype=np.int8).reshape(2, 3), 1, None, None, True, None,
+                        True)),
+    ("reduce", np.maximum, (np.ones((2, 3), F32), None, None, None, False, None, True)),
+    ("reduce", np.add, (np.ones(3, bool), 0, np.float32, None, False, None, True)),
+    ("accumulate", np.multiply, (np.ones((2, 3), np.uint8), 1, None, None)),
+    ("outer", np.multiply, (np.ones(3, F32), 2.0, None)),
+    ("outer", np.add, (np.float32(1), np.ones((2, 2), np.int16), None)),
+])
+def test_method_type_rules_give_numpy_result_types(method, ufunc, args):
+    """With refined argument types (and constant arguments known), the type rule gives the
+    exact dtype, sizes and ndarray-ness of NumPy's result."""
+    op = OPS[f"ufunc::{method}"]
+    constants = {i: v for i, v in enumerate(args) if not isinstance(v, np.ndarray | np.generic)}
+    inferred = op.infer([_type_of(v) for v in args], {UFUNC: ufunc, CONSTANTS: constants})
+    kwargs = dict(zip([p.name for p in op.params], args))
+    positional = [kwargs.pop(p.name) for p in op.params[:2 if method == "outer" else 1]]
+    assert inferred == _type_of(getattr(ufunc, method)(*positional, **{
+        k: v for k, v in kwargs.items() if v is not None or k == "axis"}))

@@ -94,18 +94,21 @@ class CallMixin:
             return self.typed_expr(node, declared, "the argument")
         return self.sugared_expr(node)
 
-    def call_op(self, op: OpDef, args: list, kwargs: dict, src: SourceRange, name: str):
+    def call_op(self, op: OpDef, args: list, kwargs: dict, src: SourceRange, name: str,
+                attrs: dict | None = None):
+        """A node of `op` (with node attributes `attrs`) for the call."""
         inputs = self.bind_arguments(op.params, args, kwargs, src, name)
         # Constant arguments can decide a result's structure (np.unique(x,
         # return_counts=True) is a tuple): the type rule sees their values.
         constants = {i: v.node.attrs["value"] for i, v in enumerate(inputs)
                      if v.node.kind == "prim::Constant"}
         try:
-            types = infer_types(op, [v.type for v in inputs], {CONSTANTS: constants}) \
+            types = infer_types(op, [v.type for v in inputs],
+                                {**(attrs or {}), CONSTANTS: constants}) \
                 if op.infer else [AnyType]
         except OpTypeError as e:
             raise CompilationError(f"{name}(): {e}", src) from None
-        node = self.insert(op.name, inputs, types, None, src)
+        node = self.insert(op.name, inputs, types, attrs, src)
         return node.outputs[0] if node.outputs else self.const(None, src)
 
     def call_builtin(self, obj: object, args: list[Value], src: SourceRange) -> Value:

@@ -1,9 +1,12 @@
-"""NumPy ufuncs in script code: calls with `out=`.
+"""NumPy ufuncs in script code: calls with `out=` and the ufunc methods (`np.add.reduce`).
 
 `np.add(a, b, out=c)` becomes the call without `out=`, then `c[...] = result` (the IR
 of an assignment, which the fuser turns into a kernel writing into c), preceded by the
 check of what NumPy refuses and the assignment would not (`ufunc::out_check`, see
 tsjit/ops/numpy_ufuncs.py).  Its value is `c` itself, as NumPy returns the out array.
+
+A ufunc method is a new Python object at every attribute access, so `np.add.reduce` is
+found by (ufunc, method name), never by identity.
 """
 from __future__ import annotations
 
@@ -11,14 +14,25 @@ import numpy as np
 
 from ..ir.graph import SourceRange, Value
 from ..ir.types import NoneType, TensorType, TupleType
-from ..ops.numpy_ufuncs import OUT_CHECK, UFUNC
+from ..ops.numpy_ufuncs import OUT_CHECK, UFUNC, method_op
 from ..ops.registry import OpDef
 from .errors import CompilationError
 from .sugared import OpFunction, Sugared
 
 
 class UfuncFunction(OpFunction):
-    """A NumPy ufunc (`np.add`): a call, possibly with `out=`."""
+    """A NumPy ufunc (`np.add`): a call, possibly with `out=`, or one of its methods."""
+
+    def attr(self, em, name, src):
+        ufunc = self.obj
+        op = method_op(ufunc, name)
+        if op is None:
+            if not hasattr(ufunc, name):
+                return super().attr(em, name, src)
+            raise CompilationError(f"'{self.name}.{name}' is not supported in script code "
+                                   f"(ufunc methods: reduce, accumulate and outer of binary "
+                                   f"ufuncs, at)", src)
+        return UfuncMethod(op, ufunc, f"{self.name}.{name}")
 
     def call(self, em, args, kwargs, src):
         nin = self.obj.nin
@@ -65,8 +79,26 @@ class UfuncFunction(OpFunction):
         return outs
 
 
+class UfuncMethod(Sugared):
+    """`np.maximum.reduce` before the call: the method's op, for this ufunc."""
+
+    def __init__(self, op: OpDef, ufunc: np.ufunc, name: str):
+        self.op, self.ufunc, self.name = op, ufunc, name
+
+    def describe(self) -> str:
+        return f"'{self.name}'"
+
+    def call(self, em, args, kwargs, src):
+        return em.call_op(self.op, args, kwargs, src, self.name, {UFUNC: self.ufunc})
+
+
 def ufunc_value(op: OpDef | None, obj: object, name: str) -> Sugared | None:
-    """What a ufunc found by name means in script code (None if `obj` is none)."""
+    """What a ufunc or a ufunc's method found by name means in script code (None if
+    `obj` is neither)."""
     if isinstance(obj, np.ufunc) and obj.signature is None and op is not None:
         return UfuncFunction(op, obj, name)
+    owner = getattr(obj, "__self__", None)
+    if isinstance(owner, np.ufunc):
+        method = method_op(owner, getattr(obj, "__name__", ""))
+        return None if method is None else UfuncMethod(method, owner, name)
     return None

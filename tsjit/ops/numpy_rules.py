@@ -145,6 +145,7 @@ class CallTypes:
         self.types = tuple(types)
         self.slots = _slots(params, len(types))
         self.constants: dict[int, object] = attrs.get(CONSTANTS, {})
+        self.attrs = attrs    # the node's attributes (ufunc::reduce: which ufunc)
 
     def __getitem__(self, name: str) -> Type:
         return self.types[self.slots[name]]

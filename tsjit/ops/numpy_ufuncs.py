@@ -1,4 +1,9 @@
-"""What a NumPy ufunc offers besides its call: writing into `out=`.
+"""What a NumPy ufunc offers besides its call: writing into `out=`, and its methods.
+
+One op per method (`ufunc::reduce`, `ufunc::accumulate`, `ufunc::outer`, `ufunc::at`) serves
+every ufunc: the node's `ufunc` attribute says which (`np.maximum.reduce(x)` is
+`ufunc::reduce[ufunc=np.maximum](x, ...)`), the interpreter calls that ufunc's method, and
+the type rule asks NumPy for the result dtype of that very method.
 
 A ufunc call with `out=` is compiled as its call without `out=` followed by the assignment
 `out[...] = result` (so the fuser makes the pair one kernel writing in place).  The
@@ -10,10 +15,27 @@ them before computing anything.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
-from .registry import register
+import numpy as np
 
-UFUNC = "ufunc"   # node attribute: the np.ufunc the node is about
+from ..ir.types import Type
+from .numpy_reductions import along_axis, reduction
+from .numpy_rules import (
+    ARRAY,
+    OPTIONAL_ARRAY,
+    CallTypes,
+    call_template,
+    define,
+    dtype_or,
+    probe_dtype,
+    sizes_of,
+    tensor,
+)
+from .promotion import operand_dtype
+from .registry import OPS, OpDef, register
+
+UFUNC = "ufunc"   # node attribute: the np.ufunc whose method the node calls
 
 
 # -- out= --
@@ -48,3 +70,74 @@ def _out_check_call(args: list[str], attrs: dict) -> str:
 # inputs: the ufunc's operands, out, dtype
 OUT_CHECK = register("ufunc::out_check", "*operands", lambda types, attrs: None,
                      _out_check_call)
+
+
+# -- methods --
+
+def _strong_dtype(t: Type) -> np.dtype | None:
+    """How np.asarray sees an operand: a Python number is strong (int64, float64, bool)."""
+    d = operand_dtype(t)
+    return np.asarray(d(0)).dtype if isinstance(d, type) else d
+
+
+def _outer_rule(outer: Callable) -> Callable[[CallTypes], Type]:
+    """A.outer(B) makes both arrays first: the sizes of A then B, a NumPy scalar when both
+    are 0-d."""
+    def result(call: CallTypes) -> Type:
+        a, b = sizes_of(call["A"]), sizes_of(call["B"])
+        dtypes = (_strong_dtype(call["A"]), _strong_dtype(call["B"]))
+        dtype = None if any(d is None for d in dtypes) else probe_dtype(outer, *dtypes)
+        sizes = None if a is None or b is None else (*a, *b)
+        return tensor(dtype_or(call, dtype), sizes, None if sizes is None else sizes != ())
+    return result
+
+
+_KINDS = {"A": ARRAY, "B": ARRAY, "b": OPTIONAL_ARRAY}
+
+
+def _define_method(method: str, signature: str, rule: Callable, *, no_value: tuple = (),
+                   **traits: object) -> OpDef:
+    """Op `ufunc::<method>` with NumPy's parameters for it, called as
+    `<the node's ufunc>.<method>(...)`."""
+    template = call_template(f".{method}", f"ufunc, {signature}", omit=("out",),
+                             no_value=no_value, method=True)
+    return define(f"ufunc::{method}", signature, rule,
+                  lambda args, attrs: template([attrs[UFUNC], *args], attrs), kinds=_KINDS,
+                  **traits)
+
+
+def _for_node_ufunc(rule: Callable[[Callable], Callable[[CallTypes], Type]], method: str
+                   ) -> Callable[[CallTypes], Type | None]:
+    """`rule` for the method of the node's ufunc (bound methods of one ufunc are equal, so
+    `probe_dtype` caches them)."""
+    def result(call: CallTypes) -> Type:
+        ufunc = call.attrs.get(UFUNC)
+        return tensor() if ufunc is None else rule(getattr(ufunc, method))(call)
+    return result
+
+
+_define_method("reduce", "array, axis=0, dtype=None, out=None, keepdims=False, initial=None, "
+               "where=True", _for_node_ufunc(reduction, "reduce"), no_value=("initial",))
+_define_method("accumulate", "array, axis=0, dtype=None, out=None",
+               _for_node_ufunc(along_axis, "accumulate"))
+_define_method("outer", "A, B, /, *, dtype=None", _for_node_ufunc(_outer_rule, "outer"))
+
+
+def _at_call(args: list[str], attrs: dict) -> str:
+    """ufunc.at(a, indices, b): NumPy takes b=None for "not given" only by leaving it out."""
+    a, indices, b = args
+    return f"{attrs[UFUNC]}.at({a}, {indices}{'' if b == 'None' else ', ' + b})"
+
+
+define("ufunc::at", "a, indices, b=None, /", lambda call: None, _at_call, kinds=_KINDS,
+       writes=(0,))
+
+METHODS = ("reduce", "accumulate", "outer", "at")
+
+
+def method_op(ufunc: np.ufunc, method: str) -> OpDef | None:
+    """The op for `ufunc.method`, if script code supports it for this ufunc (reduce,
+    accumulate and outer are NumPy's for binary ufuncs with one output only)."""
+    if method not in METHODS or ufunc.nout != 1 or (method != "at" and ufunc.nin != 2):
+        return None
+    return OPS[f"ufunc::{method}"]
