@@ -243,3 +243,29 @@ def test_method_type_rules_give_numpy_result_types(method, ufunc, args):
     positional = [kwargs.pop(p.name) for p in op.params[:2 if method == "outer" else 1]]
     assert inferred == _type_of(getattr(ufunc, method)(*positional, **{
         k: v for k, v in kwargs.items() if v is not None or k == "axis"}))
+
+
+# ---------------------------------------------------------------- np.array of mixed numbers
+
+def mixed_number_arrays(b: int, x: float, t: bool):
+    return (np.array([b, 1.5]), np.asarray([b, b + 1, 0.5]), np.array([t, b]),
+            np.array([[b, x], [t, 2]]), np.array([t, x], dtype=np.float32),
+            np.array(object=[b, x], dtype=np.int64), np.asarray(a=[t, 0.5]), np.array([b, b]))
+
+
+def test_array_of_mixed_python_numbers_matches_numpy():
+    check_calls(mixed_number_arrays, (1, 0.25, True), (2 ** 62 + 1, -0.0, False),
+                (2 ** 60 + 2 ** 36 + 1, 1e300, True), (-7, float("nan"), False))
+
+
+def test_mixed_list_outside_array_data_follows_list_rules():
+    def list_variable(b: int):
+        xs = [b, 1.5]
+        return np.array(xs)
+
+    def array_of_a_number_and_an_array(b: int, y: tsjit.Tensor):
+        return np.array([b, y])
+
+    for fn in (list_variable, array_of_a_number_and_an_array):
+        with pytest.raises(tsjit.CompilationError, match="must have a single type"):
+            tsjit.script(fn)

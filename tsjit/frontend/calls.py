@@ -77,9 +77,15 @@ class CallMixin:
         if any(isinstance(a, ast.Starred) for a in node.args) or any(
                 k.arg is None for k in node.keywords):
             raise CompilationError("*args and **kwargs in calls are not supported", src)
-        hint = func.argument_type if isinstance(func, Sugared) else lambda i, k: None
-        args = [self.argument(a, hint(i, None)) for i, a in enumerate(node.args)]
-        kwargs = {k.arg: self.argument(k.value, hint(None, k.arg)) for k in node.keywords}
+        if isinstance(func, Sugared):
+            hint, array_data = func.argument_type, func.makes_array_of
+        else:
+            hint, array_data = (lambda i, k: None), (lambda i, k: False)
+        args = [self.array_literal(a) if isinstance(a, ast.List) and array_data(i, None) else
+                self.argument(a, hint(i, None)) for i, a in enumerate(node.args)]
+        kwargs = {k.arg: self.array_literal(k.value) if isinstance(k.value, ast.List) and
+                  array_data(None, k.arg) else self.argument(k.value, hint(None, k.arg))
+                  for k in node.keywords}
         if isinstance(func, Value):
             if isinstance(func.type, ClassType):
                 method = "forward" if func.type.is_module else "__call__"

@@ -10,6 +10,7 @@ from ..ir.types import (
     BoolType,
     ClassType,
     DictType,
+    FloatType,
     IntType,
     ListType,
     NoneType,
@@ -342,6 +343,33 @@ class ExpressionMixin:
                         "List[Union[...]] or List[Any] to mix types)", src)
                 elem = joined
         return self.insert("prim::ListConstruct", items, [ListType(elem)], src=src).output
+
+    def array_literal(self, node: ast.List) -> Value:
+        """A (nested) list literal NumPy makes an array of (`np.array([i, 0.5])`).  Python
+        numbers of different types, which a list may not hold, are passed as a tuple:
+        NumPy reads a tuple as it reads a list (the dtype it discovers, each number
+        converted once, to the dtype= asked for if any).  Anything else follows the rules
+        of list literals."""
+        src = self.src(node)
+        leaves: list[Value] = []
+
+        def evaluate(n: ast.expr):
+            if isinstance(n, ast.List):
+                return [evaluate(e) for e in n.elts]
+            leaves.append(self.expr(n))
+            return leaves[-1]
+        nested = evaluate(node)
+        kinds = {v.type for v in leaves}
+        mixed_numbers = len(kinds) > 1 and kinds <= {BoolType, IntType, FloatType}
+
+        def build(part) -> Value:
+            if not isinstance(part, list):
+                return part
+            items = [build(p) for p in part]
+            if mixed_numbers:
+                return self.emit_op("prim::TupleConstruct", items, src=src)
+            return self.list_literal(items, None, src)
+        return build(nested)
 
     def expr_Dict(self, node: ast.Dict, annotated: Type | None = None) -> Value:
         src = self.src(node)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ..ir.graph import SourceRange, Value
 from ..ir.types import DictType, ListType, Type
 from ..ops.registry import OpDef
@@ -41,6 +43,11 @@ class Sugared:
         """The type of the parameter an argument binds to, when the callee declares one:
         a list or dict literal passed there takes it (`[]` is then no List[Tensor])."""
         return None
+
+    def makes_array_of(self, position: int | None, keyword: str | None) -> bool:
+        """Whether the argument is the data of a new array (np.array([i, 0.5])): a list
+        literal there may mix Python numbers, which NumPy promotes."""
+        return False
 
 
 class PythonModule(Sugared):
@@ -83,6 +90,12 @@ class OpFunction(Sugared):
         if isinstance(self.obj, type):
             return em.const_python(self.obj, src)
         return super().as_value(em, src)
+
+    def makes_array_of(self, position, keyword):
+        return self.obj in _ARRAY_CONSTRUCTORS and (position == 0 or keyword in ("object", "a"))
+
+
+_ARRAY_CONSTRUCTORS = (np.array, np.asarray, np.ascontiguousarray, np.asfortranarray)
 
 
 class BoundMethod(Sugared):
