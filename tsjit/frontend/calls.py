@@ -77,15 +77,9 @@ class CallMixin:
         if any(isinstance(a, ast.Starred) for a in node.args) or any(
                 k.arg is None for k in node.keywords):
             raise CompilationError("*args and **kwargs in calls are not supported", src)
-        if isinstance(func, Sugared):
-            hint, array_data = func.argument_type, func.makes_array_of
-        else:
-            hint, array_data = (lambda i, k: None), (lambda i, k: False)
-        args = [self.array_literal(a) if isinstance(a, ast.List) and array_data(i, None) else
-                self.argument(a, hint(i, None)) for i, a in enumerate(node.args)]
-        kwargs = {k.arg: self.array_literal(k.value) if isinstance(k.value, ast.List) and
-                  array_data(None, k.arg) else self.argument(k.value, hint(None, k.arg))
-                  for k in node.keywords}
+        callee = func if isinstance(func, Sugared) else Sugared()
+        args = [self.argument(a, callee, i, None) for i, a in enumerate(node.args)]
+        kwargs = {k.arg: self.argument(k.value, callee, None, k.arg) for k in node.keywords}
         if isinstance(func, Value):
             if isinstance(func.type, ClassType):
                 method = "forward" if func.type.is_module else "__call__"
@@ -93,9 +87,14 @@ class CallMixin:
             raise CompilationError(f"'{func.type.annotation}' object is not callable", src)
         return func.call(self, args, kwargs, src)
 
-    def argument(self, node: ast.expr, declared: Type | None):
+    def argument(self, node: ast.expr, callee: Sugared, position: int | None,
+                 keyword: str | None):
         """A call argument; a list/dict literal or comprehension takes the parameter's
-        type, as it would in an assignment to an annotated variable."""
+        type, as it would in an assignment to an annotated variable, and a list literal
+        of array data may mix Python numbers."""
+        if isinstance(node, ast.List) and callee.makes_array_of(position, keyword):
+            return self.array_literal(node)
+        declared = callee.argument_type(position, keyword)
         if declared is not None and literal_hint(node, declared) is not None:
             return self.typed_expr(node, declared, "the argument")
         return self.sugared_expr(node)
