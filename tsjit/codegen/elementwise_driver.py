@@ -80,13 +80,10 @@ ACCESS_READ, ACCESS_WRITE = 1, 2
 DRIVER_SYMBOL = "tsjit_elementwise_run"
 PARALLEL_FOR = "tsjit_parallel_for"
 GET_NUM_THREADS = "tsjit_get_num_threads"
-# A parallel job is cut into about this many blocks per thread. Each thread runs the blocks
-# of its own contiguous share in order (one stream through memory per thread, as a static
-# schedule), then takes unclaimed blocks of the others, from their far end: a thread that
-# shares its core with another process (or starts late) takes fewer blocks instead of
-# setting the job's time, and the finishing tail is one block long.
+# A parallel job is cut into about this many blocks per thread, claimed one at a time: a
+# thread that shares its core with another process (or starts late) takes fewer blocks
+# instead of setting the job's time, and the finishing tail is one block long.
 BLOCKS_PER_THREAD = 16
-MAX_BLOCKS = 1024  # claim flags in the job: blocks per thread shrink beyond 64 threads
 # Flat blocks start at multiples of this many elements (whole cache lines for every dtype),
 # so threads do not write the same line and each block's vector loop has no odd start.
 FLAT_BLOCK_ALIGN = 64
@@ -99,7 +96,7 @@ OPERAND_INFO_TYPE = ir.LiteralStructType([I64, I64, I64])
 (
     JOB_BODY, JOB_SCALARS, JOB_OPERANDS, JOB_N_OPERANDS, JOB_RANK, JOB_INFO, JOB_OUT_OPERAND,
     JOB_PARALLEL_MIN, JOB_DATA, JOB_SHAPE, JOB_STRIDES, JOB_TASK, JOB_ITEMS, JOB_BLOCK,
-    JOB_CLAIMED, JOB_STREAM, JOB_PREFETCH,
+    JOB_NEXT_BLOCK, JOB_STREAM, JOB_PREFETCH,
 ) = range(17)
 JOB_TYPE = ir.LiteralStructType(
     [
@@ -117,7 +114,7 @@ JOB_TYPE = ir.LiteralStructType(
         PTR,  # task run over the blocks of a parallel job: rows or flat elements
         I64,  # items (rows or elements) of the parallel job
         I64,  # items per block
-        ir.ArrayType(I8, MAX_BLOCKS),  # per block: claimed (atomic exchange)
+        I64,  # next block to claim (atomic)
         I1,  # write-only outputs are streamed (STREAM_MIN_OUTPUT)
         I1,  # rows prefetch the next row of their operands (PREFETCH_MIN_TOTAL)
     ]
@@ -335,14 +332,13 @@ class _Driver:
         split = b.and_(b.icmp_signed(">", n, grain), b.icmp_signed(">", threads, i64(1)))
         with b.if_else(split) as (parallel, inline):
             with parallel:
-                blocks = _min(b, b.mul(threads, i64(BLOCKS_PER_THREAD)), i64(MAX_BLOCKS))
+                blocks = b.mul(threads, i64(BLOCKS_PER_THREAD))
                 block = _max(b, grain, b.sdiv(b.add(n, b.sub(blocks, i64(1))), blocks))
                 block = b.mul(b.sdiv(b.add(block, i64(align - 1)), i64(align)), i64(align))
-                for number, value in ((JOB_TASK, task), (JOB_ITEMS, n), (JOB_BLOCK, block)):
+                for number, value in ((JOB_TASK, task), (JOB_ITEMS, n), (JOB_BLOCK, block),
+                                      (JOB_NEXT_BLOCK, i64(0))):
                     b.store(value, self.field(b, job, number))
                 n_blocks = b.sdiv(b.add(n, b.sub(block, i64(1))), block)
-                loop(b, i64(0), n_blocks, lambda b, i: b.store(
-                    ir.Constant(I8, 0), self.field(b, job, JOB_CLAIMED, i)))
                 parallel_for = self.runtime_function(PARALLEL_FOR, ir.VoidType(),
                                                      [PTR, PTR, I64, I64])
                 b.call(parallel_for, [self.claim_task, job, n_blocks, i64(1)])
@@ -365,31 +361,29 @@ class _Driver:
             self.module, ir.FunctionType(result, args), name)
 
     def build_claim_task(self) -> ir.Function:
-        """The pool's task for a block-split job, called with a share [first, last) of the
-        blocks (see BLOCKS_PER_THREAD): it runs the blocks of its share that nobody has
-        claimed, in order, then any other unclaimed block, from the last one back."""
+        """The pool's task for a block-split job: each call (at most one per thread) claims
+        blocks until none is left, so its own [begin, end) only says that it is one of the
+        job's participants."""
         fn = self._function("tsjit_elementwise_claim_task", [PTR, I64, I64], internal=True)
-        job, first, last = fn.args
-        b = ir.IRBuilder(fn.append_basic_block())
+        job = fn.args[0]
+        entry, claim, run, done = (fn.append_basic_block(name)
+                                   for name in ("entry", "claim", "run", "done"))
+        b = ir.IRBuilder(entry)
         items = self.get(b, job, I64, JOB_ITEMS)
         block = self.get(b, job, I64, JOB_BLOCK)
         task = self.get(b, job, PTR, JOB_TASK)
-        n_blocks = b.sdiv(b.add(items, b.sub(block, i64(1))), block)
-
-        def run_unclaimed(b: ir.IRBuilder, index: ir.Value) -> None:
-            flag = self.field(b, job, JOB_CLAIMED, index)
-            seen = b.load_atomic(flag, "monotonic", 1, typ=I8)  # no write if claimed
-            with b.if_then(b.icmp_unsigned("==", seen, ir.Constant(I8, 0))):
-                taken = b.atomic_rmw("xchg", flag, ir.Constant(I8, 1), "monotonic")
-                with b.if_then(b.icmp_unsigned("==", taken, ir.Constant(I8, 0))):
-                    begin = b.mul(index, block)
-                    end = _min(b, b.add(begin, block), items)
-                    indirect_call(b, ir.FunctionType(ir.VoidType(), [PTR, I64, I64]), task,
-                                  [job, begin, end])
-
-        loop(b, first, last, run_unclaimed)
-        loop(b, i64(0), n_blocks,
-             lambda b, step: run_unclaimed(b, b.sub(b.sub(n_blocks, i64(1)), step)))
+        b.branch(claim)
+        b.position_at_end(claim)
+        index = b.atomic_rmw("add", self.field(b, job, JOB_NEXT_BLOCK), i64(1), "monotonic")
+        begin = b.mul(index, block)
+        b.cbranch(b.icmp_signed("<", begin, items), run, done)
+        b.position_at_end(run)
+        end = b.add(begin, block)
+        end = b.select(b.icmp_signed("<", end, items), end, items)
+        indirect_call(b, ir.FunctionType(ir.VoidType(), [PTR, I64, I64]), task,
+                      [job, begin, end])
+        b.branch(claim)
+        b.position_at_end(done)
         b.ret_void()
         return fn
 
