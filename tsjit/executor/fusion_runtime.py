@@ -124,7 +124,7 @@ def lower_fusion_group(node: Node, context) -> Callable:
     label = f"{context.name} #{context.next_label()}"
     bailout = InterpretedGroup(unspecialized(subgraph), f"{context.name}_group",
                                context.filename, context.count_bailout)
-    from ..codegen.launch import compile_kernel  # LLVM loads on the first compile only
+    from ..codegen.launch import compile_kernel
 
     outputs = set(subgraph.outputs)
     try:
