@@ -130,7 +130,9 @@ class Compiler:
     def __init__(self) -> None:
         self.functions: dict[object, CompiledCallable] = {}
         self.methods: dict[tuple[ClassType, str], CompiledCallable] = {}
-        self.stack: list[object] = []
+        # (function, self type) being compiled: a module's submodule of the same class has a
+        # type of its own, so a tree of modules is not recursion (the same pair again is)
+        self.stack: list[tuple[object, ClassType | None]] = []
         self.module_instances: dict[ClassType, object] = {}
         self.compiling_init: list[ClassType] = []
 
@@ -145,7 +147,7 @@ class Compiler:
             return PythonCallback(fn, params, ret or NoneType)
         if getattr(fn, "_tsjit_unused", False):
             return UnusedFunction(fn, self.signature(fn, None)[2] or NoneType)
-        if fn in self.stack:
+        if (fn, None) in self.stack:
             raise CompilationError(f"'{name}' is called recursively. Recursive calls are not "
                                    "supported", src)
         with self.called_from(name, src):
@@ -154,7 +156,7 @@ class Compiler:
     @contextmanager
     def called_from(self, name: str, src: SourceRange | None):
         """An error inside a callee also shows the call that had it compiled."""
-        caller = getattr(self.stack[-1], "__qualname__", None) if self.stack else None
+        caller = getattr(self.stack[-1][0], "__qualname__", None) if self.stack else None
         try:
             yield
         except CompilationError as e:
@@ -178,7 +180,7 @@ class Compiler:
             raise CompilationError(f"{getattr(fn, '__qualname__', fn)!r} is {kind}: only "
                                    "'def' functions are supported",
                                    source.range(source.definition))
-        self.stack.append(fn)
+        self.stack.append((fn, self_type))
         try:
             emitter = FunctionEmitter(self, fn, source, self_type)
             params, types, ret = self.signature(fn, emitter, self_type)
@@ -274,7 +276,7 @@ class Compiler:
         fn = inspect.getattr_static(t.py_class, name, None)
         if not inspect.isfunction(fn):          # missing, or inherited from object
             raise CompilationError(f"'{t.annotation}' object has no method '{name}'", src)
-        if fn in self.stack:
+        if (fn, t) in self.stack:
             raise CompilationError(f"method '{name}' is called recursively. Recursive calls "
                                    "are not supported", src)
         if name == "__init__":
