@@ -360,6 +360,10 @@ class Compiler:
         for name, ann in {**init_hints, **class_hints}.items():
             if is_final(ann):
                 constants.add(name)
+        for name in constants - vars(module).keys():    # `k: Final[int] = 3` in the class body
+            value = inspect.getattr_static(cls, name, None)
+            if value is not None and not callable(value) and is_constant(value):
+                t.constants[name] = value
         for name, value in vars(module).items():
             if name.startswith("_") or isinstance(value, (ModuleList, ModuleDict)):
                 continue
