@@ -112,14 +112,23 @@ def _describe(ann: object) -> str:
     return getattr(ann, "__qualname__", None) or repr(ann)
 
 
+# Names an annotation may use without importing them, as TorchScript's resolver allows:
+# a `# type: (int, Tensor) -> Tensor` comment is written in a module that need not import
+# `Tensor` or `List` (the function's own globals still take precedence).
+_DEFAULT_NAMES = {"Tensor": np.ndarray, **{name: getattr(typing, name) for name in (
+    "Any", "Dict", "List", "NamedTuple", "Optional", "Tuple", "Union")}}
+
+
 def evaluate(node: ast.expr, globals_: dict, locals_: dict | None = None) -> object:
     """Evaluate an annotation expression (or a string forward reference) in the
     function's namespace."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         node = ast.parse(node.value, mode="eval").body
     code = compile(ast.Expression(node), "<annotation>", "eval")
+    names = {k: v for k, v in _DEFAULT_NAMES.items() if k not in globals_}
+    names.update(locals_ or {})
     try:
-        return eval(code, globals_, locals_ or {})
+        return eval(code, globals_, names)
     except Exception as e:
         raise AnnotationError(f"cannot evaluate annotation {ast.unparse(node)!r}: {e}") from None
 
