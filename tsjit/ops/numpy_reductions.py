@@ -46,7 +46,7 @@ from .numpy_rules import (
     sizes_of,
     tensor,
 )
-from .promotion import operand_dtype
+from .promotion import array_dtype, operand_dtype
 
 
 def _result_dtype(fn: Callable, call: CallTypes, **fixed: object) -> np.dtype | None:
@@ -231,16 +231,11 @@ define("numpy::bincount", "x, /, weights=None, minlength=0", _bincount_result, "
        kinds={"weights": OPTIONAL_ARRAY}, python=(np.bincount,))
 
 
-def _array_dtype(t: Type) -> np.dtype | None:
-    """The dtype of `np.asarray(value)`: a Python number counts as the array it becomes."""
-    d = operand_dtype(t)
-    return np.asarray(d(0)).dtype if isinstance(d, type) else d
-
-
 def _pairwise_dtype(fn: Callable, call: CallTypes) -> np.dtype | None:
     """`fn`'s result dtype for the dtypes of its first two arguments as arrays."""
-    dtypes = [_array_dtype(t) for t in call.types[:2]]
-    return None if None in dtypes else probe_dtype(fn, *dtypes)
+    dtypes = [array_dtype(t) for t in call.types[:2]]
+    # identity: `np.dtype("float64") == None` is True
+    return None if any(d is None for d in dtypes) else probe_dtype(fn, *dtypes)
 
 
 def _per_element(dtype: np.dtype | None, sizes_from: Type) -> TensorType:
@@ -333,7 +328,7 @@ define("numpy::histogram", "a, bins=10, range=None, density=None, weights=None",
 def _trapezoid_result(call: CallTypes) -> Type:
     """An integral along `axis`: that axis goes."""
     sizes = reduced_sizes(sizes_of(call["y"]), call.const("axis"), False)
-    d = _array_dtype(call["y"])
+    d = array_dtype(call["y"])
     plain = call["x"] == NoneType and is_number(call["dx"])
     return tensor(probe_dtype(np.trapezoid, d) if d is not None and plain else None, sizes,
                   None if sizes is None else len(sizes) > 0)

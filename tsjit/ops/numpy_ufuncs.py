@@ -32,7 +32,7 @@ from .numpy_rules import (
     sizes_of,
     tensor,
 )
-from .promotion import operand_dtype
+from .promotion import array_dtype
 from .registry import OPS, OpDef, register
 
 UFUNC = "ufunc"   # node attribute: the np.ufunc whose method the node calls
@@ -74,18 +74,12 @@ OUT_CHECK = register("ufunc::out_check", "*operands", lambda types, attrs: None,
 
 # -- methods --
 
-def _strong_dtype(t: Type) -> np.dtype | None:
-    """How np.asarray sees an operand: a Python number is strong (int64, float64, bool)."""
-    d = operand_dtype(t)
-    return np.asarray(d(0)).dtype if isinstance(d, type) else d
-
-
 def _outer_rule(outer: Callable) -> Callable[[CallTypes], Type]:
     """A.outer(B) makes both arrays first: the sizes of A then B, a NumPy scalar when both
     are 0-d."""
     def result(call: CallTypes) -> Type:
         a, b = sizes_of(call["A"]), sizes_of(call["B"])
-        dtypes = (_strong_dtype(call["A"]), _strong_dtype(call["B"]))
+        dtypes = (array_dtype(call["A"]), array_dtype(call["B"]))
         dtype = None if any(d is None for d in dtypes) else probe_dtype(outer, *dtypes)
         sizes = None if a is None or b is None else (*a, *b)
         return tensor(dtype_or(call, dtype), sizes, None if sizes is None else sizes != ())

@@ -72,6 +72,14 @@ def operand_dtype(t: Type) -> np.dtype | type | None:
     return None if leaf is None else np.asarray(leaf(0)).dtype
 
 
+def array_dtype(t: Type) -> np.dtype | None:
+    """The dtype of `np.asarray(value)` for a value of type `t` (None when the type does not
+    tell): a Python number is strong here (int64, float64, bool), as functions that make
+    arrays of their arguments first see it, unlike a ufunc's weak operand."""
+    d = operand_dtype(t)
+    return np.asarray(d(0)).dtype if isinstance(d, type) else d
+
+
 def _sequence_leaf_kind(t: Type) -> type | None:
     """bool, int or float: the widest Python number in a (nested) list or tuple type."""
     if isinstance(t, (ListType, VarTupleType)):
