@@ -58,3 +58,22 @@ def test_class_level_final_is_a_constant_of_the_scripted_module():
     scripted = tsjit.script(ClassFinal())
     with pytest.raises(AttributeError, match="constant"):
         scripted.hidden = 5     # the compiled code holds 4: setting it would split eager/script
+
+
+class WithProperty(tsjit.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = np.array([1.0, -2.0])
+        self.calls = 0
+
+    @property
+    def doubled(self):
+        self.calls += 1
+        return self.w * 2.0
+
+    def forward(self, x):
+        return x * self.doubled + self.doubled
+
+
+def test_property_of_a_module_is_compiled_as_its_getter():
+    check_module(WithProperty, "forward", (np.ones(2),), (np.arange(4.0).reshape(2, 2),))

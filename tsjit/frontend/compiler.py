@@ -274,6 +274,8 @@ class Compiler:
         if found is not None:
             return found
         fn = inspect.getattr_static(t.py_class, name, None)
+        if isinstance(fn, property):            # compiled as a method: its getter
+            fn = fn.fget
         if not inspect.isfunction(fn):          # missing, or inherited from object
             raise CompilationError(f"'{t.annotation}' object has no method '{name}'", src)
         if (fn, t) in self.stack:
@@ -305,6 +307,8 @@ class Compiler:
         found = self.class_level(em, t, name, src)
         if found is not None:
             return found
+        if isinstance(inspect.getattr_static(t.py_class, name, None), property):
+            return em.call_method(base, name, [], {}, src)
         if callable(getattr(t.py_class, name, None)):
             return BoundScriptMethod(base, name)
         if instance is not None and name in vars(instance):
