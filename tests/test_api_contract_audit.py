@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import tsjit
 
@@ -25,3 +26,12 @@ def pick(xs, d):
 def test_type_comment_names_typing_forms_without_importing_them():
     scripted = tsjit.script(pick)
     assert (scripted([7], None), scripted([7], 2)) == (pick([7], None), pick([7], 2))
+
+
+@pytest.mark.parametrize("setter", [tsjit.set_profiling_runs, tsjit.set_num_threads])
+def test_config_setters_reject_a_wrong_type_with_type_error_and_a_bad_count_with_value_error(
+        setter):
+    with pytest.raises(TypeError, match="expects an int"):
+        setter("2")
+    with pytest.raises(ValueError, match=">= 1"):
+        setter(0)

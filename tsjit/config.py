@@ -68,8 +68,10 @@ def _set(key: str, value: object) -> None:
 
 def set_profiling_runs(n: int) -> None:
     """Profile `n` calls (each in the interpreter) before specializing a graph."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"set_profiling_runs() expects an int >= 1, got {n!r}")
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"set_profiling_runs() expects an int, got {type(n).__name__}")
+    if n < 1:
+        raise ValueError(f"set_profiling_runs() expects n >= 1, got {n!r}")
     _set("profiling_runs", n)
 
 
