@@ -9,6 +9,15 @@ explicit in the spec.  Types come from the group's inputs (profiled, and checked
 group's guard at run time) and are derived for every value computed inside, so nothing
 inside a kernel rests on an unguarded assumption.
 
+A ufunc call with `out=` is preceded by `ufunc::out_check` (NumPy's casting and rank
+errors, see ops/numpy_ufuncs.py).  In a group the check needs no kernel op: it depends only
+on the dtypes and ranks of its inputs and the kinds of its Python numbers, which the
+group's guard fixes, so it is made once, here, on the same zero-size stand-ins; a check
+that raises keeps its node out of the group.  The value of a Python int matters too (NumPy
+raises OverflowError for one out of the loop's range): the check joins only a group that
+converts the int to the same dtype, whose range check then sends an out-of-range value to
+the interpreter, which raises at the check.
+
 In-place writes (`x += y`, `x *= 2.0`, `out[...] = expr`) become kernel outputs written
 into their array.  The kernel reads all its inputs before writing (the launcher copies an
 input that overlaps a written array), which matches the program only when nothing in the
@@ -23,6 +32,7 @@ must equal the iteration shape for the kernel to compute what NumPy computes.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,10 +56,12 @@ from ..ir.types import (
     Type,
 )
 from ..ops import OPS
-from ..ops.promotion import loop_dtypes
+from ..ops.numpy_ufuncs import OUT_CHECK, UFUNC
+from ..ops.promotion import loop_dtypes, ufunc_loop
 from .analysis import NOT_CONSTANT, constant_value
 
 PYTHON_SCALARS = {bool: BoolType, int: IntType, float: FloatType}
+_PYTHON_CLASSES = {t: cls for cls, t in PYTHON_SCALARS.items()}
 # Exponents of `x ** c` whose NumPy result the kernel computes without pow: NumPy's own
 # fast paths for float arrays (bitwise), and x*x*x for 3 (within 2 ulp of pow).
 _POWERS = {2: ("square",), 0.5: ("sqrt",), -1: ("reciprocal",), 3: ("square", "mul")}
@@ -72,6 +84,8 @@ def read_call(node: Node) -> ElementwiseCall | None:
     """The elementwise computation `node` performs on arrays, or None if it is not one."""
     if node.kind == "aten::__setitem__":
         return _read_assignment(node)
+    if node.kind == OUT_CHECK.name:    # inputs: the ufunc's operands, out, dtype
+        return ElementwiseCall("out_check", node.attrs[UFUNC], tuple(node.inputs))
     op = OPS.get(node.kind)
     # x op= y carries its operator's kernel without being pure (it writes x)
     kernel = op.attrs.get("kernel") if op is not None and (
@@ -158,6 +172,18 @@ def _is_whole(index: Value) -> bool:
         constant_value(v) is None for v in index.node.inputs)
 
 
+def _int_bounds(dtype: np.dtype) -> tuple[int, int] | None:
+    """The Python ints NumPy converts to `dtype` without an OverflowError or an overflow
+    warning (None: any int)."""
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return int(info.min), int(info.max)
+    if dtype.kind in "fc":
+        largest = int(np.finfo(dtype).max)
+        return -largest, largest
+    return None
+
+
 def is_constant_like(node: Node) -> bool:
     """Nodes a group copies into its subgraph instead of taking their values as inputs."""
     return node.kind == "prim::Constant" or (node.kind == "prim::Slice" and all(
@@ -236,6 +262,7 @@ class _Builder:
         self.written: list[Value] = []
         self.raising: set[Node] = set()
         self.range_checks: dict[int, tuple[int, int]] = {}   # kernel input -> (lo, hi)
+        self.checked_ints: list[tuple[Value, np.dtype]] = []  # Python ints out checks convert
 
     # ---- values
     def number(self, v: Value) -> int | None:
@@ -325,19 +352,29 @@ class _Builder:
         if want is None:
             raise GroupError("a Python scalar operand without a loop dtype")
         c = constant_value(v)
+        # NumPy raises OverflowError (or warns, for a float loop) for an int out of the
+        # loop's range
+        is_int = type(c) is int if c is not NOT_CONSTANT else v.type == IntType
+        bounds = _int_bounds(want) if is_int else None
         if c is not NOT_CONSTANT:
-            try:   # NumPy raises OverflowError for a Python int out of the loop's range
-                want.type(c)
-            except (OverflowError, ValueError) as e:
-                raise GroupError(f"constant {c!r} as {want}: {e}") from None
+            if bounds is not None and not bounds[0] <= c <= bounds[1]:
+                raise GroupError(f"constant {c!r} is out of the range of {want}")
             return self.scalar_input(v, want)
         n = self.scalar_input(v, want)
-        if v.type == IntType and want.kind in "iu":
-            # NumPy raises OverflowError for an int out of the loop's range: the launcher
-            # checks the value and lets the interpreter raise it
-            info = np.iinfo(want)
-            self.range_checks[self.slots[n]] = (int(info.min), int(info.max))
+        if bounds is not None:   # the launcher checks the value, the interpreter raises
+            self.range_checks[self.slots[n]] = bounds
         return n
+
+    def guard(self, v: Value) -> None:
+        """Make `v` a group input the kernel does not read: the guard still checks its
+        type."""
+        if v not in self.group_inputs:
+            self.group_inputs.append(v)
+
+    def value_rank(self, v: Value) -> int:
+        """The rank of array value `v`: a written array keeps its own rank."""
+        root = self.root_of.get(v)
+        return self.rank(self.numbers[root] if root is not None else self.number(v))
 
     def cast(self, n: int, dtype: np.dtype) -> int:
         if self.dtypes[n] == dtype:
@@ -360,6 +397,9 @@ class _Builder:
 
     # ---- nodes
     def add(self, node: Node, call: ElementwiseCall) -> None:
+        if call.kernel == "out_check":    # reads no element, so no aliasing concern
+            self.prove_out_check(call)
+            return
         reads = [*call.operands, *([call.target] if call.target is not None else [])]
         if self.written and any(map(self.reads_unwritten_array, reads)):
             raise GroupError(f"{node.kind} reads an array after an in-place write in the "
@@ -373,6 +413,54 @@ class _Builder:
             self.numbers[node.output] = result
         if self.rank(result) == 0:
             raise GroupError(f"{node.kind} has a 0-d result (a NumPy scalar in NumPy)")
+
+    def prove_out_check(self, call: ElementwiseCall) -> None:
+        """Run the out check on stand-ins of the group's types (see the module docstring):
+        GroupError if NumPy raises or warns."""
+        *operands, out, dtype_value = call.operands
+        dtype = constant_value(dtype_value)
+        if dtype is NOT_CONSTANT:
+            raise GroupError("out= with a dtype= that is not a constant")
+        stand_ins = [self.stand_in(v) for v in operands]
+        extra = {} if dtype is None else {"dtype": dtype}
+        name = call.ufunc.__name__
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                call.ufunc(*stand_ins, out=self.stand_in(out), **extra)
+        except Exception as e:  # noqa: BLE001  (whatever NumPy raises, the interpreter will)
+            raise GroupError(f"np.{name}(out=) raises {type(e).__name__}: {e}") from None
+        ints = [k for k, v in enumerate(operands)
+                if self.kind(v) == "python" and constant_value(v) is NOT_CONSTANT
+                and v.type == IntType]
+        if ints:
+            loop = ufunc_loop(call.ufunc, [self.promotion_type(v) for v in operands],
+                              None if dtype is None else np.dtype(dtype))
+            if loop is None:
+                raise GroupError(f"np.{name}: no loop for the operands")
+            self.checked_ints += [(operands[k], loop[0][k]) for k in ints]
+
+    def stand_in(self, v: Value) -> object:
+        """What the out check calls the ufunc with for `v` (as its interpreter template
+        does): a Python number as itself (NumPy types it by kind; a variable's value only
+        matters for an int, see `checked_ints`), anything else as a zero-size array of its
+        dtype with one more dimension than it has."""
+        kind = self.kind(v)
+        c = constant_value(v)
+        if kind == "python":
+            if c is NOT_CONSTANT:
+                self.guard(v)
+                return _PYTHON_CLASSES[v.type](0)
+            return c
+        if c is not NOT_CONSTANT:     # a NumPy scalar constant
+            return np.empty((0,), c.dtype)
+        n = self.number(v)
+        if n is None:
+            self.guard(v)
+            dtype, rank = np.dtype(v.type.dtype), len(v.type.sizes)
+        else:
+            dtype, rank = self.dtypes[n], self.value_rank(v)
+        return np.empty((0,) * (rank + 1), dtype)
 
     def compute(self, call: ElementwiseCall) -> int:
         types = [self.promotion_type(v) for v in call.operands]
@@ -447,6 +535,10 @@ class _Builder:
 
     # ---- the kernel
     def finish(self, nodes: list[Node], used_outside) -> FusedKernel:
+        for v, dtype in self.checked_ints:
+            if (v, dtype) not in self.scalar_inputs:
+                raise GroupError(f"an out check's int %{v.name or '?'} is not converted to "
+                                 f"{dtype} by the group (nothing checks its range)")
         arrays = frozenset(i for i, inp in enumerate(self.inputs) if not inp.is_scalar)
         out_rank = max((self.inputs[i].rank for i in arrays), default=0)
         outputs: list[GroupOutput] = []
