@@ -14,6 +14,7 @@ import numpy as _np
 from .api.module import Module, ModuleDict, ModuleList
 from .api.script import script
 from .api.script_function import ScriptFunction, ScriptModule
+from .api.serialization import load
 from .api.trace import trace
 from .codegen import launch as _launch  # noqa: F401
 from .config import set_fusion_enabled, set_native_enabled, set_num_threads, set_profiling_runs
@@ -26,6 +27,6 @@ Tensor = _np.ndarray
 __all__ = [
     "CompilationError", "Final", "Module", "ModuleDict", "ModuleList", "ScriptFunction",
     "ScriptModule", "Tensor", "annotate", "export", "ignore", "is_scripting", "isinstance",
-    "script", "set_fusion_enabled", "set_native_enabled", "set_num_threads",
+    "load", "script", "set_fusion_enabled", "set_native_enabled", "set_num_threads",
     "set_profiling_runs", "trace", "unused",
 ]

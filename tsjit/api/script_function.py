@@ -113,6 +113,11 @@ class ScriptFunction:
             stats["calls"] += int(self._direct_calls[0])
         return stats
 
+    def save(self, path) -> None:
+        """Write the compiled function to `path` (a path or binary file) for `tsjit.load`."""
+        from .serialization import save  # it builds script objects: imported on use
+        save(self, path)
+
     def __repr__(self) -> str:
         return f"<tsjit.ScriptFunction {self.schema}>"
 
@@ -189,3 +194,9 @@ class ScriptModule:
     @property
     def code(self) -> str:
         return self._methods["forward"].code
+
+    def save(self, path) -> None:
+        """Write the module (compiled methods, attributes, submodules) to `path` (a path
+        or binary file) for `tsjit.load`."""
+        from .serialization import save  # it builds script objects: imported on use
+        save(self, path)

@@ -14,7 +14,7 @@ import importlib
 import json
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -126,11 +126,13 @@ def _source_name(printed: str) -> str | None:
 
 
 class _Parser:
-    def __init__(self, text: str, resolve: Resolver | None):
+    def __init__(self, text: str, resolve: Resolver | None,
+                 class_types: Mapping[str, ClassType] | None = None):
         self.text = text
         self.tokens = _tokenize(text)
         self.i = 0
         self.resolve_fn = resolve
+        self.class_types = class_types or {}
         self.values: dict[str, Value] = {}
 
     # ---- token helpers
@@ -266,6 +268,8 @@ class _Parser:
         return TupleType(tuple(t for _, t in fields), tuple(n for n, _ in fields), py_class)
 
     def class_type(self, qualname: str, tok: _Token) -> Type:
+        if qualname in self.class_types:
+            return self.class_types[qualname]
         for class_type in ClassType._by_class.values():
             if class_type.name == qualname:
                 return class_type
@@ -325,6 +329,8 @@ class _Parser:
             return tuple(items)
         if tok.text == "[":
             return self.comma_list("]", self.attr_value)
+        if tok.text == "...":
+            return Ellipsis
         if tok.kind == "name":
             constant = {"True": True, "False": False, "None": None,
                         "inf": float("inf"), "nan": float("nan")}
@@ -473,18 +479,22 @@ class _Parser:
             block.add_output(value)
 
 
-def parse_ir(text: str, resolve: Resolver | None = None) -> Graph:
+def parse_ir(text: str, resolve: Resolver | None = None,
+             class_types: Mapping[str, ClassType] | None = None) -> Graph:
     """The graph that `text` (as written by `print_graph`) describes.
 
     `resolve(qualified_name)` finds the Python objects the text names (functions,
     classes, enums); by default the module is imported and the qualname walked.
+    `class_types` maps qualified names to the class types they stand for, first:
+    a loaded module's types belong to classes made at load time, not importable.
     """
-    return _Parser(text, resolve).graph()
+    return _Parser(text, resolve, class_types).graph()
 
 
-def parse_type(text: str, resolve: Resolver | None = None) -> Type:
+def parse_type(text: str, resolve: Resolver | None = None,
+               class_types: Mapping[str, ClassType] | None = None) -> Type:
     """The type whose `str()` is `text`."""
-    parser = _Parser(text, resolve)
+    parser = _Parser(text, resolve, class_types)
     t = parser.type()
     parser.end()
     return t

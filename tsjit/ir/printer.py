@@ -50,6 +50,8 @@ def format_attr(value: object) -> str:
         return f"{np.dtype(type(value))}({format_attr(value.item())})"
     if isinstance(value, bool) or value is None:
         return str(value)
+    if value is Ellipsis:
+        return "..."
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
