@@ -259,6 +259,23 @@ def test_guards_check_a_python_scalars_exact_type():
     assert scripted.stats()["guard_failures"] == 1
 
 
+def test_guards_accept_equal_dtypes_that_are_not_numpys_singletons():
+    """Unpickled arrays (multiprocessing) carry dtype objects equal to NumPy's builtin ones
+    but distinct from them; a byte-swapped dtype is not equal and takes the fallback."""
+    import pickle
+    x, y = (pickle.loads(pickle.dumps(np.arange(6.0) * k)) for k in (1.0, 0.5))
+    assert x.dtype is not np.dtype(np.float64) and x.dtype == np.float64
+    scripted = tsjit.script(triad)
+    for _ in range(3):
+        same(scripted(2.5, x, y), triad(2.5, x, y))
+    assert scripted.stats()["guard_failures"] == 0
+    assert scripted.stats()["kernel_launches"] == 3
+    swapped = x.astype(">f8")
+    same(scripted(2.5, swapped, y), triad(2.5, swapped, y))
+    assert scripted.stats()["guard_failures"] >= 1
+    assert scripted.stats()["kernel_launches"] == 3
+
+
 def test_zero_d_inputs_give_numpy_scalars():
     def relu2(x: tsjit.Tensor):
         return np.maximum(x, 0.0) * 2

@@ -1,10 +1,12 @@
 """The run-time side of `prim::TypeCheck`: one generated Python predicate per guard.
 
 A guard runs on every call of optimized code, so it is generated as straight-line Python
-over exact identities: `type(x) is ndarray` (subclasses fail, they may override
-operators), `x.dtype is <dtype>` (NumPy's builtin dtypes are singletons; an equal but
-distinct dtype, such as a byte-swapped one, fails and takes the fallback, which is
-correct, only slower), `x.ndim == r`; a Python scalar's exact type.  A failure is counted
+over exact identities where it can: `type(x) is ndarray` (subclasses fail, they may
+override operators), `x.dtype is <dtype>` (NumPy's builtin dtypes are singletons), else
+`x.dtype == <dtype>` (an unpickled array, e.g. from multiprocessing, has an equal dtype
+object of its own: identity alone failed such arrays on every call, re-specializing
+forever; a byte-swapped dtype is not equal and takes the fallback), `x.ndim == r`; a
+Python scalar's exact type.  A failure is counted
 and logged; the fallback it selects is the If's other branch.
 """
 from __future__ import annotations
@@ -67,7 +69,7 @@ def conditions(a: str, t: Type, key: str, namespace: dict) -> list[str]:
     tests = [f"type({a}) is _ndarray" if t.ndarray else f"isinstance({a}, (_ndarray, _generic))"]
     if t.dtype is not None:
         namespace[f"_dtype_{key}"] = np.dtype(t.dtype)
-        tests.append(f"{a}.dtype is _dtype_{key}")
+        tests.append(f"({a}.dtype is _dtype_{key} or {a}.dtype == _dtype_{key})")
     if t.sizes is not None:
         tests.append(f"{a}.ndim == {len(t.sizes)}")
         tests.extend(f"{a}.shape[{d}] == {n}" for d, n in enumerate(t.sizes) if n is not None)
