@@ -11,6 +11,7 @@ import numpy as _np
 # launcher: imported here, not on first use, because where Python writes no bytecode
 # caches (PYTHONDONTWRITEBYTECODE) they compile from source on import, ~35 ms that would
 # land on the first call (script -> first optimized gelu without .pyc files: 64 -> 15 ms).
+from .api.archive import SerializationError
 from .api.module import Module, ModuleDict, ModuleList
 from .api.script import script
 from .api.script_function import ScriptFunction, ScriptModule
@@ -26,7 +27,7 @@ Tensor = _np.ndarray
 
 __all__ = [
     "CompilationError", "Final", "Module", "ModuleDict", "ModuleList", "ScriptFunction",
-    "ScriptModule", "Tensor", "annotate", "export", "ignore", "is_scripting", "isinstance",
-    "load", "script", "set_fusion_enabled", "set_native_enabled", "set_num_threads",
-    "set_profiling_runs", "trace", "unused",
+    "ScriptModule", "SerializationError", "Tensor", "annotate", "export", "ignore",
+    "is_scripting", "isinstance", "load", "script", "set_fusion_enabled",
+    "set_native_enabled", "set_num_threads", "set_profiling_runs", "trace", "unused",
 ]
