@@ -1,11 +1,12 @@
 """The output pool: recycled buffers are never shared with a live result, whatever the mix
-of sizes and orders, and pooled results start on a cache line."""
+of sizes and orders, and pooled results start in the middle of a page (see
+RESULT_PAGE_OFFSET)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from tsjit.codegen.output_pool import LINE_BYTES, OutputPool
+from tsjit.codegen.output_pool import PAGE_BYTES, RESULT_PAGE_OFFSET, OutputPool
 
 F32 = np.dtype("float32")
 
@@ -19,7 +20,7 @@ def test_live_results_never_share_a_buffer_across_many_sizes():
         rows = int(rng.integers(1, 6)) * 100
         like = np.empty((rows, 64), F32, order="F") if step % 3 == 0 else None
         result = alloc((rows, 64), like)
-        assert result.__array_interface__["data"][0] % LINE_BYTES == 0
+        assert result.__array_interface__["data"][0] % PAGE_BYTES == RESULT_PAGE_OFFSET
         assert result.flags.f_contiguous if like is not None else result.flags.c_contiguous
         assert not any(np.shares_memory(result, other) for other in live)
         result[...] = step
@@ -34,4 +35,5 @@ def test_below_the_threshold_outputs_are_plain_arrays():
     small = pool.allocator(F32, 1)((1000,), None)
     assert small.base is None and small.flags.owndata
     large = pool.allocator(F32, 1)(((1 << 20) // 4,), None)
-    assert large.base is not None and large.__array_interface__["data"][0] % LINE_BYTES == 0
+    assert large.base is not None
+    assert large.__array_interface__["data"][0] % PAGE_BYTES == RESULT_PAGE_OFFSET

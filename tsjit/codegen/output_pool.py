@@ -35,21 +35,26 @@ Allocator = Callable[[tuple, "np.ndarray | None"], np.ndarray]
 # reused the block; from here on it is ~5% of the cheapest (a*x+y, 256k: 35 -> 37 us).
 POOL_MIN_BYTES = 1 << 20
 POOL_MAX_BUFFERS = 8
-# Results start on a cache line of their buffer (NumPy's large arrays start 16 bytes past a
-# page): rows of whole lines are then written as whole lines (elementwise_driver streams).
-LINE_BYTES = 64
+# Results start in the middle of a page, which is a cache line boundary: rows of whole
+# lines are then written as whole lines (elementwise_driver streams). Not at a page's first
+# line: NumPy's large arrays start 16 bytes past a page, and an output whose offset in its
+# page is a little above an input's makes each load wait for the stores just made to the
+# same offset (4K aliasing): bias+relu [1024,1024] into a result 64 bytes into its page
+# took 74.9 us, 66.6-69.7 into one at 2048 (input at 16 or at 2048).
+PAGE_BYTES = 4096
+RESULT_PAGE_OFFSET = 2048
 
 
 class OutputPool:
     """A small LRU of byte buffers; see the module docstring for the invariant. The offset
-    of each buffer's first cache line is computed once (reading an array's address costs
+    of each buffer's result start is computed once (reading an array's address costs
     ~1 us)."""
 
     _shared: OutputPool | None = None
 
     def __init__(self, max_buffers: int = POOL_MAX_BUFFERS, min_bytes: int = POOL_MIN_BYTES):
         self._buffers: list[np.ndarray] = []  # most recently used last
-        self._line_offsets: dict[int, int] = {}  # id(buffer) -> its first line
+        self._starts: dict[int, int] = {}  # id(buffer) -> where its results start
         self._max_buffers = max_buffers
         self._min_bytes = min_bytes
         self._lock = threading.Lock()
@@ -104,7 +109,7 @@ class OutputPool:
         return alloc
 
     def _pooled(self, shape: tuple, dtype: np.dtype, order: str) -> np.ndarray:
-        buffer, offset = self._reuse(math.prod(shape) * dtype.itemsize + LINE_BYTES)
+        buffer, offset = self._reuse(math.prod(shape) * dtype.itemsize + PAGE_BYTES)
         return np.ndarray(shape, dtype, buffer=buffer, offset=offset, order=order)
 
     def _reuse(self, nbytes: int) -> tuple[np.ndarray, int]:
@@ -114,9 +119,10 @@ class OutputPool:
                 if buffers[position].nbytes == nbytes and self._is_free(position):
                     if position != len(buffers) - 1:
                         buffers.append(buffers.pop(position))
-                    return buffers[-1], self._line_offsets[id(buffers[-1])]
+                    return buffers[-1], self._starts[id(buffers[-1])]
             buffer = np.empty(nbytes, np.uint8)
-            offset = self._line_offsets[id(buffer)] = -buffer.ctypes.data % LINE_BYTES
+            start = (RESULT_PAGE_OFFSET - buffer.ctypes.data) % PAGE_BYTES
+            offset = self._starts[id(buffer)] = start
             buffers.append(buffer)
             if len(buffers) > self._max_buffers:
                 self._drop_oldest()
@@ -126,4 +132,4 @@ class OutputPool:
         """Forget the least recently used free buffer, or the oldest one when all are in
         use (its results keep it alive; it is just no longer recycled)."""
         position = next((p for p in range(len(self._buffers)) if self._is_free(p)), 0)
-        del self._line_offsets[id(self._buffers.pop(position))]
+        del self._starts[id(self._buffers.pop(position))]
