@@ -142,6 +142,8 @@ class GraphRecorder:
                                    f"table types as {value.type}", caller_source())
             parts = self.insert(kind, [value], elems).outputs
             return type(concrete)(self.wrap(c, v, name) for c, v in zip(concrete, parts))
+        if concrete is None:            # an in-place method's result: nothing to freeze
+            return None
         if name not in METADATA_FUNCTIONS:
             freeze_warning(f"the result of {name}")
         return concrete
@@ -236,7 +238,10 @@ class Tracer:
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs, **kwargs):
         name = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
         if method == "__call__":
-            call = ufunc_value(lookup_op(ufunc), ufunc, name)
+            found = lookup_op(ufunc)
+            call = ufunc_value(found, ufunc, name)
+            if call is None and found is not None:  # a gufunc (np.matmul): an op, as in script
+                call = OpFunction(found, ufunc, name)
         else:
             found = method_op(ufunc, method)
             call = None if found is None else UfuncMethod(found, ufunc, name)
@@ -321,6 +326,10 @@ class Tracer:
     def __index__(self) -> int:
         return self._frozen(operator.index, "a traced array used as an index")
 
+    def __round__(self, ndigits: int | None = None):
+        return self._apply(OpFunction(lookup_op(round), round, "round"), "round", round,
+                           (self, ndigits))
+
     def __repr__(self) -> str:
         return f"Tracer({self.concrete!r})"
 
@@ -354,7 +363,9 @@ def _install_special_methods() -> None:
     for name in ("eq", "ne", "lt", "le", "gt", "ge", "neg", "pos", "invert"):
         setattr(Tracer, f"__{name}__", _operator(lookup_op(getattr(operator, name)).name,
                                                  getattr(operator, name)))
-    Tracer.__abs__ = _operator(lookup_op(abs).name, abs)
+    for builtin in (abs, divmod):
+        setattr(Tracer, f"__{builtin.__name__}__", _operator(lookup_op(builtin).name, builtin))
+    Tracer.__rdivmod__ = _operator(lookup_op(divmod).name, divmod, reflected=True)
 
 
 _install_special_methods()
