@@ -1,9 +1,13 @@
 """Regressions found by a robustness sweep of tsjit.trace and save/load."""
 from __future__ import annotations
 
+import io
+import json
 import warnings
+import zipfile
 
 import numpy as np
+import pytest
 from _differential import assert_same
 
 import tsjit
@@ -69,3 +73,100 @@ def test_in_place_method_returning_none_freezes_nothing():
         traced = tsjit.trace(fill_a_copy, rand(4))
     x = rand(4)
     assert_same(traced(x), fill_a_copy(x))
+
+
+# ---- load: an edited or damaged archive raises SerializationError
+
+
+class Scaled(tsjit.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = 0.5
+        self.weight = rand(3)
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        return x * self.weight * self.scale
+
+
+def double(x: np.ndarray) -> np.ndarray:
+    return x * 2.0
+
+
+def archive_of(obj) -> dict[str, bytes]:
+    buffer = io.BytesIO()
+    obj.save(buffer)
+    with zipfile.ZipFile(buffer) as archive:
+        return {name: archive.read(name) for name in archive.namelist()}
+
+
+def zipped(files: dict[str, bytes]) -> io.BytesIO:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    buffer.seek(0)
+    return buffer
+
+
+DEEP = "deeply nested"     # replaced by a default nested beyond the JSON reader's stack
+DEEP_TEXT = '["list", [' * 3000 + '["none"]' + ']]' * 3000
+
+
+def _param(index: int, key: str, value):
+    return lambda m: m["function"]["params"][index].__setitem__(key, value)
+
+
+FUNCTION_EDITS = {
+    "version true": lambda m: m.__setitem__("version", True),
+    "parameter type": _param(0, "type", "int"),
+    "extra parameter": lambda m: m["function"]["params"].append({"name": "y", "type": "Tensor"}),
+    "no parameters": lambda m: m["function"].__setitem__("params", []),
+    "parameter name": _param(0, "name", 3),
+    "return type": lambda m: m["function"].__setitem__("return_type", "int"),
+    "function name": lambda m: m["function"].__setitem__("name", 7),
+    "deep default": _param(0, "default", DEEP),
+}
+MODULE_EDITS = {
+    "qualname": lambda m: next(iter(m["types"].values())).__setitem__("qualname", 3),
+    "attributes": lambda m: m["root"].__setitem__("attributes", None),
+    "constants": lambda m: m["root"].__setitem__("constants", None),
+    "attribute value": lambda m: m["root"]["attributes"]["scale"].__setitem__(
+        "value", ["str", "x"]),
+    "no forward": lambda m: m["methods"].pop("forward"),
+}
+
+
+def edited(obj, edit) -> io.BytesIO:
+    files = archive_of(obj)
+    manifest = json.loads(files["manifest.json"])
+    edit(manifest)
+    files["manifest.json"] = json.dumps(manifest).replace(f'"{DEEP}"', DEEP_TEXT).encode()
+    return zipped(files)
+
+
+@pytest.mark.parametrize("edit", FUNCTION_EDITS.values(), ids=FUNCTION_EDITS.keys())
+def test_edited_function_manifest_is_refused(edit):
+    """Each loaded before into a function whose argument check or graph disagreed with
+    its signature (or crashed with an internal error when called)."""
+    with pytest.raises(tsjit.SerializationError, match="corrupt archive|not a tsjit archive|"
+                                                       "format version"):
+        tsjit.load(edited(tsjit.script(double), edit))
+
+
+@pytest.mark.parametrize("edit", MODULE_EDITS.values(), ids=MODULE_EDITS.keys())
+def test_edited_module_manifest_is_refused(edit):
+    with pytest.raises(tsjit.SerializationError, match="corrupt archive"):
+        tsjit.load(edited(tsjit.script(Scaled()), edit))
+
+
+def test_damaged_array_data_is_refused():
+    files = archive_of(tsjit.script(Scaled()))
+    files["data.npz"] = b"not an npz"
+    with pytest.raises(tsjit.SerializationError, match="not a tsjit archive"):
+        tsjit.load(zipped(files))
+
+
+def test_unedited_archive_still_loads():
+    x = rand(3)
+    module = Scaled()
+    assert_same(tsjit.load(zipped(archive_of(tsjit.script(module))))(x), module(x))

@@ -138,7 +138,7 @@ class ArchiveReader:
                               if n.startswith("code/")}
                 with np.load(io.BytesIO(archive.read(ARRAYS)), allow_pickle=False) as npz:
                     self.arrays = {k: npz[k] for k in npz.files}
-        except (zipfile.BadZipFile, KeyError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        except (zipfile.BadZipFile, KeyError, ValueError, EOFError, RecursionError) as e:
             raise SerializationError(f"{name} is not a tsjit archive ({e})") from None
 
     def _check(self, name: str) -> None:
@@ -146,7 +146,7 @@ class ArchiveReader:
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
             raise SerializationError(f"{name} is not a tsjit archive (no tsjit manifest)")
         version = manifest.get("version")
-        if not isinstance(version, int) or version > VERSION or version < 1:
+        if type(version) is not int or version > VERSION or version < 1:
             raise SerializationError(f"{name} has archive format version {version!r}; this "
                                      f"tsjit reads versions 1 to {VERSION}: load it with the "
                                      "tsjit that saved it")

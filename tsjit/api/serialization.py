@@ -20,10 +20,11 @@ import re
 import sys
 
 from ..frontend.compiler import CompiledCallable
+from ..interpreter.helpers import value_matches
 from ..ir.graph import Graph
 from ..ir.parser import IRParseError, import_object, parse_ir, parse_type
 from ..ir.printer import print_graph
-from ..ir.types import ClassType, Type
+from ..ir.types import ClassType, Type, is_subtype
 from ..ir.verifier import IRVerificationError, verify
 from ..ops.registry import NO_DEFAULT, Param
 from .archive import (
@@ -198,8 +199,8 @@ def load(source: PathOrFile) -> ScriptFunction | ScriptModule:
         if manifest["kind"] == "module":
             return _load_module(reader)
         raise SerializationError(f"corrupt archive: unknown kind {manifest['kind']!r}")
-    except (KeyError, TypeError, ValueError, LookupError, IRParseError,
-            IRVerificationError) as e:
+    except (KeyError, TypeError, ValueError, LookupError, AttributeError, RecursionError,
+            IRParseError, IRVerificationError) as e:
         raise SerializationError(f"corrupt archive: {type(e).__name__}: {e}") from None
 
 
@@ -210,6 +211,8 @@ def _load_module(reader: ArchiveReader) -> ScriptModule:
                    for name, entry in manifest["types"].items()}
     decoder = _ModuleDecoder(reader.arrays, class_types)
     instance = decoder.module(manifest["root"])
+    if "forward" not in manifest["methods"]:
+        raise SerializationError("corrupt archive: the module has no forward method")
     methods = {}
     for name, record in manifest["methods"].items():
         methods[name] = ScriptMethod(_compiled(record, reader, decoder, class_types), None,
@@ -249,9 +252,13 @@ class _ModuleDecoder(ValueDecoder):
         describe = t not in self.described
         self.described.add(t)
         for name, entry in record["attributes"].items():
-            vars(instance)[name] = self.decode(entry["value"])
+            vars(instance)[name] = value = self.decode(entry["value"])
             if describe and "type" in entry:
                 t.attributes[name] = parse_type(entry["type"], portable_object, self.class_types)
+            if name in t.attributes and not value_matches(value, t.attributes[name]):
+                raise SerializationError(f"corrupt archive: attribute '{name}' of "
+                                         f"{t.py_class.__qualname__} is not a "
+                                         f"{t.attributes[name].annotation}")
         for name, encoded in record["constants"].items():
             vars(instance)[name] = value = self.decode(encoded)
             if describe:
@@ -269,4 +276,18 @@ def _compiled(record: dict, reader: ArchiveReader, decoder: ValueDecoder,
         params.append(Param(entry["name"], default))
         types.append((entry["name"], parse_type(entry["type"], portable_object, class_types)))
     return_type = parse_type(record["return_type"], portable_object, class_types)
+    _check_signature(record["name"], types, return_type, graph)
     return CompiledCallable(record["name"], tuple(params), types, return_type, graph)
+
+
+def _check_signature(name: str, param_types: list[tuple[str, Type]], return_type: Type,
+                     graph: Graph) -> None:
+    """The manifest's signature is what the argument checks enforce and the graph assumes
+    of its inputs: an edited one must not load into a function that runs ill-typed values."""
+    if type(name) is not str or any(type(p) is not str for p, _ in param_types):
+        raise SerializationError(f"corrupt archive: function name {name!r} or one of its "
+                                 "parameter names is not a string")
+    if [t for _, t in param_types] != [v.type for v in graph.inputs] or not all(
+            is_subtype(v.type, return_type) for v in graph.outputs):
+        raise SerializationError(f"corrupt archive: the signature of '{name}' does not match "
+                                 "its graph")
