@@ -97,6 +97,29 @@ def test_python_control_flow_is_frozen_at_the_example_path():
     assert not np.array_equal(branchy(negative), negative * 2.0)
 
 
+@tsjit.script
+def scripted_softsign(x: tsjit.Tensor) -> tsjit.Tensor:
+    return x / (1.0 + np.abs(x))
+
+
+def calls_scripted(x):
+    return scripted_softsign(x) * 2.0 + 1.0
+
+
+def test_calls_of_scripted_functions_are_recorded():
+    """As torch.jit.trace: a scripted function called on traced arrays is recorded (its
+    graph, inlined), not rejected by its argument check."""
+    traced = tsjit.trace(calls_scripted, rand(8))
+    FileCheck().check("numpy::absolute").check("aten::truediv").check("aten::mul").run(
+        traced.graph)
+    for _ in range(CALLS):
+        x = rand(5)
+        assert_same(traced(x), calls_scripted(x))
+    assert traced.stats()["kernel_launches"] > 0
+    with pytest.raises(TypeError, match="argument 'x'"):
+        scripted_softsign("not an array")
+
+
 def test_shapes_are_constants_and_python_floats_are_frozen_with_a_warning():
     def f(x):
         rows = x.shape[0]

@@ -11,6 +11,7 @@ from ..interpreter import python_source
 from ..ir.graph import Graph
 from ..ops.registry import NO_DEFAULT
 from .argument_check import make_argument_checker, value_has_type
+from .tracer import tracing_recorder
 
 
 class ScriptFunction:
@@ -35,7 +36,13 @@ class ScriptFunction:
     def _call(self, *args, **kwargs):
         if kwargs or len(args) != self._arity:
             args = self._bind(args, kwargs)
-        self._check(*args)
+        try:
+            self._check(*args)
+        except TypeError:
+            recorder = tracing_recorder(args, {})
+            if recorder is None:
+                raise
+            return recorder.record_script_call(self, args, {})
         result = self.executor(*args)
         if self.executor.optimized is not self._direct_graph:
             self._direct_graph = self.executor.optimized

@@ -26,6 +26,7 @@ import warnings
 import numpy as np
 
 from ..frontend.calls import CallMixin
+from ..frontend.compiler import ScriptFunctionRef
 from ..frontend.emitter import constant_type
 from ..frontend.errors import CompilationError
 from ..frontend.resolution import is_constant
@@ -57,6 +58,7 @@ class GraphRecorder:
     interface that its call objects use (insert, const, emit_op, call_op, ...)."""
 
     call_op = CallMixin.call_op
+    call_compiled = CallMixin.call_compiled
     bind_arguments = CallMixin.bind_arguments
 
     def __init__(self, graph: Graph):
@@ -125,6 +127,14 @@ class GraphRecorder:
                 raise
             raise TracingError(f"cannot record {name}: {e.reason}", caller_source()) from None
 
+    def record_script_call(self, function, args: tuple, kwargs: dict) -> object:
+        """A scripted function called by the traced code (see `tracing_recorder`): it runs
+        on the real arrays and is recorded as a call of its graph, as torch.jit.trace
+        records calls of scripted functions."""
+        result = function(*concrete(args), **concrete(kwargs))
+        value = self.record(ScriptFunctionRef(function.compiled), function.name, args, kwargs)
+        return self.wrap(result, value, function.name)
+
     def wrap(self, concrete: object, value: Value, name: str) -> object:
         """What the traced function sees for a recorded result: tracers for arrays (in
         the tuple or list the op returned), the Python value itself (frozen) else."""
@@ -171,6 +181,15 @@ class GraphRecorder:
             return self.const(result, None)
         raise TracingError(f"the traced function returned a {type(result).__name__}: "
                            "trace returns arrays, numbers, and tuples or lists of them")
+
+
+def tracing_recorder(args: tuple, kwargs: dict) -> GraphRecorder | None:
+    """The recorder of the first tracer among a call's arguments, if any: a scripted
+    function's argument check rejects tracers, and then asks this."""
+    for arg in (*args, *kwargs.values()):
+        if isinstance(arg, Tracer):
+            return arg.recorder
+    return None
 
 
 def _holds_arrays(items: tuple | list) -> bool:
