@@ -166,6 +166,18 @@ def test_damaged_array_data_is_refused():
         tsjit.load(zipped(files))
 
 
+def test_a_graph_calling_python_is_refused():
+    """Save never writes prim::PythonOp (it refuses @tsjit.ignore'd functions), so a graph
+    that has one was edited: it would call any standard-library function it names."""
+    files = archive_of(tsjit.script(double))
+    files["code/function.ir"] = (
+        "graph(%x : Tensor):\n"
+        "  %0 : Tensor = prim::PythonOp[fn=Py(copy.deepcopy)](%x)\n"
+        "  return (%0)\n").encode()
+    with pytest.raises(tsjit.SerializationError, match="calls Python"):
+        tsjit.load(zipped(files))
+
+
 def test_unedited_archive_still_loads():
     x = rand(3)
     module = Scaled()

@@ -270,6 +270,10 @@ def _compiled(record: dict, reader: ArchiveReader, decoder: ValueDecoder,
               class_types: dict[str, ClassType]) -> CompiledCallable:
     graph: Graph = parse_ir(reader.text(record["graph"]), portable_object, class_types)
     verify(graph)
+    for node in graph.block.walk():
+        if node.kind == "prim::PythonOp":   # save refuses them: only an edited file has one
+            raise SerializationError(f"'{record['name']}' calls Python "
+                                     f"({node.attrs.get('fn')!r}), which saved code never does")
     params, types = [], []
     for entry in record["params"]:
         default = decoder.decode(entry["default"]) if "default" in entry else NO_DEFAULT
