@@ -230,3 +230,18 @@ def test_break_and_continue_in_unrolled_loops():
     scripted = tsjit.script(UntilLarge())
     for x in (1, 3, -1, 3):
         check(UntilLarge().forward, (x,), scripted=scripted)
+
+
+def times_one(x: float) -> float:
+    return x * 1.0
+
+
+def plus_zero(x: int) -> int:
+    return x + 0
+
+
+def test_arithmetic_with_a_neutral_constant_keeps_python_result_types():
+    # x * 1.0 was rewritten to x: a float parameter holding an int returned the int, an
+    # int parameter holding a bool returned the bool.
+    check(times_one, (3,), (3,), (2.5,), (True,))
+    check(plus_zero, (True,), (True,), (7,))

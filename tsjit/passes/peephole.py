@@ -8,13 +8,12 @@ against None (`x is None` for an int x) are decided by constant propagation.
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import numpy as np
 
 from ..ir.graph import Graph, Node, Value
-from ..ir.types import BoolType, FloatType, IntType, StrType, TensorType, Type
+from ..ir.types import BoolType, IntType, StrType, TensorType, Type
 from .analysis import constant_value
 
 Rule = Callable[[Node], bool]
@@ -81,44 +80,18 @@ def _insert_mul(a: Value, b: Value, result_type: Type, before: Node) -> Value:
     return mul.output
 
 
-# (op, operand type) -> (neutral constant, whether it must be the right operand):
-# `x op c` is x.  Not for floats: `x + 0` (-0.0 + 0 is 0.0), and never for arrays
-# (`x * 1` is a new array; the rewrite would make the result alias x).
-_NEUTRAL: dict[tuple[str, Type], tuple[object, bool]] = {
-    ("aten::add", IntType): (0, False),
-    ("aten::sub", IntType): (0, True),
-    ("aten::mul", IntType): (1, False),
-    ("aten::floordiv", IntType): (1, True),
-    ("aten::sub", FloatType): (0, True),
-    ("aten::mul", FloatType): (1, False),
-    ("aten::truediv", FloatType): (1, True),
-    ("aten::add", StrType): ("", False),
-}
-
-
 def arithmetic_identity(node: Node) -> bool:
-    """`x + 0`, `x - 0`, `x * 1`, `x // 1`, `x / 1`, `s + ""` -> x, for Python ints,
-    floats and strings where the result has x's type."""
-    if len(node.inputs) != 2 or len(node.outputs) != 1:
+    """`s + ""` and `"" + s` -> s for a str s. Not for numbers: a `float` value may hold a
+    Python int and an `int` one a bool (arguments are not converted, as in Python), and
+    `3 * 1.0` is 3.0, `True + 0` is 1; nor for arrays (`x * 1` is a new array)."""
+    if node.kind != "aten::add" or len(node.inputs) != 2 or node.output.type != StrType:
         return False
-    left, right = node.inputs
-    for x, constant, on_right in ((left, right, True), (right, left, False)):
-        neutral, right_only = _NEUTRAL.get((node.kind, x.type), (None, False))
-        if neutral is None or (right_only and not on_right) or node.output.type != x.type:
-            continue
-        if _is_neutral(constant_value(constant), neutral):
+    for x, other in (node.inputs, reversed(node.inputs)):
+        if x.type == other.type == StrType and constant_value(other) == "":
             node.output.replace_all_uses_with(x)
             node.destroy()
             return True
     return False
-
-
-def _is_neutral(value: object, neutral: object) -> bool:
-    """`value` equals the neutral element as a Python int, float or str; a negative zero
-    does not count (`x - -0.0` is `x + 0.0`)."""
-    if type(value) not in (int, float, str) or value != neutral:
-        return False
-    return not (type(value) is float and math.copysign(1.0, value) < 0)
 
 
 def double_negation(node: Node) -> bool:
