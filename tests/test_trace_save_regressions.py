@@ -171,9 +171,9 @@ def test_a_graph_calling_python_is_refused():
     that has one was edited: it would call any standard-library function it names."""
     files = archive_of(tsjit.script(double))
     files["code/function.ir"] = (
-        "graph(%x : Tensor):\n"
-        "  %0 : Tensor = prim::PythonOp[fn=Py(copy.deepcopy)](%x)\n"
-        "  return (%0)\n").encode()
+        b"graph(%x : Tensor):\n"
+        b"  %0 : Tensor = prim::PythonOp[fn=Py(copy.deepcopy)](%x)\n"
+        b"  return (%0)\n")
     with pytest.raises(tsjit.SerializationError, match="calls Python"):
         tsjit.load(zipped(files))
 
