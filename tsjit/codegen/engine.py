@@ -284,19 +284,24 @@ def _trim_cache(directory: Path, max_bytes: int) -> None:
         pass
 
 
-_fingerprint: str | None = None
+def _hash_sources() -> str:
+    digest = hashlib.sha256()
+    for source in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(source.name.encode() + source.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+# Read with the generators themselves (`import tsjit` imports them all), not at the first
+# compile: a process whose sources were edited in between would store objects of its old
+# code under the new sources' key, for later processes to load (a crash when the kernels'
+# job layout changed, seen here after swapping driver versions under running processes).
+_FINGERPRINT = _hash_sources()
 
 
 def generator_fingerprint() -> str:
     """Hash of the code generator's sources (this package): part of every generated-code
     cache key, so editing a generator never loads stale objects."""
-    global _fingerprint
-    if _fingerprint is None:
-        digest = hashlib.sha256()
-        for source in sorted(Path(__file__).parent.glob("*.py")):
-            digest.update(source.name.encode() + source.read_bytes())
-        _fingerprint = digest.hexdigest()[:16]
-    return _fingerprint
+    return _FINGERPRINT
 
 
 _engine: JitEngine | None = None
