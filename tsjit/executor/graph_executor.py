@@ -2,7 +2,8 @@
 
 TorchScript's profiling executor, over the reference interpreter:
   1. the first `profiling_runs` calls run a copy of the graph with `prim::profile` nodes,
-     which record the NumPy type of every Tensor value; but with one profiling run, when
+     which record the NumPy type of every Tensor value (calls that disagree on a dtype or
+     rank: the most common kind, see `ProfileRecorder`); but with one profiling run, when
      the arguments' types determine the type of every operand the fuser needs
      (`propagate_types`), the first call is specialized before it runs;
   2. the last profiling call then specializes that copy: the observed types become the
@@ -111,9 +112,11 @@ class GraphExecutor:
 
         def profiling_run(*args):
             nonlocal remaining
+            outer = recorder.begin()
             try:
                 return profiled(*args)
             finally:
+                recorder.end(outer)
                 self.counters.profiled_runs += 1
                 if self.depth:
                     self.counters.bailouts += 1
