@@ -90,3 +90,16 @@ def test_threads_profiling_at_once_with_different_dtypes_match_eager():
     # (calls are not compared: a direct entry replaced by a racing thread loses its
     # count, a known fault of ScriptFunction's bookkeeping, not of the results)
     assert 1 <= scripted.stats()["specializations"] <= 8
+
+
+def test_calls_through_a_direct_entry_stay_counted_when_it_is_dropped():
+    scripted = tsjit.script(multiply_add)
+    x = np.arange(16, dtype=np.float32)
+    for _ in range(3):
+        same(scripted(x, x), multiply_add(x, x))
+    tsjit.set_fusion_enabled(False)     # drops every direct entry
+    same(scripted(x, x), multiply_add(x, x))
+    tsjit.set_fusion_enabled(True)
+    for _ in range(2):
+        same(scripted(x, x), multiply_add(x, x))
+    assert scripted.stats()["calls"] == 6

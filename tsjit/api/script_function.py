@@ -48,6 +48,7 @@ class ScriptFunction:
             self._direct_graph = self.executor.optimized
             entry = direct_entry(self._direct_graph, self._call)
             if entry is not None:
+                self._keep_direct_calls()
                 builtin, self._direct_calls = entry
                 self.__class__ = type(self._plain_class.__name__, (self._plain_class,),
                                       {"__call__": staticmethod(builtin),
@@ -64,6 +65,13 @@ class ScriptFunction:
         arguments, other types, a miss) takes `_call`, the normal path."""
         self.__class__ = self._plain_class
         self._direct_graph = None
+        self._keep_direct_calls()
+
+    def _keep_direct_calls(self) -> None:
+        """Move the calls a direct entry counted into the executor's counters, before the
+        entry is dropped or replaced (they would vanish from `stats()`)."""
+        if getattr(self, "_direct_calls", None) is not None:
+            self.executor.counters.calls += int(self._direct_calls[0])
         self._direct_calls = None
 
     def _bind(self, args: tuple, kwargs: dict) -> tuple:
