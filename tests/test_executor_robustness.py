@@ -103,3 +103,16 @@ def test_calls_through_a_direct_entry_stay_counted_when_it_is_dropped():
     for _ in range(2):
         same(scripted(x, x), multiply_add(x, x))
     assert scripted.stats()["calls"] == 6
+
+
+def test_a_first_call_with_zero_d_arrays_does_not_leave_the_function_interpreted():
+    # 0-d arrays are not fused: "nothing to compile" used to mean the interpreter for
+    # good, with no guard, so later (3, 4) arrays never reached a kernel.
+    scripted = tsjit.script(multiply_add)
+    zero_d = np.ones((), np.float32)
+    same(scripted(zero_d, zero_d), multiply_add(zero_d, zero_d))
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for _ in range(3):
+        same(scripted(x, x), multiply_add(x, x))
+    same(scripted(zero_d, zero_d), multiply_add(zero_d, zero_d))
+    assert scripted.stats()["kernel_launches"] >= 2

@@ -15,8 +15,10 @@ TorchScript's profiling executor, over the reference interpreter:
      float64 calls end up with one kernel each, behind two guards.  A fallback nested
      MAX_SPECIALIZATION_DEPTH deep only interprets, so a function called with ever new
      types compiles a bounded number of specializations.
-Graphs with nothing to compile run in the plain interpreter, with no overhead.  Changing a
-setting (`tsjit.config`) resets every executor to step 1.
+Graphs with nothing to compile run in the plain interpreter, with no overhead, unless
+arrays decided that (0-d arrays are not fused): then a guard on the arrays' dtypes and
+ranks sends other arrays to a fallback, which profiles them.  Changing a setting
+(`tsjit.config`) resets every executor to step 1.
 """
 from __future__ import annotations
 
@@ -29,11 +31,12 @@ from collections.abc import Callable
 from .. import config
 from ..interpreter import compile_graph
 from ..ir.graph import Graph
-from ..ir.types import TensorType, is_subtype
+from ..ir.types import TensorType, Type, is_subtype
 from ..passes.profile_insertion import insert_profiles
 from ..passes.propagate_types import propagate_types, unknown_operands
 from ..passes.specialize_types import specialize_types
 from .display import display_graph
+from .guards import make_type_check
 from .pipeline import LoweringContext, lower, native_passes_enabled, optimize
 from .profiling import ProfileRecorder, observed_number_type, observed_type
 from .stats import ExecutorStats
@@ -147,10 +150,11 @@ class GraphExecutor:
         context = LoweringContext(self.name, self.filename, self.counters, self._fallback)
         try:
             specialize_types(graph)
+            observed = [v.type for v in graph.inputs]
             graph = optimize(graph)
             if graph is None:
                 log.debug("%s: nothing to compile", self.name)
-                return self._interpret()
+                return self._interpret_while(observed, context)
             lower(graph, context)
             run = compile_graph(graph, self.name, self.filename).fn
         except Exception:   # a bug in optimization must cost speed, never a wrong result
@@ -177,6 +181,27 @@ class GraphExecutor:
             counters.bailouts += 1
             return interpreted(*args)
         return bailout
+
+    def _interpret_while(self, observed: list[Type], context: LoweringContext) -> Callable:
+        """The interpreter, while the array arguments keep the dtype and rank observed:
+        nothing was compiled for these (a first call with 0-d arrays, say), but other
+        arrays may fuse, so they go to a fallback that profiles them."""
+        interpreted = self._interpret()
+        guarded = [(i, TensorType(t.dtype, (None,) * len(t.sizes), None, t.ndarray))
+                   for i, t in enumerate(observed)
+                   if isinstance(t, TensorType) and t.dtype is not None and t.sizes is not None]
+        if not guarded or self.depth + 1 >= MAX_SPECIALIZATION_DEPTH:
+            return interpreted
+        positions = [i for i, _ in guarded]
+        check = make_type_check(tuple(t for _, t in guarded), context.count_guard_failure,
+                                f"{self.name} #{context.next_label()}")
+        fallback = self._fallback(self.graph)
+
+        def run(*args):
+            if check(*[args[i] for i in positions]):
+                return interpreted(*args)
+            return fallback(*args)
+        return run
 
     def _fallback(self, subgraph: Graph) -> Callable:
         executor = GraphExecutor(subgraph, f"{self.name}_fallback", self.filename,
