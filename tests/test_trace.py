@@ -246,3 +246,17 @@ def test_tracer_escaping_the_trace_cannot_record():
     with pytest.raises(TracingError, match="after tsjit.trace returned"), \
             warnings.catch_warnings():
         kept[0] * 2.0
+
+
+class ScriptedInside(tsjit.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = tsjit.script(Linear(3, 2))
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        return self.inner(x) * 2.0
+
+
+def test_a_scripted_submodule_called_in_a_trace_is_a_clear_error():
+    with pytest.raises(TracingError, match="method of a scripted module"):
+        tsjit.trace(ScriptedInside(), rand(2, 3, dtype=np.float32))

@@ -11,7 +11,7 @@ from ..interpreter import python_source
 from ..ir.graph import Graph
 from ..ops.registry import NO_DEFAULT
 from .argument_check import make_argument_checker, value_has_type
-from .tracer import tracing_recorder
+from .tracer import TracingError, caller_source, tracing_recorder
 
 
 class ScriptFunction:
@@ -161,7 +161,15 @@ class ScriptMethod(ScriptFunction):
     def __call__(self, *args, **kwargs):
         if kwargs or len(args) != self._arity:
             args = self._bind((self.instance, *args), kwargs)[1:]
-        self._check_all(self.instance, *args)
+        try:
+            self._check_all(self.instance, *args)
+        except TypeError:
+            if tracing_recorder(args, {}) is None:
+                raise
+            raise TracingError(
+                f"{self.name}() is a method of a scripted module: tsjit.trace records calls "
+                "of scripted functions, not of scripted modules; trace the module's Python "
+                "class instead, or script the whole model", caller_source()) from None
         return self.executor(self.instance, *args)
 
     def _executor_args(self, args: tuple, kwargs: dict) -> tuple:
