@@ -615,7 +615,7 @@ def _random_array(draw, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
 
 
 @pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
-@settings(max_examples=FUZZ_EXAMPLES, deadline=None,
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None, derandomize=FUZZ_EXAMPLES <= 40,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(programs())
 def test_random_programs_match_numpy(program):

@@ -743,7 +743,7 @@ def _same(a, b) -> bool:
     return (math.isnan(a) and math.isnan(b)) or a == b
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, derandomize=True)  # the same programs every run
 @given(program_and_inputs())
 def test_generated_programs_match_python(case):
     stmts, inputs, types = case
