@@ -333,14 +333,14 @@ class Compiler:
                             src: SourceRange) -> None:
         t: ClassType = base.type
         declared = t.attributes.get(name)
+        if name in t.constants:
+            raise CompilationError(f"cannot assign to constant (Final) attribute '{name}'", src)
         if declared is None:
             if t not in self.compiling_init or t.is_module:
                 raise CompilationError(
                     f"tried to set nonexistent attribute '{name}' of {t.annotation}: "
                     "attributes must be declared in __init__ (or as class annotations)", src)
             t.attributes[name] = declared = value.type
-        if name in t.constants:
-            raise CompilationError(f"cannot assign to constant (Final) attribute '{name}'", src)
         if not is_subtype(value.type, declared):
             joined = unify(declared, value.type) if t in self.compiling_init else None
             if joined is None:
