@@ -3,6 +3,8 @@ a different answer, escaped as an internal exception, or was rejected with a mes
 named the wrong thing or pointed outside the user's code."""
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 import tsjit
@@ -22,6 +24,37 @@ def compile_error(obj) -> str:
     with pytest.raises(tsjit.CompilationError) as info:
         tsjit.script(obj)
     return str(info.value)
+
+
+# ---- a functools.wraps wrapper: inspect finds the inner function's source
+
+
+def doubled(fn):
+    @functools.wraps(fn)
+    def wrapper(x):
+        return 2 * fn(x)
+    return wrapper
+
+
+@doubled
+def plus_one_doubled(x: int) -> int:
+    return x + 1
+
+
+def test_wrapped_function_is_rejected_not_compiled_without_its_wrapper():
+    assert plus_one_doubled(3) == 8
+    message = compile_error(plus_one_doubled)
+    assert "wrapper" in message and __file__ in message
+    assert underlined(message) == "doubled"
+
+
+def test_wrapped_function_marked_ignore_still_runs_in_python():
+    ignored = tsjit.ignore(plus_one_doubled)
+
+    def caller(x: int) -> int:
+        return ignored(x)
+
+    assert tsjit.script(caller)(3) == 8
 
 
 # ---- assigning a module constant

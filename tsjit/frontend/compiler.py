@@ -180,6 +180,14 @@ class Compiler:
             raise CompilationError(f"{getattr(fn, '__qualname__', fn)!r} is {kind}: only "
                                    "'def' functions are supported",
                                    source.range(source.definition))
+        if hasattr(fn, "__wrapped__"):
+            # the source found is the innermost function's (inspect follows __wrapped__, as
+            # functools.wraps sets it): compiling it would silently drop what the wrapper does
+            raise CompilationError(f"{fn.__qualname__!r} is a wrapper made by a decorator (it "
+                                   "has __wrapped__, as functools.wraps sets): script code "
+                                   "cannot compile the wrapper; script the undecorated "
+                                   "function, or mark the wrapper @tsjit.ignore",
+                                   source.header())
         self.stack.append((fn, self_type))
         try:
             emitter = FunctionEmitter(self, fn, source, self_type)

@@ -29,6 +29,11 @@ class ParsedSource:
         for line in self._lines:
             self._line_starts.append(self._line_starts[-1] + len(line) + 1)
 
+    def header(self) -> SourceRange:
+        """The definition's first decorator, or its `def` line without decorators."""
+        decorators = getattr(self.definition, "decorator_list", None)
+        return self.range(decorators[0] if decorators else self.definition)
+
     @property
     def definition(self) -> ast.AST:
         return self.tree.body[0]
