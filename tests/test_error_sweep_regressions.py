@@ -4,6 +4,7 @@ named the wrong thing or pointed outside the user's code."""
 from __future__ import annotations
 
 import functools
+import typing
 
 import pytest
 
@@ -76,3 +77,28 @@ def test_assigning_a_module_constant_says_it_is_a_constant():
     message = compile_error(AssignsConstant())
     assert "constant" in message and "nonexistent" not in message
     assert underlined(message) == "self.k"
+
+
+# ---- container annotations without element types
+
+
+def bare_list(x: typing.List) -> int:  # noqa: UP006
+    return len(x)
+
+
+def bare_tuple(x: typing.Tuple) -> int:  # noqa: UP006
+    return len(x)
+
+
+def bare_dict(x: typing.Dict) -> int:  # noqa: UP006
+    return len(x)
+
+
+@pytest.mark.parametrize("fn, name", [(bare_list, "List"), (bare_tuple, "Tuple"),
+                                      (bare_dict, "Dict")])
+def test_bare_container_annotation_is_rejected(fn, name):
+    # was accepted as List[Tensor] / Tuple[()] / Dict[str, Tensor]: the call the Python
+    # function accepts, fn([1]), then raised TypeError
+    message = compile_error(fn)
+    assert f"'{name}' needs element types" in message
+    assert underlined(message) == f"typing.{name}"

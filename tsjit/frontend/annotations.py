@@ -60,6 +60,13 @@ def namedtuple_type(cls: type) -> TupleType:
     return TupleType(elems, tuple(cls._fields), cls)
 
 
+# a container annotation without element types is an error, as in TorchScript (the element
+# type of `List` is not Tensor: guessing it would reject the arguments the user meant)
+_BARE_CONTAINERS = {list: "[int]", typing.List: "[int]",  # noqa: UP006
+                    dict: "[str, int]", typing.Dict: "[str, int]",  # noqa: UP006
+                    tuple: "[int, int]", typing.Tuple: "[int, int]"}  # noqa: UP006
+
+
 def to_type(ann: object, class_type_of=None) -> Type:
     """The IR type of an evaluated annotation.
 
@@ -75,11 +82,14 @@ def to_type(ann: object, class_type_of=None) -> Type:
     if is_final(ann):
         args = typing.get_args(ann)
         return to_type(args[0], class_type_of) if args else AnyType
+    if ann in _BARE_CONTAINERS:
+        name = getattr(ann, "_name", None) or ann.__name__
+        raise AnnotationError(f"'{name}' needs element types, e.g. {name}{_BARE_CONTAINERS[ann]}")
     origin, args = typing.get_origin(ann), typing.get_args(ann)
     if origin in (list, list):
-        return ListType(to_type(args[0], class_type_of) if args else TENSOR)
+        return ListType(to_type(args[0], class_type_of))
     if origin in (dict, dict):
-        key, value = (to_type(a, class_type_of) for a in args) if args else (StrType, TENSOR)
+        key, value = (to_type(a, class_type_of) for a in args)
         if key not in _DICT_KEYS and key != TENSOR:
             raise AnnotationError(f"dict keys must be str, int, float, bool, Tensor or Any; "
                                   f"{key.annotation} is not supported as a dict key type")
@@ -92,9 +102,6 @@ def to_type(ann: object, class_type_of=None) -> Type:
         return TupleType(tuple(to_type(a, class_type_of) for a in args))
     if origin is typing.Union or origin is types.UnionType:
         return make_union([to_type(a, class_type_of) for a in args])
-    if ann is list or ann is dict or ann is tuple:
-        raise AnnotationError(f"'{ann.__name__}' needs element types, e.g. "
-                              f"{ann.__name__}[int]")
     if is_namedtuple_class(ann):
         return namedtuple_type(ann)
     if isinstance(ann, type) and issubclass(ann, enum.Enum):
