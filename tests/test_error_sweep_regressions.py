@@ -102,3 +102,18 @@ def test_bare_container_annotation_is_rejected(fn, name):
     message = compile_error(fn)
     assert f"'{name}' needs element types" in message
     assert underlined(message) == f"typing.{name}"
+
+
+# ---- a type comment with the wrong number of parameter types
+
+
+def comment_too_short(x, y):
+    # type: (int) -> int
+    return x + y
+
+
+def test_type_comment_with_too_few_types_is_rejected():
+    # was accepted with y typed Tensor, so comment_too_short(1, 2) raised TypeError
+    message = compile_error(comment_too_short)
+    assert "gives 1 parameter types" in message and "has 2 parameters" in message
+    assert underlined(message) == "def comment_too_short(x, y):"

@@ -223,6 +223,10 @@ class Compiler:
                 raise CompilationError(str(e), source.range(definition)) from None
             if self_type is not None and len(arg_anns) == len(names) - 1:
                 arg_anns = [None, *arg_anns]
+            if len(arg_anns) != len(names):
+                raise CompilationError(f"the type comment gives {len(arg_anns)} parameter "
+                                       f"types, but '{fn.__name__}' has {len(names)} "
+                                       "parameters", source.range(definition))
             annotations = arg_anns
         globals_ = getattr(fn, "__globals__", {})
         types = []
