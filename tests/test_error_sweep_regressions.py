@@ -117,3 +117,24 @@ def test_type_comment_with_too_few_types_is_rejected():
     message = compile_error(comment_too_short)
     assert "gives 1 parameter types" in message and "has 2 parameters" in message
     assert underlined(message) == "def comment_too_short(x, y):"
+
+
+# ---- a class whose constructor cannot be compiled, called from script code
+
+
+class TakesVarargs:
+    def __init__(self, *items: int):
+        self.n = len(items)
+
+
+def builds_takes_varargs(x: int) -> int:
+    return TakesVarargs(x).n
+
+
+def test_uncompilable_class_error_shows_the_call_that_needed_it():
+    # the message marked only the class's __init__ (for a library class such as
+    # collections.Counter, a file the user never wrote), not the user's call
+    message = compile_error(builds_takes_varargs)
+    assert "*args" in message
+    assert "'TakesVarargs' is being compiled since it was called from" in message
+    assert "TakesVarargs(x)" in message.split("called from")[1]

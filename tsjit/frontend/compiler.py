@@ -256,7 +256,8 @@ class Compiler:
         return self.script_class(cls)
 
     def class_value(self, cls: type, src: SourceRange) -> Sugared:
-        t = self.class_type_of(cls)
+        with self.called_from(cls.__qualname__, src):
+            t = self.class_type_of(cls)
         if t is None:
             raise CompilationError(f"class {cls.__qualname__} cannot be used in script code",
                                    src)
