@@ -138,3 +138,18 @@ def test_uncompilable_class_error_shows_the_call_that_needed_it():
     assert "*args" in message
     assert "'TakesVarargs' is being compiled since it was called from" in message
     assert "TakesVarargs(x)" in message.split("called from")[1]
+
+
+# ---- isinstance with a value where a type belongs
+
+
+def isinstance_of_a_number(x: int) -> bool:
+    return isinstance(x, (int, 3))
+
+
+def test_isinstance_with_a_value_says_a_type_is_needed():
+    # the message showed the IR value (`unknown type annotation: %_:int`)
+    message = compile_error(isinstance_of_a_number)
+    assert "must be a type or a tuple of types, not a value of type int" in message
+    assert "%" not in message.split("\n")[0]
+    assert underlined(message) == "isinstance(x, (int, 3))"

@@ -319,6 +319,9 @@ class CallMixin:
                 types.append(_PY_CONTAINERS[obj])     # a class of types: any list
             elif isinstance(obj, ClassType):
                 types.append(obj)
+            elif isinstance(obj, Value):
+                raise CompilationError("isinstance() arg 2 must be a type or a tuple of types, "
+                                       f"not a value of type {obj.type.annotation}", src)
             else:
                 try:
                     types.append(to_type(obj, self.compiler.class_type_of))
