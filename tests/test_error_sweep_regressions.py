@@ -4,6 +4,7 @@ named the wrong thing or pointed outside the user's code."""
 from __future__ import annotations
 
 import functools
+import math
 import typing
 
 import pytest
@@ -153,3 +154,18 @@ def test_isinstance_with_a_value_says_a_type_is_needed():
     assert "must be a type or a tuple of types, not a value of type int" in message
     assert "%" not in message.split("\n")[0]
     assert underlined(message) == "isinstance(x, (int, 3))"
+
+
+# ---- assigning an attribute of a Python module
+
+
+def assigns_math_pi(x: float) -> float:
+    math.pi = x
+    return x
+
+
+def test_assigning_a_module_attribute_says_what_cannot_be_assigned():
+    # was "module 'math' cannot be used as a value", marking only `math`
+    message = compile_error(assigns_math_pi)
+    assert "cannot assign to attribute 'pi' of module 'math'" in message
+    assert underlined(message) == "math.pi"

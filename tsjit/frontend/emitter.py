@@ -268,12 +268,24 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
             self.emit_op("aten::__setitem__", [base, index, self.as_value(value, src)],
                          attrs=attrs, src=src)
         elif isinstance(target, ast.Attribute):
-            base = self.expr(target.value)
+            base = self.attribute_owner(target)
             self.set_attr(base, target.attr, self.as_value(value, src), self.src(target))
         elif isinstance(target, ast.Starred):
             raise CompilationError("a starred target must be inside a tuple", src)
         else:
             raise CompilationError(f"cannot assign to {type(target).__name__}", src)
+
+    def attribute_owner(self, target: ast.Attribute) -> Value:
+        """The object of an attribute store; a compile-time one (`math` in `math.pi = x`)
+        is named as what cannot be assigned to, rather than as a value that cannot exist."""
+        owner = self.sugared_expr(target.value)
+        if not isinstance(owner, Sugared):
+            return owner
+        try:
+            return owner.as_value(self, self.src(target.value))
+        except CompilationError:
+            raise CompilationError(f"cannot assign to attribute '{target.attr}' of "
+                                   f"{owner.describe()}", self.src(target)) from None
 
     def as_value(self, value, src: SourceRange) -> Value:
         return value.as_value(self, src) if isinstance(value, Sugared) else value
@@ -363,7 +375,7 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
             current = self.expr(target)
             self.frame.assign(target.id, self.augmented(name, current, rhs, src), src)
         elif isinstance(target, ast.Attribute):
-            base = self.expr(target.value)
+            base = self.attribute_owner(target)
             current = self.get_attr(base, target.attr, src)
             self.set_attr(base, target.attr, self.augmented(name, current, rhs, src), src)
         elif isinstance(target, ast.Subscript):
