@@ -169,3 +169,32 @@ def test_assigning_a_module_attribute_says_what_cannot_be_assigned():
     message = compile_error(assigns_math_pi)
     assert "cannot assign to attribute 'pi' of module 'math'" in message
     assert underlined(message) == "math.pi"
+
+
+# ---- a default value the argument check rejects on every call that omits it
+
+
+def unannotated_int_default(x, n=2):
+    return x * n
+
+
+def int_with_none_default(x: int = None) -> int:
+    return 1
+
+
+@pytest.mark.parametrize("fn, default, hint", [
+    (unannotated_int_default, "2", "assumed to be a Tensor"),
+    (int_with_none_default, "None", "Optional"),
+])
+def test_default_of_the_wrong_type_is_rejected_at_the_default(fn, default, hint):
+    # was accepted; every call that omitted the argument then raised TypeError
+    message = compile_error(fn)
+    assert "default value" in message and hint in message
+    assert underlined(message) == default
+
+
+def test_int_default_for_a_float_parameter_is_accepted():
+    def scale(x: float = 1) -> float:
+        return x * 2.0
+
+    assert tsjit.script(scale)() == scale() == 2.0

@@ -238,7 +238,27 @@ class Compiler:
             else:
                 types.append((pname, self._annotation(ann, globals_, source)))
         ret = None if returns is None else self._annotation(returns, globals_, source)
+        self._check_defaults(params, types, annotations, source)
         return params, types, ret
+
+    @staticmethod
+    def _check_defaults(params, types, annotations, source: ParsedSource) -> None:
+        """A default the call-time argument check would reject fails every call that
+        omits the argument: reject it when compiling, at the default."""
+        from ..api.argument_check import value_has_type
+        defaults = source.definition.args.defaults
+        first = len(params) - len(defaults)
+        for i, (param, (name, t), ann) in enumerate(zip(params, types, annotations)):
+            if i < first or value_has_type(param.default, t):
+                continue
+            hint = (f"'{name}' is not annotated, so it is assumed to be a Tensor; annotate it"
+                    if ann is None else
+                    "annotate it Optional[...] to allow None" if param.default is None else
+                    "change the annotation or the default")
+            raise CompilationError(
+                f"parameter '{name}' has type {t.annotation}, but its default value "
+                f"{param.default!r} has type {type(param.default).__name__} ({hint})",
+                source.range(defaults[i - first]))
 
     def _annotation(self, node: ast.expr, globals_: dict, source: ParsedSource) -> Type:
         try:
