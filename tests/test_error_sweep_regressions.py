@@ -198,3 +198,15 @@ def test_int_default_for_a_float_parameter_is_accepted():
         return x * 2.0
 
     assert tsjit.script(scale)() == scale() == 2.0
+
+
+class NoForward(tsjit.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.k = 2
+
+
+def test_a_module_without_forward_is_a_compilation_error():
+    # was an internal AttributeError from the scripting of its methods
+    with pytest.raises(tsjit.CompilationError, match="'NoForward' has no forward method"):
+        tsjit.script(NoForward())

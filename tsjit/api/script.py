@@ -5,6 +5,7 @@ import inspect
 import os
 
 from ..frontend.compiler import Compiler
+from ..frontend.errors import CompilationError
 from .module import Module
 from .script_function import ScriptFunction, ScriptMethod, ScriptModule
 
@@ -38,6 +39,9 @@ def _script_class(cls: type) -> type:
 
 
 def _script_module(module: Module) -> ScriptModule:
+    if not callable(getattr(type(module), "forward", None)):
+        raise CompilationError(f"'{type(module).__name__}' has no forward method: a scripted "
+                               "module runs its forward (and @tsjit.export methods)")
     t = _compiler.module_type(module)
     names = ["forward"] + [n for n, m in inspect.getmembers(type(module))
                            if getattr(m, "_tsjit_export", False) and n != "forward"]
