@@ -498,7 +498,11 @@ class CallMixin:
         result = self.insert(ctor, [], [result_type], src=src).output
 
         def innermost():
-            values = [self.expr(p) for p in parts]
+            if annotated is None:
+                values = [self.expr(p) for p in parts]
+            else:   # the annotation types the elements too ([[] for _ in range(n)])
+                hints = (annotated.elem,) if kind == "list" else (annotated.key, annotated.value)
+                values = [self.typed_expr(p, hint, "an element") for p, hint in zip(parts, hints)]
             if kind == "list":
                 if result.type.elem == UninitializedType:
                     result.type = ListType(values[0].type)
