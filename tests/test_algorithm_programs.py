@@ -3,6 +3,7 @@ programming, graphs, stencils), each run eagerly and scripted and compared by th
 contract's rule; plus regression tests for the bugs such programs found."""
 from __future__ import annotations
 
+import numpy as np
 from _differential import check
 
 REPEAT = 3      # enough calls that the optimized (native) code runs too
@@ -51,3 +52,40 @@ def empty_containers_by_comprehension(n: int) -> tuple[dict[str, list[int]],
 
 def test_annotated_dict_comprehension_types_keys_and_values():
     check(empty_containers_by_comprehension, *repeated((3,), (0,)))
+
+
+def life_step(board: np.ndarray) -> np.ndarray:
+    h, w = board.shape[0], board.shape[1]
+    out = np.zeros_like(board)
+    for i in range(h):
+        for j in range(w):
+            c = 0
+            for di in range(-1, 2):
+                for dj in range(-1, 2):
+                    if di != 0 or dj != 0:
+                        c += board[(i + di) % h, (j + dj) % w]
+            if c == 3 or (board[i, j] == 1 and c == 2):
+                out[i, j] = 1
+    return out
+
+
+def test_loop_carried_int_that_becomes_a_numpy_value_on_one_branch_widens():
+    # `c += board[...]` inside an if made c Tensor on one branch and int on the other
+    glider = np.zeros((5, 5), dtype=np.int8)
+    glider[1, 2] = glider[2, 3] = 1
+    glider[3, 1:4] = 1
+    check(life_step, *repeated((glider,), (np.ones((2, 3), dtype=np.int64),)))
+
+
+def sum_flagged(x: np.ndarray, flags: list[bool]):
+    total = 0
+    for i in range(x.shape[0]):
+        if flags[i]:
+            total += x[i]
+    return total
+
+
+def test_branch_widened_variable_keeps_python_type_when_no_branch_ran():
+    check(sum_flagged, *repeated((np.arange(3, dtype=np.int8), [False, True, True]),
+                                 (np.arange(3.0), [False, False, False]),
+                                 (np.zeros(0, dtype=np.float32), [])))

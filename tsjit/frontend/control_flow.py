@@ -12,7 +12,15 @@ import ast
 from collections.abc import Callable
 
 from ..ir.graph import Node, SourceRange, Value
-from ..ir.types import IntType, Type, UninitializedType, unify, widen
+from ..ir.types import (
+    IntType,
+    TensorType,
+    Type,
+    UninitializedType,
+    is_number,
+    unify,
+    widen,
+)
 from .environment import (
     BROKE,
     EXIT_STRENGTH,
@@ -128,15 +136,19 @@ class ControlFlowMixin:
                 return
             raise CompilationError(f"'{name}' refers to different compile-time objects on "
                                    "the two branches", src)
+        # a loop-carried number that becomes a NumPy value on one branch (`if ...: c += x[i]`)
+        # widens there as it does at the end of the loop body
+        join = widen if parent.carries(name) else unify
         joined = values[0].type
         for v in values[1:]:
-            joined = unify(joined, v.type)
+            joined = join(joined, v.type)
             if joined is None:
                 parent.vars[name] = self._mismatch(name, defined, src)
                 return
         for block, f in zip(node.blocks, frames):
             b = bindings[flowing.index(f)] if f in flowing else None
-            block.add_output(b.value if b is not None and b.value is not None
+            block.add_output(self._widened(block, b.value, joined)
+                             if b is not None and b.value is not None
                              else self.uninitialized(block, joined))
         out = node.add_output(joined, None if synthetic else name)
         parent.vars[name] = Binding(out, max((b.source for b in defined if b.source),
@@ -154,6 +166,13 @@ class ControlFlowMixin:
             f"Type mismatch: '{name}' is set to type {a} in the true branch and type {b} in "
             "the false branch", None, (f"'{name}' is {a} here:", a_src),
             (f"and {b} here:", b_src), ("and the branches join at this if statement:", src))
+
+    def _widened(self, block, value: Value, type_: Type) -> Value:
+        if not is_number(value.type) or not isinstance(type_, TensorType):
+            return value
+        n = self.graph.create("aten::annotate", [value], [type_])
+        block.append(n)
+        return n.output
 
     def uninitialized(self, block, type_: Type) -> Value:
         n = self.graph.create("prim::Uninitialized", [], [type_])
@@ -236,7 +255,7 @@ class ControlFlowMixin:
         node = self.insert("prim::Loop", [trip_count, first_cond, *initial], [], src=src)
         body = node.add_block()
         iteration = body.add_param(IntType)
-        frame = Frame(body, self.frame)
+        frame = Frame(body, self.frame, carried=frozenset(names))
         for name, v in zip(names, initial):
             frame.assign(name, body.add_param(v.type, None if name[0] == "$" else name), src)
 

@@ -39,6 +39,7 @@ class Frame:
     parent: Frame | None = None
     vars: dict[str, Binding] = field(default_factory=dict)
     exited: str | None = None          # None, BROKE, RETURNED or RAISED
+    carried: frozenset[str] = frozenset()   # in a loop body: the variables the loop carries
 
     def lookup(self, name: str) -> Binding | None:
         frame = self
@@ -48,6 +49,15 @@ class Frame:
                 return found
             frame = frame.parent
         return None
+
+    def carries(self, name: str) -> bool:
+        """Whether an enclosing loop carries `name` (its type may widen to a NumPy value)."""
+        frame = self
+        while frame is not None:
+            if name in frame.carried:
+                return True
+            frame = frame.parent
+        return False
 
     def value_of(self, name: str, use: SourceRange) -> object:
         found = self.lookup(name)
