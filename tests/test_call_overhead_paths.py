@@ -5,27 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _differential import assert_same
 
 import tsjit
 from tsjit.codegen import launch
 from tsjit.codegen.launch import broadcast_shape
 
 RNG = np.random.default_rng(11)
-
-
-def same(got, want) -> None:
-    """Indistinguishable: type, dtype, shape, values, bitwise."""
-    assert type(got) is type(want)
-    if isinstance(want, tuple):
-        assert len(got) == len(want)
-        for g, w in zip(got, want):
-            same(g, w)
-        return
-    if not isinstance(want, np.ndarray):
-        assert got == want
-        return
-    assert got.dtype == want.dtype and got.shape == want.shape
-    np.testing.assert_array_equal(got, want)
 
 
 def numpy_error(fn, *args) -> str:
@@ -75,9 +61,9 @@ def test_a_broadcasting_kernel_computes_what_numpy_does(x_shape, bias_shape):
     scripted = tsjit.script(bias_relu)
     for _ in range(3):
         x, bias = floats(*x_shape), floats(*bias_shape)
-        same(scripted(x, bias), bias_relu(x, bias))
+        assert_same(scripted(x, bias), bias_relu(x, bias))
     x, bias = floats(*x_shape)[::-1], floats(*bias_shape)   # a strided view: same kernel
-    same(scripted(x, bias), bias_relu(x, bias))
+    assert_same(scripted(x, bias), bias_relu(x, bias))
     stats = scripted.stats()
     assert stats["kernel_launches"] == 4 and stats["bailouts"] == 0
 
@@ -86,8 +72,8 @@ def test_shapes_changing_between_calls_each_broadcast_as_numpy():
     scripted = tsjit.script(bias_relu)
     for rows, columns in [(4, 4), (2, 7), (4, 4), (1, 9), (6, 1), (2, 7)]:
         x, bias = floats(rows, columns), floats(columns)
-        same(scripted(x, bias), bias_relu(x, bias))
-        same(scripted(bias, x), bias_relu(bias, x))
+        assert_same(scripted(x, bias), bias_relu(x, bias))
+        assert_same(scripted(bias, x), bias_relu(bias, x))
     assert scripted.stats()["bailouts"] == 0
 
 
@@ -112,10 +98,10 @@ def test_a_launcher_checking_result_shapes_runs_the_kernel_when_they_hold():
     for shapes in [((4, 3), (4, 3), (4, 3)), ((4, 3), (3,), (4, 3)), ((4, 3), (4, 3), (1, 3)),
                    ((4, 3), (3,), (4, 1))]:
         args = tuple(floats(*s).astype(np.float64) for s in shapes)
-        same(scripted(*args), two_results(*args))
+        assert_same(scripted(*args), two_results(*args))
     assert scripted.stats()["kernel_launches"] == 4 and scripted.stats()["bailouts"] == 0
     args = floats(1, 3).astype(np.float64), floats(3), floats(4, 3).astype(np.float64)
-    same(scripted(*args), two_results(*args))   # NumPy's x * y is (1, 3): the interpreter
+    assert_same(scripted(*args), two_results(*args))   # NumPy's x * y is (1, 3): the interpreter
     assert scripted.stats()["bailouts"] == 1
 
 
@@ -128,15 +114,15 @@ def test_in_place_targets_of_the_wrong_shape_or_read_only_raise_numpys_error():
     scripted = tsjit.script(add_into)
     for _ in range(3):
         mine, theirs = np.ones((4, 3)), np.ones((4, 3))
-        same(scripted(mine, np.arange(3.0)), add_into(theirs, np.arange(3.0)))
-        same(mine, theirs)
+        assert_same(scripted(mine, np.arange(3.0)), add_into(theirs, np.arange(3.0)))
+        assert_same(mine, theirs)
     small, bias = np.ones((1, 3)), np.ones((4, 3))
     assert numpy_error(add_into, small.copy(), bias) in numpy_error(scripted, small, bias)
-    same(small, np.ones((1, 3)))
+    assert_same(small, np.ones((1, 3)))
     frozen = np.ones((4, 3))
     frozen.flags.writeable = False
     assert numpy_error(add_into, frozen, bias) in numpy_error(scripted, frozen, bias)
-    same(frozen, np.ones((4, 3)))
+    assert_same(frozen, np.ones((4, 3)))
     assert scripted.stats()["bailouts"] == 2 and scripted.stats()["kernel_launches"] == 3
 
 
@@ -174,7 +160,7 @@ def test_writing_into_a_parameter_and_returning_it_is_a_direct_entry():
         out, want = np.empty(out_shape, np.float32), np.empty(out_shape, np.float32)
         assert scripted(x, bias, out) is out
         assert bias_relu_into(x, bias, want) is want
-        same(out, want)
+        assert_same(out, want)
     assert is_direct(scripted)
     stats = scripted.stats()
     assert stats["calls"] == 7 and stats["kernel_launches"] == 7 and stats["bailouts"] == 0
@@ -186,7 +172,7 @@ def test_a_direct_entry_returns_a_constant_result():
     assert is_direct(scripted)
     x, bias, out = floats(4, 4), floats(4), np.zeros((4, 4), np.float32)
     assert scripted(x, bias, out) is None
-    same(out, bias_relu(x, bias))
+    assert_same(out, bias_relu(x, bias))
     assert scripted.stats()["kernel_launches"] == 4
 
 
@@ -197,7 +183,7 @@ def test_the_target_overlapping_an_input_reads_the_old_values():
     theirs = mine.copy()
     assert scripted(mine, mine[0], mine) is mine
     bias_relu_into(theirs, theirs[0], theirs)
-    same(mine, theirs)
+    assert_same(mine, theirs)
     assert is_direct(scripted) and scripted.stats()["bailouts"] == 0
 
 
@@ -211,8 +197,8 @@ def test_a_read_only_or_wrongly_shaped_target_raises_numpys_error_and_stays_unto
     for wrong in (np.zeros((1, 8), np.float32), np.zeros((4, 4), np.float32)):
         want = numpy_error(bias_relu_into, x, bias, wrong.copy())
         assert want in numpy_error(scripted, x, bias, wrong)
-        same(wrong, np.zeros(wrong.shape, np.float32))
-    same(frozen, np.zeros((4, 8), np.float32))
+        assert_same(wrong, np.zeros(wrong.shape, np.float32))
+    assert_same(frozen, np.zeros((4, 8), np.float32))
     assert is_direct(scripted)
     stats = scripted.stats()
     assert stats["bailouts"] == 3 and stats["kernel_launches"] == 3 and stats["calls"] == 6
@@ -224,13 +210,13 @@ def test_arguments_the_guard_refuses_take_the_normal_path():
     x, bias, out = floats(4, 8), floats(8), np.empty((4, 8), np.float32)
     wide, wide_out = x.astype(np.float64), np.empty((4, 8))
     want = bias_relu_into(wide, bias, np.empty((4, 8)))
-    same(scripted(wide, bias, wide_out), want)     # another dtype: a new specialization
+    assert_same(scripted(wide, bias, wide_out), want)     # another dtype: a new specialization
     assert scripted.stats()["guard_failures"] == 1
-    same(scripted(x=x, bias=bias, out=out), bias_relu(x, bias))     # keywords
+    assert_same(scripted(x=x, bias=bias, out=out), bias_relu(x, bias))     # keywords
     with pytest.raises(TypeError, match="'out'"):
         scripted(x, bias, [0.0] * 8)
     assert scripted(x, bias, out) is out
-    same(out, bias_relu(x, bias))
+    assert_same(out, bias_relu(x, bias))
     assert scripted.stats()["calls"] == 6
 
 
@@ -252,8 +238,8 @@ def test_results_reordered_or_fewer_than_the_groups_are_a_direct_entry(fn, y_sha
         x, y = floats(3, 5).astype(np.float64), floats(*y_shape).astype(np.float64)
         mine, theirs = x.copy(), x.copy()
         got, want = scripted(mine, y), fn(theirs, y)
-        same(got, want)
-        same(mine, theirs)
+        assert_same(got, want)
+        assert_same(mine, theirs)
         if fn is reordered:
             assert got[2] is mine
     assert is_direct(scripted) and scripted.stats()["kernel_launches"] == 4

@@ -7,20 +7,9 @@ import threading
 
 import numpy as np
 import pytest
+from _differential import assert_same
 
 import tsjit
-
-
-def same(got, want) -> None:
-    """Indistinguishable: type, dtype, shape, values, bitwise."""
-    assert type(got) is type(want)
-    if isinstance(want, tuple):
-        assert len(got) == len(want)
-        for g, w in zip(got, want):
-            same(g, w)
-        return
-    assert got.dtype == want.dtype and got.shape == want.shape
-    np.testing.assert_array_equal(got, want)
 
 
 def multiply_add(x: tsjit.Tensor, y: tsjit.Tensor):
@@ -44,12 +33,12 @@ def test_profiles_that_disagree_on_the_dtype_still_specialize(runs):
     a32, a64 = np.arange(4, dtype=np.float32), np.arange(5.0)
     profiled = ([a32, a64] * runs)[:runs]
     for x in profiled + [a64, a32] * (runs + 1):
-        same(scripted(x, x), multiply_add(x, x))
+        assert_same(scripted(x, x), multiply_add(x, x))
     stats = scripted.stats()
     assert stats["specializations"] == 2 and stats["kernels_compiled"] == 2
     for x in (a32, a64):     # each dtype now has a kernel
         before = scripted.stats()["kernel_launches"]
-        same(scripted(x, x), multiply_add(x, x))
+        assert_same(scripted(x, x), multiply_add(x, x))
         assert scripted.stats()["kernel_launches"] == before + 1
 
 
@@ -58,7 +47,7 @@ def test_profiles_that_differ_in_sizes_only_merge_into_one_specialization():
     scripted = tsjit.script(multiply_add)
     for n in (3, 4, 5, 6, 7):
         x = np.arange(n, dtype=np.float32)
-        same(scripted(x, x), multiply_add(x, x))
+        assert_same(scripted(x, x), multiply_add(x, x))
     stats = scripted.stats()
     assert stats["specializations"] == 1 and stats["guard_failures"] == 0
     assert stats["kernel_launches"] == 2
@@ -96,12 +85,12 @@ def test_calls_through_a_direct_entry_stay_counted_when_it_is_dropped():
     scripted = tsjit.script(multiply_add)
     x = np.arange(16, dtype=np.float32)
     for _ in range(3):
-        same(scripted(x, x), multiply_add(x, x))
+        assert_same(scripted(x, x), multiply_add(x, x))
     tsjit.set_fusion_enabled(False)     # drops every direct entry
-    same(scripted(x, x), multiply_add(x, x))
+    assert_same(scripted(x, x), multiply_add(x, x))
     tsjit.set_fusion_enabled(True)
     for _ in range(2):
-        same(scripted(x, x), multiply_add(x, x))
+        assert_same(scripted(x, x), multiply_add(x, x))
     assert scripted.stats()["calls"] == 6
 
 
@@ -110,9 +99,9 @@ def test_a_first_call_with_zero_d_arrays_does_not_leave_the_function_interpreted
     # good, with no guard, so later (3, 4) arrays never reached a kernel.
     scripted = tsjit.script(multiply_add)
     zero_d = np.ones((), np.float32)
-    same(scripted(zero_d, zero_d), multiply_add(zero_d, zero_d))
+    assert_same(scripted(zero_d, zero_d), multiply_add(zero_d, zero_d))
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     for _ in range(3):
-        same(scripted(x, x), multiply_add(x, x))
-    same(scripted(zero_d, zero_d), multiply_add(zero_d, zero_d))
+        assert_same(scripted(x, x), multiply_add(x, x))
+    assert_same(scripted(zero_d, zero_d), multiply_add(zero_d, zero_d))
     assert scripted.stats()["kernel_launches"] >= 2
