@@ -187,7 +187,7 @@ class GraphExecutor:
         nothing was compiled for these (a first call with 0-d arrays, say), but other
         arrays may fuse, so they go to a fallback that profiles them."""
         interpreted = self._interpret()
-        guarded = [(i, TensorType(t.dtype, (None,) * len(t.sizes), None, t.ndarray))
+        guarded = [(i, TensorType(dtype=t.dtype, sizes=(None,) * len(t.sizes), ndarray=t.ndarray))
                    for i, t in enumerate(observed)
                    if isinstance(t, TensorType) and t.dtype is not None and t.sizes is not None]
         if not guarded or self.depth + 1 >= MAX_SPECIALIZATION_DEPTH:
