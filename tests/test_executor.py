@@ -7,6 +7,7 @@ import logging
 
 import numpy as np
 import pytest
+from _differential import assert_same
 
 import tsjit
 from tsjit.executor.graph_executor import MAX_SPECIALIZATION_DEPTH
@@ -14,18 +15,6 @@ from tsjit.testing.filecheck import FileCheck
 
 RNG = np.random.default_rng(7)
 F32 = "Tensor(dtype=float32, sizes=[*], ndarray=1)"
-
-
-def same(got, want) -> None:
-    """Indistinguishable: type, dtype, shape, values (NaN where NumPy has NaN), bitwise."""
-    assert type(got) is type(want)
-    if isinstance(want, tuple):
-        assert len(got) == len(want)
-        for g, w in zip(got, want):
-            same(g, w)
-        return
-    assert got.dtype == want.dtype and got.shape == want.shape
-    np.testing.assert_array_equal(got, want)
 
 
 def ulps(got: np.ndarray, want: np.ndarray) -> int:
@@ -88,7 +77,7 @@ def test_the_first_call_is_specialized_from_its_arguments():
     x, y = RNG.standard_normal((2, 1000)).astype(np.float32)
     scripted, results = calls(triad, 2.5, x, y)
     for result in results:
-        same(result, triad(2.5, x, y))
+        assert_same(result, triad(2.5, x, y))
     assert scripted.stats() == {"calls": 3, "profiled_runs": 1, "specializations": 1,
                                 "guard_failures": 0, "bailouts": 0, "kernel_launches": 3,
                                 "kernels_compiled": 1}
@@ -102,7 +91,7 @@ def test_a_profiling_run_finds_what_the_arguments_do_not_tell():
     x = np.arange(10, dtype=np.float32)
     scripted, results = calls(shifted, x)
     for result in results:
-        same(result, shifted(x))
+        assert_same(result, shifted(x))
     stats = scripted.stats()
     assert stats["profiled_runs"] == 1 and stats["kernel_launches"] == 2
 
@@ -122,7 +111,7 @@ def test_transcendentals_stay_within_four_ulps_and_the_rest_is_exact():
             exp, tanh, log1p, sqrt = result
             want = transcendentals(xd)
             assert max(ulps(exp, want[0]), ulps(tanh, want[1]), ulps(log1p, want[2])) <= 4
-            same(sqrt, want[3])
+            assert_same(sqrt, want[3])
 
 
 def test_gelu_matches_numpy():
@@ -156,7 +145,7 @@ def test_in_place_writes_the_callers_array_and_returns_it():
             mine, theirs = (layout(np.arange(24.0).reshape(4, 6)) for _ in range(2))
             result = scripted(mine)
             assert result is mine
-            same(mine, scale_in_place(theirs))
+            assert_same(mine, scale_in_place(theirs))
     assert scripted.stats()["kernel_launches"] >= 6
 
 
@@ -166,7 +155,7 @@ def test_assignment_into_an_existing_array():
     for _ in range(3):
         out, expected = np.empty(100), np.empty(100)
         assert scripted(1.5, x, y, out) is out
-        same(out, triad_into(1.5, x, y, expected))
+        assert_same(out, triad_into(1.5, x, y, expected))
     assert scripted.stats()["kernel_launches"] == 3
 
 
@@ -177,7 +166,7 @@ def test_read_only_target_raises_like_numpy_and_later_calls_work():
     frozen.setflags(write=False)
     with pytest.raises(ValueError):
         scripted(frozen)
-    same(scripted(np.ones(5)), scale_in_place(np.ones(5)))
+    assert_same(scripted(np.ones(5)), scale_in_place(np.ones(5)))
     assert scripted.stats()["bailouts"] == 1 and scripted.stats()["calls"] == 3
 
 
@@ -191,7 +180,7 @@ def test_overlapping_in_place_operands_read_the_old_values():
         mine, theirs = np.arange(9.0), np.arange(9.0)
         scripted(mine[1:], mine[:-1])
         add_into(theirs[1:], theirs[:-1])
-        same(mine, theirs)
+        assert_same(mine, theirs)
     assert scripted.stats()["kernel_launches"] == 3
 
 
@@ -205,9 +194,9 @@ def test_shapes_numpy_broadcasts_but_one_iteration_space_cannot_bail_out():
     scripted(*args)
     assert "prim::FusionGroup_1" not in str(scripted.graph_for(*args))
     odd = np.full(1, 0.5), np.ones(3), np.ones(5)     # NumPy: shapes (3,) and (5,)
-    same(scripted(*odd), two(*odd))
+    assert_same(scripted(*odd), two(*odd))
     smaller = np.full(1, 0.5), np.ones(3), np.ones(1)   # (3,) and (1,), not (3,) twice
-    same(scripted(*smaller), two(*smaller))
+    assert_same(scripted(*smaller), two(*smaller))
     with pytest.raises(ValueError):
         scripted(np.ones(3), np.ones(3), np.ones(2))
     stats = scripted.stats()
@@ -224,7 +213,7 @@ def test_alternating_types_keep_one_kernel_each():
               np.linspace(-3, 3, 12, dtype=np.float32).reshape(3, 4)]
     for _ in range(4):
         for x in inputs:
-            same(scripted(x), affine(x))
+            assert_same(scripted(x), affine(x))
     stats = scripted.stats()
     assert stats["specializations"] == 3 and stats["kernels_compiled"] == 3
     assert stats["profiled_runs"] == 3 and stats["bailouts"] == 0   # types seen: 3
@@ -245,7 +234,7 @@ def test_ever_new_types_stop_compiling_at_the_budget():
     for _ in range(2):
         for dtype in dtypes:
             x = np.arange(5, dtype=dtype)
-            same(scripted(x), scale(x))
+            assert_same(scripted(x), scale(x))
     assert scripted.stats()["specializations"] == MAX_SPECIALIZATION_DEPTH
     assert scripted.stats()["bailouts"] > 0
 
@@ -253,9 +242,9 @@ def test_ever_new_types_stop_compiling_at_the_budget():
 def test_guards_check_a_python_scalars_exact_type():
     x = np.arange(4, dtype=np.int32)
     scripted = tsjit.script(triad)
-    same(scripted(2.5, x, x), triad(2.5, x, x))
-    same(scripted(2.5, x, x), triad(2.5, x, x))
-    same(scripted(2, x, x), triad(2, x, x))     # int32 * 2 stays int32; * 2.5 is float64
+    assert_same(scripted(2.5, x, x), triad(2.5, x, x))
+    assert_same(scripted(2.5, x, x), triad(2.5, x, x))
+    assert_same(scripted(2, x, x), triad(2, x, x))     # int32 * 2 stays int32; * 2.5 is float64
     assert scripted.stats()["guard_failures"] == 1
 
 
@@ -267,11 +256,11 @@ def test_guards_accept_equal_dtypes_that_are_not_numpys_singletons():
     assert x.dtype is not np.dtype(np.float64) and x.dtype == np.float64
     scripted = tsjit.script(triad)
     for _ in range(3):
-        same(scripted(2.5, x, y), triad(2.5, x, y))
+        assert_same(scripted(2.5, x, y), triad(2.5, x, y))
     assert scripted.stats()["guard_failures"] == 0
     assert scripted.stats()["kernel_launches"] == 3
     swapped = x.astype(">f8")
-    same(scripted(2.5, swapped, y), triad(2.5, swapped, y))
+    assert_same(scripted(2.5, swapped, y), triad(2.5, swapped, y))
     assert scripted.stats()["guard_failures"] >= 1
     assert scripted.stats()["kernel_launches"] == 3
 
@@ -283,7 +272,7 @@ def test_zero_d_inputs_give_numpy_scalars():
     scripted = tsjit.script(relu2)
     for x in (np.array([-1.0, 2.0]), np.array([3.0]), np.array(-1.5), np.array(7.0),
               np.array(2.5, dtype=np.float32)):
-        same(scripted(x), relu2(x))
+        assert_same(scripted(x), relu2(x))
 
 
 def test_switches_leave_the_interpreter():
@@ -293,7 +282,7 @@ def test_switches_leave_the_interpreter():
         scripted(1.0, x, y)
         switch(False)
         for _ in range(3):
-            same(scripted(1.0, x, y), triad(1.0, x, y))
+            assert_same(scripted(1.0, x, y), triad(1.0, x, y))
         assert scripted.stats()["kernel_launches"] == 1
         switch(True)
         for _ in range(2):
@@ -351,9 +340,9 @@ def test_direct_entry_keeps_the_call_semantics():
     x, y = RNG.standard_normal((2, 16)).astype(np.float32)
     scripted = tsjit.script(triad)
     for _ in range(3):
-        same(scripted(2.5, x, y), triad(2.5, x, y))
-    same(scripted(a=2.5, x=x, y=y), triad(2.5, x, y))       # keywords: the normal path
-    same(scripted(2.5, x.astype(np.float64), y), triad(2.5, x.astype(np.float64), y))
+        assert_same(scripted(2.5, x, y), triad(2.5, x, y))
+    assert_same(scripted(a=2.5, x=x, y=y), triad(2.5, x, y))       # keywords: the normal path
+    assert_same(scripted(2.5, x.astype(np.float64), y), triad(2.5, x.astype(np.float64), y))
     with pytest.raises(TypeError, match="'x'"):
         scripted(2.5, [1.0], y)
     with pytest.raises(TypeError, match="missing a required argument: 'y'"):
@@ -375,5 +364,5 @@ def test_a_python_int_out_of_the_loops_range_raises_like_numpy():
             with pytest.raises(OverflowError):
                 scripted(x, k)
         if want is not None:
-            same(scripted(x, k), want)
+            assert_same(scripted(x, k), want)
     assert scripted.stats()["kernel_launches"] == 3 and scripted.stats()["bailouts"] == 1
