@@ -65,12 +65,7 @@ def calls(fn, *args, n: int = 3):
     return scripted, results
 
 
-@pytest.fixture(autouse=True)
-def default_settings():
-    yield
-    tsjit.set_fusion_enabled(True)
-    tsjit.set_native_enabled(True)
-    tsjit.set_profiling_runs(1)
+pytestmark = pytest.mark.usefixtures("default_settings")
 
 
 def test_the_first_call_is_specialized_from_its_arguments():

@@ -16,12 +16,7 @@ def multiply_add(x: tsjit.Tensor, y: tsjit.Tensor):
     return x * y + 1.0
 
 
-@pytest.fixture(autouse=True)
-def default_settings():
-    yield
-    tsjit.set_fusion_enabled(True)
-    tsjit.set_native_enabled(True)
-    tsjit.set_profiling_runs(1)
+pytestmark = pytest.mark.usefixtures("default_settings")
 
 
 @pytest.mark.parametrize("runs", [2, 5])
