@@ -1,6 +1,7 @@
 """The objects `tsjit.script` returns: ScriptFunction, and ScriptModule for modules."""
 from __future__ import annotations
 
+import copy
 import weakref
 
 from .. import config
@@ -133,6 +134,17 @@ class ScriptFunction:
         from .serialization import save  # it builds script objects: imported on use
         save(self, path)
 
+    def __reduce__(self):
+        """Pickled as its saved form (graphs, no source): see `pickling.py`."""
+        from .pickling import restore_function, saved_form
+        return restore_function, (saved_form(self),)
+
+    def __copy__(self) -> ScriptFunction:
+        return self     # a compiled function is immutable, as a Python function is
+
+    def __deepcopy__(self, memo: dict) -> ScriptFunction:
+        return self
+
     def __repr__(self) -> str:
         return f"<tsjit.ScriptFunction {self.schema}>"
 
@@ -157,6 +169,21 @@ class ScriptMethod(ScriptFunction):
         self._arity -= 1
         self._check_all = self._check
         self._check = None
+        self._module_methods: tuple[str, dict[str, ScriptMethod]] | None = None  # ScriptModule
+
+    def _module(self) -> ScriptModule:
+        """The scripted module this method belongs to."""
+        if self._module_methods is None:
+            raise TypeError(f"'{self.name}' is not a method of a scripted module")
+        return ScriptModule(self.instance, self._module_methods[1])
+
+    def __reduce__(self):
+        """Pickled as its module's method: the module goes through its saved form."""
+        return getattr, (self._module(), self._module_methods[0])
+
+    def __deepcopy__(self, memo: dict) -> ScriptMethod:
+        """The same method of a deep copy of its module (as for a bound method)."""
+        return getattr(copy.deepcopy(self._module(), memo), self._module_methods[0])
 
     def __call__(self, *args, **kwargs):
         if kwargs or len(args) != self._arity:
@@ -186,6 +213,8 @@ class ScriptModule:
     def __init__(self, instance, methods: dict[str, ScriptMethod]):
         object.__setattr__(self, "_instance", instance)
         object.__setattr__(self, "_methods", methods)
+        for name, method in methods.items():
+            method._module_methods = (name, methods)
 
     def __call__(self, *args, **kwargs):
         return self._methods["forward"](*args, **kwargs)
@@ -209,6 +238,28 @@ class ScriptModule:
                             f"'{declared.annotation}'; cannot set it to a value of type "
                             f"'{type(value).__name__}'")
         setattr(self._instance, name, value)
+
+    def __reduce__(self):
+        """Pickled as its saved form (graphs and attribute values, no source): see
+        `pickling.py`.  Each unpickling makes a new instance."""
+        from .pickling import restore_module, saved_form
+        return restore_module, (saved_form(self),)
+
+    def __copy__(self) -> ScriptModule:
+        """A new module instance holding the same attribute values (as `torch.jit`'s)."""
+        return self._with_instance(copy.copy(self._instance))
+
+    def __deepcopy__(self, memo: dict) -> ScriptModule:
+        """An independent module: attribute values (arrays too) and submodules copied."""
+        return self._with_instance(copy.deepcopy(self._instance, memo))
+
+    def _with_instance(self, instance) -> ScriptModule:
+        """The same compiled methods, bound to `instance` (each with its own executor)."""
+        methods = {}
+        for name, method in self._methods.items():
+            methods[name] = ScriptMethod(method.compiled, method.python_function, instance)
+            methods[name].__doc__ = method.__doc__
+        return ScriptModule(instance, methods)
 
     @property
     def graph(self) -> Graph:

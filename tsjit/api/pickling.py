@@ -1,0 +1,72 @@
+"""Pickling script functions and modules: through the saved form, as `save`/`load` write it.
+
+A pickle carries the archive that `obj.save` writes (graphs, signatures, attribute
+values; no source text, no code objects) and unpickles with `tsjit.load`'s reader and
+every one of its checks, so a process without the program's source rebuilds the object
+and a tampered payload raises `SerializationError` as a tampered file does.  The
+reconstructors below are the only names a tsjit pickle refers to.
+
+A Dask worker or a `multiprocessing` pool unpickles the same function once per task: an
+unpickled function is kept, weakly, under the digest of its saved form, so unpickling it
+again gives the same function, with its executor, profiles and compiled code, instead of
+compiling once per task.  Only functions are shared: each unpickled module is a fresh
+instance (its attributes are state that its methods may change).
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import threading
+import weakref
+
+from .archive import SerializationError
+from .script_function import ScriptFunction, ScriptModule
+from .serialization import load, save
+
+# digest of a saved form -> the function unpickled from it, while anything holds it
+_unpickled: weakref.WeakValueDictionary[bytes, ScriptFunction] = weakref.WeakValueDictionary()
+_unpickled_lock = threading.Lock()
+
+
+def saved_form(obj: ScriptFunction | ScriptModule) -> bytes:
+    """The archive `obj.save` writes, as bytes; a function's is made once (a compiled
+    function never changes, and pickling it again gives the same bytes)."""
+    if isinstance(obj, ScriptFunction) and "_saved_form" in vars(obj):
+        return obj._saved_form
+    buffer = io.BytesIO()
+    save(obj, buffer)
+    if isinstance(obj, ScriptFunction):
+        obj._saved_form = buffer.getvalue()
+    return buffer.getvalue()
+
+
+def restore_function(form: bytes) -> ScriptFunction:
+    """The function pickled as `form`: the one already unpickled from the same bytes, if
+    it is still alive, else a newly loaded one."""
+    _check_payload(form)
+    digest = hashlib.sha256(form).digest()
+    with _unpickled_lock:
+        function = _unpickled.get(digest)
+    if function is not None:
+        return function
+    loaded = load(io.BytesIO(form))
+    if not isinstance(loaded, ScriptFunction):
+        raise SerializationError("corrupt pickle: a function pickle holds a module")
+    loaded._saved_form = form
+    with _unpickled_lock:     # two threads unpickling at once: the first one stored wins
+        return _unpickled.setdefault(digest, loaded)
+
+
+def restore_module(form: bytes) -> ScriptModule:
+    """The module pickled as `form`, a new instance each time."""
+    _check_payload(form)
+    loaded = load(io.BytesIO(form))
+    if not isinstance(loaded, ScriptModule):
+        raise SerializationError("corrupt pickle: a module pickle holds a function")
+    return loaded
+
+
+def _check_payload(form: object) -> None:
+    if type(form) is not bytes:
+        raise SerializationError("corrupt pickle: a tsjit pickle holds the saved form as "
+                                 f"bytes, not {type(form).__name__}")
