@@ -125,6 +125,21 @@ def test_int_division_by_zero_raises_zero_division_error():
     check_native(int_ops, (5, 0), (0, 0), (-3, 0))
 
 
+def bool_ops(a: bool, b: bool, n: int):
+    flags = a
+    for _ in range(n):
+        flags ^= b
+        flags = flags ^ a
+    return a & b, a | b, a ^ b, flags
+
+
+def test_bool_operators_and_augmented_xor_build_natively():
+    """`^` / `^=` on bools: the code generator named a builder method that does not exist
+    (an AttributeError, logged, and the interpreter on every call)."""
+    check_native(bool_ops, *[(a, b, n) for a in (False, True) for b in (False, True)
+                             for n in (0, 1, 2)])
+
+
 def int_power(a: int) -> int:
     return a ** 0 + a ** 1 + a ** 2 + a ** 5
 

@@ -54,6 +54,8 @@ from .rules import register_rule
 _ARITHMETIC = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "lshift", "rshift",
                "and", "or", "xor")
 _BITWISE = ("and", "or", "xor")
+# bool & | ^ bool: the IRBuilder's method names are not uniform (and_, or_, xor)
+_BOOL_BUILDERS = {"and": ir.IRBuilder.and_, "or": ir.IRBuilder.or_, "xor": ir.IRBuilder.xor}
 _PREDICATES = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _EXACT_INT_DOUBLE = 2 ** 53        # ints of at most this magnitude convert to double exactly
 
@@ -101,7 +103,7 @@ def _emit_binary(op: str, em: FunctionEmitter, node: Node, args: Sequence[NValue
     if isinstance(kind, NumpyScalar):
         return numpy_ops.binary_emit(em, node, op, args, kind)
     if kind == PY_BOOL:
-        return [NValue(PY_BOOL, (getattr(em.b, f"{op}_")(args[0].value, args[1].value),))]
+        return [NValue(PY_BOOL, (_BOOL_BUILDERS[op](em.b, args[0].value, args[1].value),))]
     if kind == PY_INT:
         return _int_binary(em, node, op, args)
     return _float_binary(em, node, op, args)
