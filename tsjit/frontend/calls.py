@@ -145,6 +145,10 @@ class CallMixin:
                 value = positional.pop(0)
             elif p.name in kwargs:
                 value = kwargs.pop(p.name)
+            elif isinstance(p.default, (list, dict)):
+                # a mutable default is one object shared by every call, as in Python
+                value = self.insert("prim::Constant", [], [AnyType],
+                                    {"value": p.default, "shared": True}, src).output
             elif p.default is not NO_DEFAULT:
                 value = self.const(p.default, src)
             else:

@@ -121,8 +121,11 @@ class ClassConstructor(Sugared):
     def call(self, em, args, kwargs, src):
         t = self.class_type
         obj = em.insert("prim::CreateObject", [], [t], {"cls": t.py_class}, src).output
-        if "__init__" in vars(t.py_class):
+        if has_own_init(t.py_class):
             em.call_method(obj, "__init__", args, kwargs, src)
+        elif args or kwargs:            # object.__init__ takes no arguments
+            message = em.const(f"{t.py_class.__name__}() takes no arguments", src)
+            em.insert("prim::RaiseException", [message], [], {"cls": TypeError}, src)
         return obj
 
 
@@ -292,7 +295,7 @@ class Compiler:
             hints = typing.get_type_hints(cls) if getattr(cls, "__annotations__", None) else {}
             for name, ann in hints.items():
                 t.attributes[name] = to_type(ann, self.class_type_of)
-            if "__init__" in vars(cls):
+            if has_own_init(cls):
                 self.method(t, "__init__", None)
         except AnnotationError as e:
             raise CompilationError(f"in class {cls.__qualname__}: {e}") from None
@@ -474,6 +477,11 @@ class Compiler:
             if instance is module:
                 return t
         return self.module_type(module)
+
+
+def has_own_init(cls: type) -> bool:
+    """Whether the class or a base other than `object` defines __init__."""
+    return inspect.getattr_static(cls, "__init__") is not object.__init__
 
 
 def _init_annotations(cls: type, base: type) -> dict[str, object]:

@@ -200,15 +200,32 @@ class ExpressionMixin:
         if value.type == BoolType:
             return value
         if isinstance(value.type, ClassType):
-            for method in ("__bool__", "__len__"):
-                if self.class_has_method(value.type, method):
-                    result = self.call_method(value, method, [], {}, src)
-                    return result if method == "__bool__" else self.emit_op(
-                        "aten::ne", [result, self.const(0, src)], src=src)
+            if self.class_has_method(value.type, "__bool__"):
+                return self.checked_bool(self.call_method(value, "__bool__", [], {}, src), src)
+            if self.class_has_method(value.type, "__len__"):
+                length = self.call_method(value, "__len__", [], {}, src)
+                return self.emit_op("aten::ne", [length, self.const(0, src)], src=src)
             return self.const(True, src)
         if value.type == NoneType:
             return self.const(False, src)
         return self.call_builtin(bool, [value], src)
+
+    def checked_bool(self, result: Value, src: SourceRange) -> Value:
+        """What a class's __bool__ returned, as Python's truth test takes it: anything but
+        a bool raises TypeError (checked at run time when the static type allows a bool)."""
+        if result.type == BoolType:
+            return result
+        if BoolType not in union_options(result.type) and result.type != AnyType:
+            message = self.const("__bool__ should return bool, returned "
+                                 f"{result.type.annotation}", src)
+            self.insert("prim::RaiseException", [message], [], {"cls": TypeError}, src)
+            return self.const(True, src)        # never observed: the raise comes first
+        message = self.const("__bool__ should return bool", src)
+        is_bool = self.insert("prim::isinstance", [result], [BoolType], {"types": (BoolType,)},
+                              src).output
+        self.emit_if(is_bool, lambda: None,
+                     lambda: self.emit_raise(TypeError, [message], src), src)
+        return self.insert("prim::unchecked_cast", [result], [BoolType], src=src).output
 
     def expr_Compare(self, node: ast.Compare) -> Value:
         return self.compare(node)[0]

@@ -58,6 +58,8 @@ class _Writer:
     def expr(self, value: Value) -> str:
         if value in self.vars:
             return self.vars[value]
+        if value.node.attrs.get("shared"):     # a mutable default: the very object
+            return self.renderer.bind(value.node.attrs["value"])
         return self.renderer.operand(value.node.attrs["value"])
 
     def assign(self, targets: Sequence[str], sources: Sequence[str]) -> None:

@@ -86,6 +86,10 @@ class Renderer:
             return _describe(value) or self._bind(value, "CONSTANTS.c")
         return self._bind(value, "_k")
 
+    def bind(self, value: object) -> str:
+        """A name for the object itself, even where a literal would make a copy."""
+        return self._bind(value, "CONSTANTS.c" if self.readable else "_k")
+
     def operand(self, value: object) -> str:
         """An expression that stays one operand wherever a template puts it (`x ** -1`)."""
         text = self.expression(value)
