@@ -25,8 +25,10 @@ def value_has_type(value: object, t: Type) -> bool:
 _FAST = {IntType: "int", StrType: "str", BoolType: "bool", FloatType: "(float, int)"}
 
 
-def make_argument_checker(function_name: str, params: list[tuple[str, Type]]):
-    """A function `check(*args)` raising TypeError for the first ill-typed argument."""
+def make_argument_checker(function_name: str, params: list[tuple[str, Type]],
+                          unannotated: frozenset[str] = frozenset()):
+    """A function `check(*args)` raising TypeError for the first ill-typed argument.
+    `unannotated`: the parameters that were taken as Tensor for want of an annotation."""
     lines = [f"def check({', '.join(f'a{i}' for i in range(len(params)))}):"]
     env = {"value_has_type": value_has_type, "ARRAY_TYPES": ARRAY_TYPES, "fail": _fail,
            "name": function_name}
@@ -40,12 +42,17 @@ def make_argument_checker(function_name: str, params: list[tuple[str, Type]]):
             test = f"isinstance(a{i}, {_FAST[t]})"
         else:
             test = f"value_has_type(a{i}, t{i})"
-        lines.append(f"    if not {test}: fail(name, {pname!r}, t{i}, a{i})")
+        lines.append(f"    if not {test}: fail(name, {pname!r}, t{i}, a{i}, "
+                     f"{pname in unannotated})")
     lines.append("    return None")
     exec("\n".join(lines), env)
     return env["check"]
 
 
-def _fail(function_name: str, param: str, expected: Type, found: object) -> None:
+def _fail(function_name: str, param: str, expected: Type, found: object,
+          unannotated: bool) -> None:
+    found_name = type(found).__name__
+    hint = (f": '{param}' has no annotation, so it was taken as a Tensor; annotate it "
+            f"({param}: {found_name})" if unannotated else "")
     raise TypeError(f"{function_name}() expected a value of type '{expected.annotation}' for "
-                    f"argument '{param}' but instead found type '{type(found).__name__}'")
+                    f"argument '{param}' but instead found type '{found_name}'{hint}")

@@ -28,7 +28,8 @@ class ScriptFunction:
             python_function, "__code__") else "<script>"
         self.executor = GraphExecutor(compiled.graph, compiled.name, filename)
         compiled.executor = self.executor
-        self._check = make_argument_checker(compiled.name, compiled.param_types)
+        self._check = make_argument_checker(compiled.name, compiled.param_types,
+                                            compiled.unannotated)
         self._arity = len(compiled.param_types)
         self._plain_class = type(self)
         self._drop_direct()

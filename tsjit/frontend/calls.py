@@ -112,7 +112,8 @@ class CallMixin:
                                 {**(attrs or {}), CONSTANTS: constants}) \
                 if op.infer else [AnyType]
         except OpTypeError as e:
-            raise CompilationError(f"{name}(): {e}", src) from None
+            raise CompilationError(f"{name}(): {e}{self.unannotated_hint(inputs)}",
+                                   src) from None
         node = self.insert(op.name, inputs, types, attrs, src)
         return node.outputs[0] if node.outputs else self.const(None, src)
 
@@ -199,7 +200,8 @@ class CallMixin:
         if isinstance(t, (OptionalType, UnionType)):
             raise CompilationError(f"'{name}' of a value of type {t.annotation}: narrow the "
                                    "type first (`if x is not None:` or isinstance)", src)
-        raise CompilationError(f"'{t.annotation}' object has no attribute '{name}'", src)
+        raise CompilationError(f"'{t.annotation}' object has no attribute '{name}'"
+                               f"{self.unannotated_hint([base])}", src)
 
     def set_attr(self, base: Value, name: str, value: Value, src: SourceRange) -> None:
         if not isinstance(base.type, ClassType):

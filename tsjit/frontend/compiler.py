@@ -8,7 +8,11 @@ constants).
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
+import os
+import sys
+import sysconfig
 import typing
 from contextlib import contextmanager
 
@@ -44,6 +48,8 @@ class CompiledCallable:
         self.return_type = return_type
         self.graph = graph
         self.executor = None        # set by the API layer; runs the graph
+        # parameters without an annotation (taken as Tensor): errors about them say so
+        self.unannotated: frozenset[str] = frozenset()
 
     def __call__(self, *args):
         if self.executor is None:       # a helper that was compiled but never inlined
@@ -147,13 +153,13 @@ class Compiler:
                                    "Python function, and no op is registered for it", src)
         if getattr(fn, "_tsjit_ignore", False):
             params, types, ret = self.signature(fn, None)
-            return PythonCallback(fn, params, ret or NoneType)
+            return PythonCallback(fn, params, ret or AnyType)
         if getattr(fn, "_tsjit_unused", False):
             return UnusedFunction(fn, self.signature(fn, None)[2] or NoneType)
         if (fn, None) in self.stack:
             raise CompilationError(f"'{name}' is called recursively. Recursive calls are not "
                                    "supported", src)
-        with self.called_from(name, src):
+        with self.library_boundary(fn, name, src), self.called_from(name, src):
             return ScriptFunctionRef(self.compile_function(fn))
 
     @contextmanager
@@ -167,6 +173,22 @@ class Compiler:
                 e.add_context(f"'{name}' is being compiled since it was called from "
                               f"'{caller}' here:", src)
             raise
+
+    @contextmanager
+    def library_boundary(self, obj, name: str | None, src: SourceRange | None):
+        """Library code (NumPy's, the standard library's) that script code cannot compile
+        is reported at the user's call, not as a complaint about the library's source."""
+        try:
+            yield
+        except CompilationError as e:
+            if src is None or not is_library_code(obj):
+                raise
+            if name is None or "." not in name:     # as the user wrote it, if qualified
+                name = f"{obj.__module__}.{obj.__qualname__}"
+            reason = str(e).split("\n", 1)[0]
+            raise CompilationError(
+                f"`{name}` is not supported in script code; call it from a `@tsjit.ignore` "
+                f"function (compiling its source failed: {reason})", src) from None
 
     def compile_function(self, fn, self_type: ClassType | None = None,
                          name: str | None = None) -> CompiledCallable:
@@ -201,6 +223,7 @@ class Compiler:
             self.stack.pop()
         compiled = CompiledCallable(name or fn.__name__, params, types, emitter.return_type,
                                     graph)
+        compiled.unannotated = frozenset(emitter.unannotated)
         self.functions[key] = compiled
         return compiled
 
@@ -238,6 +261,8 @@ class Compiler:
                 types.append((pname, self_type))
             elif ann is None:
                 types.append((pname, TENSOR))
+                if emitter is not None:
+                    emitter.unannotated.add(pname)
             else:
                 types.append((pname, self._annotation(ann, globals_, source)))
         ret = None if returns is None else self._annotation(returns, globals_, source)
@@ -278,8 +303,8 @@ class Compiler:
             return None
         return self.script_class(cls)
 
-    def class_value(self, cls: type, src: SourceRange) -> Sugared:
-        with self.called_from(cls.__qualname__, src):
+    def class_value(self, cls: type, src: SourceRange, name: str | None = None) -> Sugared:
+        with self.library_boundary(cls, name, src), self.called_from(cls.__qualname__, src):
             t = self.class_type_of(cls)
         if t is None:
             raise CompilationError(f"class {cls.__qualname__} cannot be used in script code",
@@ -290,6 +315,12 @@ class Compiler:
         t = ClassType.for_class(cls)
         if t.methods.get("$compiled") or t in self.compiling_init:
             return t
+        if dataclasses.is_dataclass(cls) and _generated(inspect.getattr_static(cls, "__init__")):
+            raise CompilationError(
+                f"class {cls.__qualname__} is a dataclass: the methods @dataclass generates "
+                "(__init__, __eq__, __repr__) have no source text for script code to compile; "
+                "write its __init__ out in the class body, or create the object in a "
+                "@tsjit.ignore function")
         self.compiling_init.append(t)
         try:
             hints = typing.get_type_hints(cls) if getattr(cls, "__annotations__", None) else {}
@@ -477,6 +508,23 @@ class Compiler:
             if instance is module:
                 return t
         return self.module_type(module)
+
+
+_LIBRARY_DIRS = tuple(os.path.realpath(d) + os.sep for d in {
+    *sysconfig.get_paths().values(), sys.prefix, sys.base_prefix, sys.exec_prefix}
+    if d and os.path.isdir(d))
+
+
+def is_library_code(obj: object) -> bool:
+    """Whether `obj` comes from an installed package or the standard library."""
+    module = sys.modules.get(getattr(obj, "__module__", None) or "")
+    path = getattr(module, "__file__", None)
+    return path is not None and os.path.realpath(path).startswith(_LIBRARY_DIRS)
+
+
+def _generated(fn: object) -> bool:
+    """Whether a function was made by exec() (as @dataclass makes __init__): no source."""
+    return getattr(getattr(fn, "__code__", None), "co_filename", "").startswith("<")
 
 
 def has_own_init(cls: type) -> bool:

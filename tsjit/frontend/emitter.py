@@ -49,6 +49,10 @@ if TYPE_CHECKING:
 MUTABLE_IN_PLACE = (TensorType, ListType)     # `x += y` mutates these in place
 
 
+def _holds_str(t: Type) -> bool:
+    return t == StrType or (not isinstance(t, TensorType) and StrType in t.contained())
+
+
 def constant_type(value: object) -> Type:
     if isinstance(value, bool):
         return BoolType
@@ -88,6 +92,8 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
         self.return_type: Type | None = None
         self.param_types: list[tuple[str, Type]] = []
         self.defaults: dict[str, object] = {}
+        self.unannotated: set[str] = set()      # parameters taken as Tensor for want of one
+        self.unannotated_inputs: dict[Value, str] = {}
 
     # ---- helpers used by all mixins
     def src(self, node: ast.AST) -> SourceRange:
@@ -101,12 +107,35 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
     def emit_op(self, kind: str, inputs: list[Value], attrs: dict | None = None,
                 src: SourceRange | None = None) -> Value | None:
         """Insert an op whose output types come from its type rule."""
+        self.check_unannotated_use(inputs, src)
         try:
             types = infer_types(op(kind), [v.type for v in inputs], attrs or {})
         except OpTypeError as e:
-            raise CompilationError(str(e), src) from None
+            raise CompilationError(f"{e}{self.unannotated_hint(inputs)}", src) from None
         node = self.insert(kind, inputs, types, attrs, src)
         return node.outputs[0] if node.outputs else None
+
+    def unannotated_hint(self, inputs: list) -> str:
+        """What an error about these values adds when one is a parameter that is a
+        Tensor only because it has no annotation."""
+        for v in inputs:
+            name = self.unannotated_inputs.get(v) if isinstance(v, Value) else None
+            if name is not None:
+                return (f" (parameter '{name}' has no annotation, so it was taken as a "
+                        f"Tensor: annotate it)")
+        return ""
+
+    def check_unannotated_use(self, inputs: list[Value], src: SourceRange | None) -> None:
+        """An unannotated parameter (a Tensor) used with a str (`name == "double"`) was
+        meant as a str: say so now rather than fail every call with a TypeError."""
+        if not self.unannotated_inputs or not any(_holds_str(v.type) for v in inputs):
+            return
+        for v in inputs:
+            name = self.unannotated_inputs.get(v)
+            if name is not None:
+                raise CompilationError(
+                    f"parameter '{name}' has no annotation, so it was taken as a Tensor, but "
+                    f"it is used with a str here: annotate it ({name}: str)", src)
 
     def const(self, value: object, src: SourceRange | None, type_: Type | None = None) -> Value:
         return self.insert("prim::Constant", [], [type_ or constant_type(value)],
@@ -130,6 +159,8 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
         for name, t in param_types:
             value = self.graph.add_input(t, name)
             self.frame.assign(name, value, src)
+            if name in self.unannotated:
+                self.unannotated_inputs[value] = name
         self.frame.assign("$ret", self.const(False, src), src)
         # Falling off the end returns None: an explicit statement, so that it runs only
         # on the paths that did not return earlier (`if x > 0: return x` as the last one).

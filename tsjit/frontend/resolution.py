@@ -103,7 +103,7 @@ class Resolver:
                 return EnumClass(obj, name)
             if is_namedtuple_class(obj):
                 return NamedTupleClass(obj, name, namedtuple_type(obj))
-            return em.compiler.class_value(obj, src)
+            return em.compiler.class_value(obj, src, name)
         if is_typing_form(obj):
             return PythonObject(obj, name)
         from ..api.script_function import ScriptFunction

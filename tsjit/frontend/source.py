@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import textwrap
 
 from ..ir.graph import SourceRange
@@ -17,9 +18,7 @@ class ParsedSource:
             lines, first_line = inspect.getsourcelines(obj)
             filename = inspect.getsourcefile(obj) or "<unknown>"
         except (OSError, TypeError) as e:
-            raise CompilationError(
-                f"cannot get the source of {getattr(obj, '__qualname__', obj)!r}: {e}. "
-                "tsjit.script needs functions defined in a file") from None
+            raise CompilationError(_no_source(obj, e)) from None
         self.text = textwrap.dedent("".join(lines))
         self.filename = filename
         self.first_line = first_line
@@ -55,3 +54,22 @@ class ParsedSource:
         text_line = self._lines[line - 1] if line - 1 < len(self._lines) else ""
         col = len(text_line.encode("utf-8")[:col].decode("utf-8", errors="ignore"))
         return self._line_starts[line - 1] + col
+
+
+# the file names CPython gives code that has no file: exec()/`python -c`, the REPL
+_NO_FILE = re.compile(r"<(string|stdin|console|python-input-\d+)>")
+
+
+def _no_source(obj: object, error: Exception) -> str:
+    """Why the source of `obj` cannot be found, and what to do instead."""
+    name = getattr(obj, "__qualname__", obj)
+    code = getattr(inspect.unwrap(obj), "__code__", None) if callable(obj) else None
+    if code is not None and _NO_FILE.fullmatch(code.co_filename):
+        return (f"cannot get the source of {name!r}: it was defined in an interactive "
+                f"session, `python -c` or exec() (its file is {code.co_filename}), and "
+                "tsjit.script compiles the source text of a file. Ways out: define it in a "
+                "file (a .py module) and import it; record it with tsjit.trace(fn, "
+                "example_inputs), which needs no source; or set TSJIT_DISABLE=1 to run the "
+                "Python function unchanged")
+    return (f"cannot get the source of {name!r}: {error}. tsjit.script compiles the source "
+            "text of functions defined in a file")
