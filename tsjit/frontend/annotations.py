@@ -135,7 +135,9 @@ def evaluate(node: ast.expr, globals_: dict, locals_: dict | None = None) -> obj
     names = {k: v for k, v in _DEFAULT_NAMES.items() if k not in globals_}
     names.update(locals_ or {})
     try:
-        return eval(code, globals_, names)
+        # string forward references inside generics (List["Node"]) resolve in the same
+        # namespace, as typing.get_type_hints resolves them
+        return typing._eval_type(eval(code, globals_, names), globals_, names)
     except Exception as e:
         raise AnnotationError(f"cannot evaluate annotation {ast.unparse(node)!r}: {e}") from None
 

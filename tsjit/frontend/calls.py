@@ -58,6 +58,11 @@ _RUNTIME_CONTAINER = {ListType: ListType(AnyType), DictType: DictType(AnyType, A
                       TupleType: VarTupleType(AnyType)}
 
 
+# what each conversion method may return (a bool from __int__ is an int, as in Python)
+_CONVERSION_RESULTS = {"__int__": (IntType, BoolType), "__index__": (IntType, BoolType),
+                       "__float__": (FloatType,)}
+
+
 class Iteration(NamedTuple):
     """How a loop steps through an iterable: at most `trip` steps, `element(i)` the i-th
     element, and `has(i)` (when the length may change during the loop) whether there is
@@ -71,7 +76,12 @@ class CallMixin:
     # ---- calls
     def expr_Call(self, node: ast.Call):
         src = self.src(node)
+        literal = self.constructor_literal(node)
+        if literal is not None:
+            return self.sugared_expr(literal)
         func = self.sugared_expr(node.func)
+        if getattr(func, "obj", None) is dict and len(node.args) == 1 and node.keywords:
+            return self.dict_with_keywords(node)
         if isinstance(func, SpecialForm):
             return self.special_form(func.name, node.args, node.keywords, src)
         if any(isinstance(a, ast.Starred) for a in node.args) or any(
@@ -87,11 +97,46 @@ class CallMixin:
             raise CompilationError(f"'{func.type.annotation}' object is not callable", src)
         return func.call(self, args, kwargs, src)
 
+    def constructor_literal(self, node: ast.expr) -> ast.expr | None:
+        """`list()`, `dict()` and `dict(k=v, ...)` as the literal they equal (`[]`, `{}`,
+        `{"k": v}`), so that an annotation or a parameter type types them as it types
+        a literal."""
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and not node.args and node.func.id in ("list", "dict")):
+            return None
+        if self.frame.lookup(node.func.id) is not None or getattr(
+                self.resolver.python_name(node.func.id, self.src(node)), "obj", None) \
+                is not getattr(builtins, node.func.id):
+            return None                         # a name bound to something else
+        if node.func.id == "list":
+            literal = ast.List(elts=[], ctx=ast.Load()) if not node.keywords else None
+        elif any(k.arg is None for k in node.keywords):
+            literal = None                      # dict(**m): not supported
+        else:
+            literal = ast.Dict(keys=[ast.copy_location(ast.Constant(k.arg), k)
+                                     for k in node.keywords],
+                               values=[k.value for k in node.keywords])
+        return literal and ast.copy_location(literal, node)
+
+    def dict_with_keywords(self, node: ast.Call) -> Value:
+        """dict(mapping, k=v, ...): a copy of the mapping, then each keyword stored."""
+        src = self.src(node)
+        result = self.call_builtin(dict, [self.expr(node.args[0])], src)
+        for keyword in node.keywords:
+            if keyword.arg is None:
+                raise CompilationError("**kwargs in calls are not supported", src)
+            value = self.typed_expr(keyword.value, result.type.value) if isinstance(
+                result.type, DictType) else self.expr(keyword.value)
+            self.emit_op("aten::__setitem__", [result, self.const(keyword.arg, src), value],
+                         src=src)
+        return result
+
     def argument(self, node: ast.expr, callee: Sugared, position: int | None,
                  keyword: str | None):
         """A call argument; a list/dict literal or comprehension takes the parameter's
         type, as it would in an assignment to an annotated variable, and a list literal
         of array data may mix Python numbers."""
+        node = self.constructor_literal(node) or node
         if isinstance(node, ast.List) and callee.makes_array_of(position, keyword):
             return self.array_literal(node)
         declared = callee.argument_type(position, keyword)
@@ -174,6 +219,25 @@ class CallMixin:
             checked.append(value)
         node = self.insert(kind, checked, [callee.return_type], {"fn": callee}, src)
         return node.output
+
+    def converted_object(self, convert: type, obj: Value, methods: tuple[str, ...],
+                         src: SourceRange) -> Value:
+        """int(obj) / float(obj) of a script-class instance: its first method of
+        `methods` that the class defines (__int__, then __index__), whose result must
+        have the type Python requires of it (else TypeError, as in Python)."""
+        name = convert.__name__
+        method = next((m for m in methods if self.class_has_method(obj.type, m)), None)
+        if method is None:
+            raise CompilationError(f"{name}() argument must be a string or a number, not "
+                                   f"'{obj.type.annotation}' (the class defines none of "
+                                   f"{', '.join(methods)})", src)
+        result = self.call_method(obj, method, [], {}, src)
+        allowed = _CONVERSION_RESULTS[method]
+        if result.type not in allowed:
+            raise CompilationError(f"{method} returns {result.type.annotation}, but Python "
+                                   f"requires {allowed[0].annotation} of it", src)
+        return result if result.type == _PY_TYPES[convert] else self.call_builtin(
+            convert, [result], src)
 
     # ---- attributes
     def get_attr(self, base, name: str, src: SourceRange):

@@ -81,10 +81,15 @@ class ScriptFunctionRef(Sugared):
         return em.call_compiled(self.compiled, "prim::CallFunction", args, kwargs, src)
 
     def argument_type(self, position, keyword):
-        types = self.compiled.param_types
-        if keyword is not None:
-            return dict(types).get(keyword)
-        return types[position][1] if position < len(types) else None
+        return parameter_type(self.compiled.param_types, position, keyword)
+
+
+def parameter_type(types: list[tuple[str, Type]], position: int | None,
+                   keyword: str | None) -> Type | None:
+    """The type of the parameter an argument (by position or keyword) binds to."""
+    if keyword is not None:
+        return dict(types).get(keyword)
+    return types[position][1] if position < len(types) else None
 
 
 class PythonCallback(Sugared):
@@ -113,9 +118,17 @@ class UnusedFunction(Sugared):
 
 
 class ClassConstructor(Sugared):
-    def __init__(self, class_type: ClassType):
+    def __init__(self, class_type: ClassType, compiler: Compiler):
         self.class_type = class_type
+        self.compiler = compiler
         self.obj = class_type.py_class          # the class itself (isinstance targets)
+
+    def argument_type(self, position, keyword):
+        """The __init__ parameter's type: `Node(1, [])` makes a List[Node] of the []."""
+        init = self.compiler.methods.get((self.class_type, "__init__"))
+        if init is None:
+            return None
+        return parameter_type(init.param_types[1:], position, keyword)
 
     def describe(self) -> str:
         return f"class '{self.class_type.py_class.__qualname__}'"
@@ -191,8 +204,11 @@ class Compiler:
                 f"function (compiling its source failed: {reason})", src) from None
 
     def compile_function(self, fn, self_type: ClassType | None = None,
-                         name: str | None = None) -> CompiledCallable:
-        key = (fn, self_type)
+                         name: str | None = None, is_classmethod: bool = False
+                         ) -> CompiledCallable:
+        """Compile `fn`; a method's first parameter is `self_type`, or with
+        `is_classmethod` the class itself, bound when compiling (not a graph input)."""
+        key = (fn, self_type, is_classmethod)
         found = self.functions.get(key)
         if found is not None:
             return found
@@ -217,6 +233,10 @@ class Compiler:
         try:
             emitter = FunctionEmitter(self, fn, source, self_type)
             params, types, ret = self.signature(fn, emitter, self_type)
+            if is_classmethod:
+                emitter.frame.assign(types[0][0], ClassConstructor(self_type, self),
+                                     source.range(source.definition))
+                params, types = params[1:], types[1:]
             graph = emitter.emit_function(types, ret)
             run_canonical_passes(graph)
         finally:
@@ -309,7 +329,7 @@ class Compiler:
         if t is None:
             raise CompilationError(f"class {cls.__qualname__} cannot be used in script code",
                                    src)
-        return ClassConstructor(t)
+        return ClassConstructor(t, self)
 
     def script_class(self, cls: type) -> ClassType:
         t = ClassType.for_class(cls)
@@ -392,6 +412,14 @@ class Compiler:
         if isinstance(member, staticmethod):
             return self.function_value(member.__func__, src,
                                        f"{t.py_class.__qualname__}.{name}")
+        if isinstance(member, classmethod):
+            qualname = f"{t.py_class.__qualname__}.{name}"
+            if (member.__func__, t) in self.stack:
+                raise CompilationError(f"'{qualname}' is called recursively. Recursive calls "
+                                       "are not supported", src)
+            with self.called_from(qualname, src):
+                return ScriptFunctionRef(self.compile_function(member.__func__, t, qualname,
+                                                               is_classmethod=True))
         if member is not None and not callable(member) and is_constant(member):
             return em.const_python(member, src)
         return None
@@ -399,6 +427,18 @@ class Compiler:
     def set_class_attribute(self, em, base: Value, name: str, value: Value,
                             src: SourceRange) -> None:
         t: ClassType = base.type
+        member = inspect.getattr_static(t.py_class, name, None)
+        if isinstance(member, property) and name not in t.attributes:
+            qualname = f"{t.py_class.__qualname__}.{name}"
+            if member.fset is None:
+                raise CompilationError(f"property '{qualname}' has no setter", src)
+            if (member.fset, t) in self.stack:
+                raise CompilationError(f"the setter of '{qualname}' assigns itself "
+                                       "recursively", src)
+            with self.called_from(f"{qualname} (setter)", src):
+                setter = self.compile_function(member.fset, t, qualname)
+            em.call_compiled(setter, "prim::CallMethod", [base, value], {}, src)
+            return
         declared = t.attributes.get(name)
         if name in t.constants:
             raise CompilationError(f"cannot assign to constant (Final) attribute '{name}'", src)

@@ -212,7 +212,8 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
         if stmt.type_comment:                       # `xs = []  # type: List[int]`
             return self.type_comment(stmt)
         declared = self.target_type(stmt.targets[0]) if len(stmt.targets) == 1 else None
-        if declared is None or literal_hint(stmt.value, declared) is None:
+        if declared is None or literal_hint(self.constructor_literal(stmt.value) or stmt.value,
+                                            declared) is None:
             return None
         return declared
 
@@ -255,6 +256,7 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
         (`xs: List[int] = []`, `return 0, []` in a function returning
         Tuple[int, List[str]], `d: Optional[Dict[str, int]] = {}`)."""
         src = self.src(node)
+        node = self.constructor_literal(node) or node
         hint = literal_hint(node, declared)
         if isinstance(node, (ast.ListComp, ast.DictComp)) and hint is not None:
             value = self.comprehension_of(node, hint)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..ir.graph import SourceRange, Value
-from ..ir.types import DictType, ListType, Type
+from ..ir.types import ClassType, DictType, ListType, Type
 from ..ops.registry import OpDef
 from .errors import CompilationError
 
@@ -84,6 +84,9 @@ class OpFunction(Sugared):
             items = args[0].unroll(em, src)         # len(self.layers): known when compiled
             if items is not None:
                 return em.const(len(items), src)
+        if len(args) == 1 and not kwargs and isinstance(args[0], Value) and isinstance(
+                args[0].type, ClassType) and self.obj in _CONVERSION_METHODS:
+            return em.converted_object(self.obj, args[0], _CONVERSION_METHODS[self.obj], src)
         return em.call_op(self.op, args, kwargs, src, self.name)
 
     def as_value(self, em, src):
@@ -94,6 +97,9 @@ class OpFunction(Sugared):
     def makes_array_of(self, position, keyword):
         return self.obj in _ARRAY_CONSTRUCTORS and (position == 0 or keyword in ("object", "a"))
 
+
+# int(obj), float(obj), ... of a script-class instance: the methods Python tries, in order
+_CONVERSION_METHODS = {int: ("__int__", "__index__"), float: ("__float__", "__index__")}
 
 _ARRAY_CONSTRUCTORS = (np.array, np.asarray, np.ascontiguousarray, np.asfortranarray)
 

@@ -1,0 +1,237 @@
+"""Programs that Python and TorchScript both run, which tsjit rejected (issue 12, item
+1): each feature runs eagerly and scripted, several calls (profiling, optimized), with
+results and argument mutations compared."""
+from __future__ import annotations
+
+from typing import List, Optional  # noqa: UP035 (string forward references)
+
+import numpy as np
+import pytest
+from _differential import check
+
+import tsjit
+
+# ---------------------------------------------------------------- dict() and list()
+
+
+def dict_of_keywords(a: int, b: int) -> dict[str, int]:
+    return dict(first=a, second=b * 2)
+
+
+def dict_of_mapping_and_keywords(m: dict[str, float], x: float) -> dict[str, float]:
+    merged = dict(m, extra=x, first=-x)
+    merged["after"] = 1.0
+    return merged
+
+
+def empty_constructors(n: int) -> tuple[int, list[str], dict[str, list[int]]]:
+    counts: dict[str, int] = dict()
+    names: list[str] = list()
+    groups = dict()  # type: Dict[str, List[int]]
+    for i in range(n):
+        key = str(i % 3)
+        counts[key] = counts.get(key, 0) + 1
+        names.append(key)
+        groups.setdefault(key, list()).append(i)
+    return len(counts), names, groups
+
+
+def constructor_arguments(xs: list[int]) -> list[int]:
+    return extended(list(), xs)
+
+
+def extended(acc: list[int], xs: list[int]) -> list[int]:
+    acc.extend(xs)
+    return acc
+
+
+def test_dict_of_keywords():
+    check(dict_of_keywords, (1, 2), (0, -5))
+
+
+def test_dict_of_a_mapping_and_keywords_copies_then_stores():
+    check(dict_of_mapping_and_keywords, ({"first": 1.5, "b": 2.0}, 3.0), ({}, -1.0))
+
+
+def test_zero_argument_dict_and_list_take_the_annotation():
+    check(empty_constructors, (0,), (5,), (7,))
+    check(constructor_arguments, ([1, 2],), ([],))
+
+
+# ---------------------------------------------------------------- conversions
+
+
+class Meters:
+    def __init__(self, value: float):
+        self.value = value
+
+    def __float__(self) -> float:
+        return self.value
+
+    def __int__(self) -> int:
+        return int(self.value * 100.0)
+
+
+class Slot:
+    def __init__(self, i: int):
+        self.i = i
+
+    def __index__(self) -> int:
+        return self.i
+
+
+def conversions(v: float, i: int) -> tuple[float, int, int, float]:
+    m = Meters(v)
+    s = Slot(i)
+    return float(m) + 1.0, int(m), int(s), float(s)
+
+
+def test_int_and_float_of_an_object_call_its_conversion_methods():
+    check(conversions, (1.25, 3), (-2.5, 0))
+
+
+# ---------------------------------------------------------------- classmethod, property
+
+
+class Counter:
+    start: int = 10
+
+    def __init__(self, n: int):
+        self.n = n
+
+    @classmethod
+    def from_pair(cls, a: int, b: int) -> Counter:
+        return cls(a * b)
+
+    @classmethod
+    def twice(cls, n: int) -> Counter:
+        return cls.from_pair(n, 2)
+
+    @property
+    def double(self) -> int:
+        return self.n * 2
+
+    @property
+    def tripled(self) -> int:
+        return self.n * 3
+
+    @double.setter
+    def double(self, value: int) -> None:
+        self.n = value // 2
+
+
+def classmethods(a: int, b: int) -> tuple[int, int, int]:
+    c = Counter.from_pair(a, b)
+    d = c.twice(b)                  # on an instance: cls is still the class
+    return c.n, d.n, Counter.twice(a).n
+
+
+def property_setter(a: int) -> tuple[int, int]:
+    c = Counter(a)
+    c.double = 10
+    c.double += 4
+    return c.n, c.double
+
+
+def test_classmethods_called_on_the_class_and_on_an_instance():
+    check(classmethods, (2, 3), (0, -1))
+
+
+def test_property_setter_of_a_script_class():
+    check(property_setter, (1,), (7,))
+
+
+class Scaled(tsjit.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = np.array([1.0, 2.0])
+        self.gain = 1.0
+
+    @property
+    def scale(self) -> float:
+        return self.gain * 10.0
+
+    @scale.setter
+    def scale(self, value: float) -> None:
+        self.gain = value / 10.0
+
+    def forward(self, x: np.ndarray, s: float) -> np.ndarray:
+        self.scale = s
+        return x * self.w * self.scale
+
+
+def test_property_setter_of_a_module():
+    eager, scripted = Scaled(), tsjit.script(Scaled())
+    for s in (5.0, 20.0):
+        x = np.arange(2.0)
+        assert np.array_equal(scripted(x, s), eager(x, s))
+        assert scripted.gain == eager.gain
+
+
+def read_only_assigned(c: Counter) -> None:
+    c.tripled = 3
+
+
+# ---------------------------------------------------------------- forward references
+
+
+class Node:
+    # the typing spelling with quoted names, as TorchScript code writes it
+    def __init__(self, value: int, children: List["Node"],  # noqa: UP006, UP037
+                 parent: Optional["Node"]):  # noqa: UP037, UP045
+        self.value = value
+        self.children = children
+        self.parent = parent
+
+
+def tree_sum(n: int) -> int:
+    root = Node(0, [], None)
+    for i in range(n):
+        root.children.append(Node(i, [], root))
+    total = 0
+    for child in root.children:
+        p = child.parent
+        if p is not None:
+            total += child.value + p.value
+    return total
+
+
+def test_string_forward_references_inside_generics():
+    check(tree_sum, (0,), (4,))
+
+
+# ---------------------------------------------------------------- for targets
+
+
+def for_targets(xs: list[int], pairs: list[tuple[int, tuple[int, int]]]) -> list[int]:
+    out = [0, 0, 0]
+    for i, in zip(xs):
+        out[0] += i
+    for a, (b, c) in pairs:
+        out[1] += a * b - c
+    for out[2], _ in pairs:         # a subscript as a target, as Python allows
+        pass
+    return out
+
+
+class Box:
+    def __init__(self):
+        self.last = 0
+
+
+def attribute_target(xs: list[int]) -> int:
+    box = Box()
+    for box.last in xs:
+        pass
+    return box.last
+
+
+def test_the_target_shapes_of_a_for_loop():
+    check(for_targets, ([1, 2, 3], [(1, (2, 3)), (4, (5, 6))]), ([], []))
+    check(attribute_target, ([4, 5],), ([],))
+
+
+@pytest.mark.parametrize("fn", [read_only_assigned])
+def test_assigning_a_property_without_setter_is_a_compilation_error(fn):
+    with pytest.raises(tsjit.CompilationError, match="has no setter"):
+        tsjit.script(fn)
