@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
+from tsjit.interpreter.rendering import Renderer
 from tsjit.ir.types import (
     TENSOR,
     AnyType,
@@ -186,10 +187,9 @@ def imprecise(c: Call, static: Type) -> Call:
 
 def run_template(op, inputs: list, attrs: dict | None = None):
     names = [f"a{i}" for i in range(len(inputs))]
-    # as the interpreter renders attributes: a str as its text, anything else as a literal
-    rendered = {k: v if type(v) is str else repr(v) for k, v in (attrs or {}).items()}
-    code = op.emit_python(names, rendered)
-    scope = dict(zip(names, inputs))
+    renderer = Renderer()       # attributes rendered as the interpreter renders them
+    code = op.emit_python(names, renderer.attributes(attrs or {}, op.attrs.get("names", ())))
+    scope = {**dict(zip(names, inputs)), **renderer.bound}
     try:
         compiled = compile(code, op.name, "eval")
     except SyntaxError:

@@ -4,10 +4,10 @@ from __future__ import annotations
 import io
 import json
 import warnings
-import zipfile
 
 import numpy as np
 import pytest
+from _archives import archive_of, zipped
 from _differential import assert_same
 
 import tsjit
@@ -90,22 +90,6 @@ class Scaled(tsjit.Module):
 
 def double(x: np.ndarray) -> np.ndarray:
     return x * 2.0
-
-
-def archive_of(obj) -> dict[str, bytes]:
-    buffer = io.BytesIO()
-    obj.save(buffer)
-    with zipfile.ZipFile(buffer) as archive:
-        return {name: archive.read(name) for name in archive.namelist()}
-
-
-def zipped(files: dict[str, bytes]) -> io.BytesIO:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-    buffer.seek(0)
-    return buffer
 
 
 DEEP = "deeply nested"     # replaced by a default nested beyond the JSON reader's stack

@@ -8,13 +8,22 @@ Values (module attributes, default arguments) are written as tagged JSON, `[tag,
 payload]`, so that each loads back as the same Python type it was saved as: a tuple
 stays a tuple, a float64 scalar stays a NumPy scalar, a bool is not an int.  Only plain
 data is written: the loading process must not need any of the saving program's code.
+
+Loading reads only what the manifest refers to, within limits (MAX_TEXT_BYTES per text
+member, MAX_TOTAL_BYTES in all, MAX_NESTING levels of values), and checks every size a
+member or an array header claims against the bytes actually there, so a crafted file
+costs no more memory than its limits and raises `SerializationError`, never another
+error.  Writing is deterministic (fixed timestamps): the same program saves to the same
+bytes, which pickling uses as a content hash.
 """
 from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import zipfile
+import zlib
 from typing import IO, Any
 
 import numpy as np
@@ -25,7 +34,18 @@ VERSION = 1
 MANIFEST = "manifest.json"
 ARRAYS = "data.npz"
 
+MAX_TEXT_BYTES = 64 << 20       # the manifest, and each graph's text
+MAX_TOTAL_BYTES = 4 << 30       # everything read from one archive, arrays included
+MAX_NESTING = 100               # lists in lists (values, JSON) in the manifest
+
 PathOrFile = str | os.PathLike[str] | IO[bytes]
+
+# What reading a malformed zip, npy or text member raises (zipfile and numpy raise all of
+# these for crafted input); each becomes a SerializationError.
+_MALFORMED = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, OSError,
+              ValueError, NotImplementedError, RuntimeError, UnicodeDecodeError, KeyError,
+              OverflowError, TypeError)
+_FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 
 
 class SerializationError(RuntimeError):
@@ -82,76 +102,209 @@ class ValueEncoder:
 
 
 class ValueDecoder:
-    """The inverse of ValueEncoder, over the archive's arrays."""
+    """The inverse of ValueEncoder, over the archive's arrays (read when first used).
+    Each tag's payload must have the type the encoder writes; anything else is a
+    corrupt archive."""
 
-    def __init__(self, arrays: dict[str, np.ndarray]) -> None:
-        self.arrays = arrays
+    def __init__(self, reader: ArchiveReader) -> None:
+        self.reader = reader
 
-    def decode(self, encoded: list) -> object:
+    def decode(self, encoded: object, depth: int = 0) -> object:
+        if depth > MAX_NESTING:
+            raise SerializationError(f"corrupt archive: values nested more than "
+                                     f"{MAX_NESTING} levels deep")
+        if type(encoded) is not list or not encoded or type(encoded[0]) is not str:
+            raise SerializationError(f"corrupt archive: {encoded!r:.80} is not a value")
         tag, *payload = encoded
-        if tag == "none":
+        if tag == "none" and not payload:
             return None
-        if tag in ("bool", "int", "float", "str"):
-            return payload[0]
+        if len(payload) != 1:
+            raise SerializationError(f"corrupt archive: value {encoded!r:.80} is malformed")
+        (item,) = payload
+        plain = {"bool": bool, "int": int, "float": float, "str": str}.get(tag)
+        if plain is not None:
+            return _payload(item, plain)
         if tag == "array":
-            return self.arrays[payload[0]]
+            return self.reader.array(_payload(item, str))
         if tag == "scalar":
-            return self.arrays[payload[0]][()]
-        if tag == "dtype":
-            return np.dtype(payload[0])
-        if tag == "scalar_type":
-            return np.dtype(payload[0]).type
+            value = self.reader.array(_payload(item, str))
+            if value.ndim != 0:
+                raise SerializationError(f"corrupt archive: scalar {item!r} is an array")
+            return value[()]
+        if tag in ("dtype", "scalar_type"):
+            dtype = _dtype(_payload(item, str))
+            return dtype if tag == "dtype" else dtype.type
         if tag in ("list", "tuple"):
-            items = [self.decode(v) for v in payload[0]]
+            items = [self.decode(v, depth + 1) for v in _payload(item, list)]
             return items if tag == "list" else tuple(items)
         if tag == "dict":
-            return {self.decode(k): self.decode(v) for k, v in payload[0]}
-        return self.decode_other(tag, payload)
+            pairs = [_payload(pair, list) for pair in _payload(item, list)]
+            if any(len(pair) != 2 for pair in pairs):
+                raise SerializationError("corrupt archive: a dict entry is not a key and value")
+            keys = [self.decode(k, depth + 1) for k, _ in pairs]
+            if not all(isinstance(k, (str, int, float, bool)) for k in keys):
+                raise SerializationError("corrupt archive: a dict key is not a str or number")
+            return {k: self.decode(v, depth + 1) for k, (_, v) in zip(keys, pairs)}
+        return self.decode_other(tag, item, depth)
 
-    def decode_other(self, tag: str, payload: list) -> object:
-        raise SerializationError(f"corrupt archive: unknown value tag {tag!r}")
+    def decode_other(self, tag: str, payload: object, depth: int) -> object:
+        raise SerializationError(f"corrupt archive: unknown value tag {tag!r:.40}")
+
+
+def _payload(value: object, kind: type) -> Any:
+    if type(value) is not kind:
+        raise SerializationError(f"corrupt archive: {value!r:.80} is not a {kind.__name__}")
+    return value
+
+
+def _dtype(name: str) -> np.dtype:
+    try:
+        dtype = np.dtype(name)
+    except _MALFORMED:
+        raise SerializationError(f"corrupt archive: {name!r:.40} is not a NumPy dtype") from None
+    if dtype.hasobject:
+        raise SerializationError(f"corrupt archive: dtype {name!r} holds Python objects")
+    return dtype
+
+
+def _zip_info(name: str, compression: int = zipfile.ZIP_DEFLATED) -> zipfile.ZipInfo:
+    """A member whose bytes depend on its content only (no time stamp)."""
+    info = zipfile.ZipInfo(name, date_time=_FIXED_TIME)
+    info.compress_type = compression
+    info.external_attr = 0o644 << 16
+    return info
 
 
 def write_archive(target: PathOrFile, manifest: dict, texts: dict[str, str],
                   arrays: dict[str, np.ndarray]) -> None:
     """Write the whole archive; the manifest gets the format and version stamped in."""
     manifest = {"format": FORMAT, "version": VERSION, **manifest}
-    buffer = io.BytesIO()
-    np.savez(buffer, allow_pickle=False, **arrays)
+    npz = io.BytesIO()      # as np.savez writes it (a stored zip of .npy files)
+    with zipfile.ZipFile(npz, "w", zipfile.ZIP_STORED) as inner:
+        for key, array in arrays.items():
+            data = io.BytesIO()
+            np.lib.format.write_array(data, array, allow_pickle=False)
+            inner.writestr(_zip_info(f"{key}.npy", zipfile.ZIP_STORED), data.getvalue())
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr(MANIFEST, json.dumps(manifest, indent=1))
+        archive.writestr(_zip_info(MANIFEST), json.dumps(manifest, indent=1))
         for name, text in texts.items():
-            archive.writestr(name, text)
-        archive.writestr(ARRAYS, buffer.getvalue())
+            archive.writestr(_zip_info(name), text)
+        archive.writestr(_zip_info(ARRAYS), npz.getvalue())
 
 
 class ArchiveReader:
-    """An opened archive: the checked manifest, its texts, its arrays."""
+    """An opened archive: the checked manifest; texts and arrays read when asked for.
+
+    Use it as a context manager (it closes a file it opened)."""
 
     def __init__(self, source: PathOrFile) -> None:
-        name = os.fspath(source) if isinstance(source, (str, os.PathLike)) else "<file>"
+        self.name = os.fspath(source) if isinstance(source, (str, os.PathLike)) else "<file>"
+        self._file = open(source, "rb") if isinstance(source, (str, os.PathLike)) else None
+        self._budget = MAX_TOTAL_BYTES
+        self._npz: zipfile.ZipFile | None = None
+        self._arrays: dict[str, np.ndarray] = {}
         try:
-            with zipfile.ZipFile(source) as archive:
-                self.manifest: dict[str, Any] = json.loads(archive.read(MANIFEST))
-                self._check(name)
-                self.texts = {n: archive.read(n).decode() for n in archive.namelist()
-                              if n.startswith("code/")}
-                with np.load(io.BytesIO(archive.read(ARRAYS)), allow_pickle=False) as npz:
-                    self.arrays = {k: npz[k] for k in npz.files}
-        except (zipfile.BadZipFile, KeyError, ValueError, EOFError, RecursionError) as e:
-            raise SerializationError(f"{name} is not a tsjit archive ({e})") from None
+            self._zip = self._guarded(zipfile.ZipFile, self._file or source)
+            manifest = self._guarded(json.loads, self._read(self._zip, MANIFEST, MAX_TEXT_BYTES))
+        except SerializationError:
+            self.close()
+            raise
+        self.manifest: dict[str, Any] = manifest
+        self._check()
 
-    def _check(self, name: str) -> None:
+    def __enter__(self) -> ArchiveReader:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+    def _guarded(self, read, *args):
+        """`read(*args)`, any error of malformed input raised as SerializationError."""
+        try:
+            return read(*args)
+        except SerializationError:
+            raise
+        except RecursionError:
+            raise SerializationError(f"{self.name} is not a tsjit archive (nested too "
+                                     "deeply)") from None
+        except _MALFORMED as e:
+            raise SerializationError(f"{self.name} is not a tsjit archive "
+                                     f"({type(e).__name__}: {e})") from None
+
+    def _read(self, archive: zipfile.ZipFile, name: str, limit: int) -> bytes:
+        """Member `name`, refused if it is (or inflates to) more than `limit` bytes or more
+        than is left of the archive's total."""
+        try:
+            info = archive.getinfo(name)
+        except KeyError:
+            raise SerializationError(f"{self.name} is not a tsjit archive ({name} is "
+                                     "missing)") from None
+        limit = min(limit, self._budget)
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) \
+                or info.flag_bits & 0x1:
+            raise SerializationError(f"{self.name}: {name} is encrypted or compressed "
+                                     "in a way tsjit does not write")
+        if info.file_size > limit:
+            raise SerializationError(f"{self.name}: {name} is {info.file_size} bytes, over "
+                                     f"the limit of {limit}")
+
+        def read() -> bytes:
+            with archive.open(info) as member:
+                return member.read(limit + 1)
+        data = self._guarded(read)
+        if len(data) > limit:
+            raise SerializationError(f"{self.name}: {name} inflates past the limit of "
+                                     f"{limit} bytes")
+        self._budget -= len(data)
+        return data
+
+    def _check(self) -> None:
         manifest = self.manifest
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-            raise SerializationError(f"{name} is not a tsjit archive (no tsjit manifest)")
+            raise SerializationError(f"{self.name} is not a tsjit archive (no tsjit manifest)")
         version = manifest.get("version")
         if type(version) is not int or version > VERSION or version < 1:
-            raise SerializationError(f"{name} has archive format version {version!r}; this "
-                                     f"tsjit reads versions 1 to {VERSION}: load it with the "
-                                     "tsjit that saved it")
+            raise SerializationError(f"{self.name} has archive format version {version!r}; "
+                                     f"this tsjit reads versions 1 to {VERSION}: load it "
+                                     "with the tsjit that saved it")
 
-    def text(self, name: str) -> str:
-        if name not in self.texts:
-            raise SerializationError(f"corrupt archive: {name} is missing")
-        return self.texts[name]
+    def text(self, name: object) -> str:
+        """A graph's text (`code/<name>.ir`)."""
+        if type(name) is not str or not name.startswith("code/"):
+            raise SerializationError(f"corrupt archive: {name!r:.80} is not a graph member")
+        return self._guarded(lambda: self._read(self._zip, name, MAX_TEXT_BYTES).decode())
+
+    def array(self, key: str) -> np.ndarray:
+        """Array `key` of data.npz; the same object each time it is asked for."""
+        array = self._arrays.get(key)
+        if array is None:
+            if self._npz is None:
+                self._npz = self._guarded(zipfile.ZipFile, io.BytesIO(
+                    self._read(self._zip, ARRAYS, MAX_TOTAL_BYTES)))
+            data = self._read(self._npz, f"{key}.npy", MAX_TOTAL_BYTES)
+            array = self._arrays[key] = self._guarded(_npy_array, data, key)
+        return array
+
+
+def _npy_array(data: bytes, key: str) -> np.ndarray:
+    """The array an .npy file holds, built from its bytes (never np.load: the header's
+    shape is checked against the data before anything is allocated)."""
+    stream = io.BytesIO(data)
+    version = np.lib.format.read_magic(stream)
+    if version not in ((1, 0), (2, 0)):
+        raise ValueError(f"npy format version {version}")
+    read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                   else np.lib.format.read_array_header_2_0)
+    shape, fortran_order, dtype = read_header(stream)
+    if dtype.hasobject or any(n < 0 for n in shape):
+        raise ValueError(f"array {key} has dtype {dtype} or shape {shape}")
+    size = math.prod(shape)
+    if size * dtype.itemsize != len(data) - stream.tell():
+        raise ValueError(f"the header of array {key} claims {size} elements of {dtype}, "
+                         f"the file holds {len(data) - stream.tell()} bytes")
+    flat = np.frombuffer(data, dtype, size, stream.tell()) if size else np.empty(0, dtype)
+    return flat.reshape(shape, order="F" if fortran_order else "C").copy(order="K")

@@ -7,22 +7,22 @@ module's attribute values.  A loaded module is an instance of a class made at lo
 time with the saved class's name, carrying the saved attributes; the loading process
 never imports the program that saved it.
 
-So everything saved must be plain data or an object of the standard library, NumPy or
-tsjit, found again by name.  A graph that refers to the program's own code (a script
-class, a @tsjit.ignore'd function, a user-defined exception or enum) cannot be saved:
-`save` raises and names the object, rather than write a file that loads into
-something else.  The archive's layout is in `archive.py`.
+Loading runs no code of the file's: everything saved is plain data, registry ops and
+the few objects `loadable.py` allows, found again by name without importing anything.
+A graph that refers to the program's own code (a script class, a @tsjit.ignore'd
+function, a user-defined exception or enum) cannot be saved: `save` applies the
+loader's rules, raises and names the object, rather than write a file that loads into
+something else or not at all.  The archive's layout is in `archive.py`.
 """
 from __future__ import annotations
 
 import difflib
 import re
-import sys
 
 from ..frontend.compiler import CompiledCallable
 from ..interpreter.helpers import value_matches
 from ..ir.graph import Graph
-from ..ir.parser import IRParseError, import_object, parse_ir, parse_type
+from ..ir.parser import IRParseError, parse_ir, parse_type
 from ..ir.printer import print_graph
 from ..ir.types import ClassType, Type, is_subtype
 from ..ir.verifier import IRVerificationError, verify
@@ -35,26 +35,12 @@ from .archive import (
     ValueEncoder,
     write_archive,
 )
+from .loadable import SavedCodeRules, allowed_object, check_attribute_names, is_identifier
 from .module import Module, ModuleDict, ModuleList
 from .script_function import ScriptFunction, ScriptMethod, ScriptModule
 
-# Besides the standard library, the packages every process that runs tsjit code has.
-PORTABLE_PACKAGES = frozenset({"numpy", "tsjit"})
-
 # A class type in graph text (`__tsjit__.pkg.Net`), not an enum (`Enum<__tsjit__.pkg.E>`).
 _CLASS_TYPE = re.compile(r"(?<!Enum<)__tsjit__\.([\w.<>]+)")
-
-
-def portable_object(qualified_name: str) -> object:
-    """The object a graph names as `module.qualname`, if a fresh process can import it."""
-    package = qualified_name.partition(".")[0]
-    if package not in sys.stdlib_module_names and package not in PORTABLE_PACKAGES:
-        raise SerializationError(
-            f"'{qualified_name}' belongs to the program's own code (module '{package}'), not "
-            "to the standard library, NumPy or tsjit: script classes, @tsjit.ignore'd "
-            "functions and other objects of the program cannot be saved, since the process "
-            "that loads the file need not have them")
-    return import_object(qualified_name)
 
 
 # ---- saving
@@ -145,12 +131,13 @@ def _function_record(function: ScriptFunction, key: str, encoder: ValueEncoder,
 
 def _portable_graph_text(compiled: CompiledCallable, class_types: dict[str, ClassType]) -> str:
     """The graph's text, once it is known to load back as the same graph without the
-    program's code: every class it names is one of the saved modules' types, every
-    object it names is importable, and reading the text gives the text again."""
+    program's code: every class it names is one of the saved modules' types, it passes
+    the loader's rules (ops, attributes, allowed objects), and reading the text gives
+    the text again."""
     text = print_graph(compiled.graph)
     _check_class_names(text, compiled.name, class_types)
     try:
-        reread = print_graph(parse_ir(text, portable_object, class_types))
+        reread = print_graph(_parse_graph(text, class_types))
     except IRParseError as e:
         raise SerializationError(f"cannot save '{compiled.name}': {e}") from None
     if reread != text:
@@ -166,7 +153,7 @@ def _portable_type_text(t: Type, owner: str, class_types: dict[str, ClassType]) 
     text = str(t)
     _check_class_names(text, owner, class_types)
     try:
-        parse_type(text, portable_object, class_types)
+        parse_type(text, allowed_object, class_types)
     except IRParseError as e:
         raise SerializationError(f"cannot save '{owner}': its type {t.annotation}: {e}") \
             from None
@@ -186,101 +173,133 @@ def _check_class_names(text: str, owner: str, class_types: dict[str, ClassType])
 def load(source: PathOrFile) -> ScriptFunction | ScriptModule:
     """The script function or module saved in `source` (a path or a binary file).
 
-    The file is a program: load files you trust, as you would import code."""
-    reader = ArchiveReader(source)
-    manifest = reader.manifest
-    try:
-        if manifest["kind"] == "function":
-            decoder = ValueDecoder(reader.arrays)
-            record = manifest["function"]
-            function = ScriptFunction(_compiled(record, reader, decoder, {}), None)
-            function.__doc__ = record["doc"]
-            return function
-        if manifest["kind"] == "module":
-            return _load_module(reader)
-        raise SerializationError(f"corrupt archive: unknown kind {manifest['kind']!r}")
-    except (KeyError, TypeError, ValueError, LookupError, AttributeError, RecursionError,
-            IRParseError, IRVerificationError) as e:
-        raise SerializationError(f"corrupt archive: {type(e).__name__}: {e}") from None
+    Loading runs no code of the file's (see `loadable.py`); a file that is not an
+    archive tsjit wrote, or was edited into one that breaks the rules, raises
+    SerializationError."""
+    with ArchiveReader(source) as reader:
+        manifest = reader.manifest
+        try:
+            if manifest["kind"] == "function":
+                record = manifest["function"]
+                function = ScriptFunction(_compiled(record, reader, ValueDecoder(reader), {}, {}),
+                                          None)
+                function.__doc__ = _doc(record)
+                return function
+            if manifest["kind"] == "module":
+                return _load_module(reader)
+            raise SerializationError(f"corrupt archive: unknown kind {manifest['kind']!r:.40}")
+        except (KeyError, TypeError, ValueError, LookupError, AttributeError, RecursionError,
+                IRParseError, IRVerificationError) as e:
+            raise SerializationError(f"corrupt archive: {type(e).__name__}: {e}") from None
 
 
 def _load_module(reader: ArchiveReader) -> ScriptModule:
     manifest = reader.manifest
-    class_types = {name: ClassType(_loaded_class(entry["module"], entry["qualname"]),
-                                   is_module=True)
+    class_types = {_string(name): ClassType(_loaded_class(entry["module"], entry["qualname"]),
+                                            is_module=True)
                    for name, entry in manifest["types"].items()}
-    decoder = _ModuleDecoder(reader.arrays, class_types)
+    decoder = _ModuleDecoder(reader, class_types)
     instance = decoder.module(manifest["root"])
     if "forward" not in manifest["methods"]:
         raise SerializationError("corrupt archive: the module has no forward method")
     methods = {}
     for name, record in manifest["methods"].items():
-        methods[name] = ScriptMethod(_compiled(record, reader, decoder, class_types), None,
-                                     instance)
-        methods[name].__doc__ = record["doc"]
+        compiled = _compiled(record, reader, decoder, class_types, decoder.names)
+        methods[name] = ScriptMethod(compiled, None, instance)
+        methods[name].__doc__ = _doc(record)
     return ScriptModule(instance, methods)
 
 
-def _loaded_class(module: str, qualname: str) -> type:
+def _loaded_class(module: object, qualname: object) -> type:
     """A stand-in for the saved module's class: same names (so the graphs print as they
     did), no code of its own (the methods are the compiled graphs)."""
-    return type(qualname.rpartition(".")[2], (Module,),
-                {"__module__": module, "__qualname__": qualname,
+    return type(_string(qualname).rpartition(".")[2], (Module,),
+                {"__module__": _string(module), "__qualname__": qualname,
                  "__doc__": "A module class loaded by tsjit.load."})
 
 
+def _string(value: object) -> str:
+    if type(value) is not str:
+        raise SerializationError(f"corrupt archive: {value!r:.80} is not a string")
+    return value
+
+
+def _doc(record: dict) -> str | None:
+    doc = record["doc"]
+    return None if doc is None else _string(doc)
+
+
 class _ModuleDecoder(ValueDecoder):
-    def __init__(self, arrays, class_types: dict[str, ClassType]) -> None:
-        super().__init__(arrays)
+    def __init__(self, reader: ArchiveReader, class_types: dict[str, ClassType]) -> None:
+        super().__init__(reader)
         self.class_types = class_types
-        self.described: set[ClassType] = set()
+        self.names: dict[ClassType, set[str]] = {}   # the attributes each class's records have
 
-    def decode_other(self, tag: str, payload: list) -> object:
+    def decode_other(self, tag: str, payload: object, depth: int) -> object:
         if tag == "module":
-            return self.module(payload[0])
-        if tag == "module_list":
-            return ModuleList(self.module(record) for record in payload[0])
-        if tag == "module_dict":
-            return ModuleDict({key: self.module(record) for key, record in payload[0]})
-        return super().decode_other(tag, payload)
+            return self.module(payload, depth + 1)
+        if tag == "module_list" and type(payload) is list:
+            return ModuleList(self.module(record, depth + 1) for record in payload)
+        if tag == "module_dict" and type(payload) is list:
+            return ModuleDict({_string(key): self.module(record, depth + 1)
+                               for key, record in payload})
+        return super().decode_other(tag, payload, depth)
 
-    def module(self, record: dict) -> Module:
+    def module(self, record: dict, depth: int = 0) -> Module:
         """The instance; the first instance of a class also describes its type (instances
         of one class share the loaded type, as they share the name in the graphs)."""
         t = self.class_types[record["class"]]
         instance = object.__new__(t.py_class)
-        describe = t not in self.described
-        self.described.add(t)
+        describe = t not in self.names
+        names = self.names.setdefault(t, set())
+        for name in [*record["attributes"], *record["constants"]]:
+            if not is_identifier(name):
+                raise SerializationError(f"corrupt archive: attribute name {name!r:.80} of "
+                                         f"{t.py_class.__qualname__} is not an identifier")
+            names.add(name)
         for name, entry in record["attributes"].items():
-            vars(instance)[name] = value = self.decode(entry["value"])
+            vars(instance)[name] = value = self.decode(entry["value"], depth + 1)
             if describe and "type" in entry:
-                t.attributes[name] = parse_type(entry["type"], portable_object, self.class_types)
+                t.attributes[name] = parse_type(_string(entry["type"]), allowed_object,
+                                                self.class_types)
             if name in t.attributes and not value_matches(value, t.attributes[name]):
                 raise SerializationError(f"corrupt archive: attribute '{name}' of "
                                          f"{t.py_class.__qualname__} is not a "
                                          f"{t.attributes[name].annotation}")
         for name, encoded in record["constants"].items():
-            vars(instance)[name] = value = self.decode(encoded)
+            vars(instance)[name] = value = self.decode(encoded, depth + 1)
             if describe:
                 t.constants[name] = value
         return instance
 
 
+def _parse_graph(text: str, class_types: dict[str, ClassType]) -> Graph:
+    """The graph of saved code: registry ops with their own attributes, allowed objects,
+    the archive's classes (see `loadable.py`)."""
+    return parse_ir(text, allowed_object, class_types, SavedCodeRules())
+
+
 def _compiled(record: dict, reader: ArchiveReader, decoder: ValueDecoder,
-              class_types: dict[str, ClassType]) -> CompiledCallable:
-    graph: Graph = parse_ir(reader.text(record["graph"]), portable_object, class_types)
+              class_types: dict[str, ClassType],
+              attribute_names: dict[ClassType, set[str]]) -> CompiledCallable:
+    graph = _parse_graph(reader.text(record["graph"]), class_types)
     verify(graph)
-    for node in graph.block.walk():
-        if node.kind == "prim::PythonOp":   # save refuses them: only an edited file has one
-            raise SerializationError(f"'{record['name']}' calls Python "
-                                     f"({node.attrs.get('fn')!r}), which saved code never does")
+    check_attribute_names(graph, attribute_names)
     params, types = [], []
     for entry in record["params"]:
+        name = entry["name"]
+        if not is_identifier(name) or name in (p.name for p in params):
+            raise SerializationError(f"corrupt archive: parameter name {name!r:.80} is not "
+                                     "an identifier or is repeated")
+        t = parse_type(_string(entry["type"]), allowed_object, class_types)
         default = decoder.decode(entry["default"]) if "default" in entry else NO_DEFAULT
-        params.append(Param(entry["name"], default))
-        types.append((entry["name"], parse_type(entry["type"], portable_object, class_types)))
-    return_type = parse_type(record["return_type"], portable_object, class_types)
-    _check_signature(record["name"], types, return_type, graph)
+        if default is not NO_DEFAULT and not value_matches(default, t):
+            raise SerializationError(f"corrupt archive: the default of parameter '{name}' "
+                                     f"is not a {t.annotation}")
+        params.append(Param(name, default))
+        types.append((name, t))
+    return_type = parse_type(_string(record["return_type"]), allowed_object, class_types)
+    _check_signature(_string(record["name"]), types, return_type, graph)
     return CompiledCallable(record["name"], tuple(params), types, return_type, graph)
 
 
@@ -288,9 +307,6 @@ def _check_signature(name: str, param_types: list[tuple[str, Type]], return_type
                      graph: Graph) -> None:
     """The manifest's signature is what the argument checks enforce and the graph assumes
     of its inputs: an edited one must not load into a function that runs ill-typed values."""
-    if type(name) is not str or any(type(p) is not str for p, _ in param_types):
-        raise SerializationError(f"corrupt archive: function name {name!r} or one of its "
-                                 "parameter names is not a string")
     if [t for _, t in param_types] != [v.type for v in graph.inputs] or not all(
             is_subtype(v.type, return_type) for v in graph.outputs):
         raise SerializationError(f"corrupt archive: the signature of '{name}' does not match "

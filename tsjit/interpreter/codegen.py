@@ -109,7 +109,7 @@ class _Writer:
         if op_def is None:
             raise NotImplementedError(f"the interpreter has no implementation of {node.kind}")
         args = [self.expr(v) for v in node.inputs]
-        attrs = {k: self.renderer.attribute(v) for k, v in node.attrs.items()}
+        attrs = self.renderer.attributes(node.attrs, op_def.attrs.get("names", ()))
         code = op_def.emit_python(args, attrs)
         targets = [self.vars[v] for v in node.outputs]
         if op_def.attrs.get("unpacks") or len(targets) > 1:

@@ -10,8 +10,10 @@ read and never run, the same objects are written by what they are (`np.float32`,
 from __future__ import annotations
 
 import enum
+import keyword
 import math
 import re
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -95,10 +97,20 @@ class Renderer:
         text = self.expression(value)
         return f"({text})" if text.startswith("-") else text
 
-    def attribute(self, value: object) -> str:
-        """An attribute for a template: a str is spliced as it is (it names an attribute,
-        `{0}.{name}`); anything else becomes an expression."""
-        return value if type(value) is str else self.expression(value)
+    def attributes(self, attrs: dict, names: Sequence[str]) -> dict[str, str]:
+        """A node's attributes for its op's template; `names`: those the op declares as
+        names (its trait `names`)."""
+        return {key: self.attribute(value, key in names) for key, value in attrs.items()}
+
+    def attribute(self, value: object, is_name: bool = False) -> str:
+        """An attribute for a template: an expression (a str is a str literal: data), or,
+        for the attributes an op declares as names (`{0}.{name}`), the name itself once it
+        is checked to be a Python identifier: no other text reaches generated source."""
+        if not is_name:
+            return self.expression(value)
+        if type(value) is not str or not value.isidentifier() or keyword.iskeyword(value):
+            raise ValueError(f"attribute name {value!r:.80} is not a Python identifier")
+        return value
 
     def _bind(self, value: object, prefix: str) -> str:
         name = self._name_of_id.get(id(value))

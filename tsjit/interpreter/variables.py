@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import builtins
 import keyword
-import re
+import unicodedata
 from collections.abc import Callable
 
 from ..ir.graph import Graph, Node, Value
@@ -36,6 +36,13 @@ def _phi_pairs(node: Node) -> list[tuple[Value, Value]]:
     for out, param, nxt, init in zip(node.outputs, loop.params, loop.carried_next, loop.initial):
         pairs += [(out, param), (param, nxt), (param, init)]
     return pairs
+
+
+def _python_name(name: str) -> str:
+    """`name` with each character Python would not keep as it is in an identifier made
+    `_` (`x.1` -> `x_1`; NFKC-changed characters too, so two names never alias)."""
+    return "".join(c if ("_" + c).isidentifier() and unicodedata.normalize("NFKC", c) == c
+                   else "_" for c in name)
 
 
 class Variables:
@@ -76,7 +83,7 @@ class Variables:
             while f"_{self._unnamed}" in self._taken:
                 self._unnamed += 1
             base = f"_{self._unnamed}"
-        return self.fresh(re.sub(r"\W", "_", base))
+        return self.fresh(_python_name(base))
 
     def fresh(self, base: str) -> str:
         """A variable name no other variable, builtin or global of generated code uses."""

@@ -7,6 +7,10 @@ taken from the text, never re-inferred: the text is the truth, and checking it
 against the type rules is the verifier's job.  Values are resolved by name in
 one flat table (the printer's names are unique per graph); scoping across blocks
 is likewise left to the verifier, so that broken graphs can be written as text.
+
+Text from outside (a loaded archive) is parsed with a `NodeFilter`, which refuses
+ops and attributes node by node, and a resolver that names only allowed objects;
+nesting (types, attribute values, blocks) is bounded by MAX_NESTING either way.
 """
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ import json
 import re
 import sys
 from collections.abc import Callable, Mapping
+from typing import Protocol
 
 import numpy as np
 
@@ -43,6 +48,15 @@ from .types import (
 )
 
 Resolver = Callable[[str], object]
+MAX_NESTING = 100     # types in types, values in values, blocks in blocks
+
+
+class NodeFilter(Protocol):
+    """Decides which nodes a text may hold: each method raises ValueError to refuse."""
+
+    def kind(self, kind: str) -> None: ...
+
+    def attribute(self, kind: str, key: str, value: object) -> None: ...
 
 SINGLETON_TYPES = {t.name: t for t in (IntType, FloatType, BoolType, StrType, NoneType, AnyType,
                                        DTypeType, NoReturnType, UninitializedType)}
@@ -127,13 +141,16 @@ def _source_name(printed: str) -> str | None:
 
 class _Parser:
     def __init__(self, text: str, resolve: Resolver | None,
-                 class_types: Mapping[str, ClassType] | None = None):
+                 class_types: Mapping[str, ClassType] | None = None,
+                 node_filter: NodeFilter | None = None):
         self.text = text
         self.tokens = _tokenize(text)
         self.i = 0
         self.resolve_fn = resolve
         self.class_types = class_types or {}
+        self.node_filter = node_filter
         self.values: dict[str, Value] = {}
+        self.depth = 0
 
     # ---- token helpers
     def peek(self, offset: int = 0) -> _Token:
@@ -179,6 +196,23 @@ class _Parser:
         if self.peek().kind != "eof":
             raise self.error(f"unexpected {self.peek().describe()} after the end")
 
+    def nested(self, parse: Callable[[], object]) -> object:
+        """`parse()` one level deeper: text nested past MAX_NESTING is refused, not left
+        to exhaust Python's stack here or in the passes that walk the graph."""
+        if self.depth >= MAX_NESTING:
+            raise self.error(f"nested more than {MAX_NESTING} levels deep")
+        self.depth += 1
+        try:
+            return parse()
+        finally:
+            self.depth -= 1
+
+    def filtered(self, check: Callable[[], None], tok: _Token) -> None:
+        try:
+            check()
+        except ValueError as e:
+            raise self.error(str(e), tok) from None
+
     # ---- Python objects
     def resolve(self, qualified_name: str, tok: _Token) -> object:
         try:
@@ -194,7 +228,7 @@ class _Parser:
 
     # ---- types
     def type(self) -> Type:
-        t = self.atom_type()
+        t = self.nested(self.atom_type)
         while self.accept("?"):
             t = OptionalType(t)
         return t
@@ -270,9 +304,10 @@ class _Parser:
     def class_type(self, qualname: str, tok: _Token) -> Type:
         if qualname in self.class_types:
             return self.class_types[qualname]
-        for class_type in ClassType._by_class.values():
-            if class_type.name == qualname:
-                return class_type
+        if self.resolve_fn is None:     # text of this process: its compiled classes
+            for class_type in ClassType._by_class.values():
+                if class_type.name == qualname:
+                    return class_type
         py_class = self.resolve(qualname, tok)
         if not isinstance(py_class, type):
             raise self.error(f"{qualname!r} is not a class", tok)
@@ -303,19 +338,25 @@ class _Parser:
     def size(self) -> int | None:
         if self.accept("*"):
             return None
-        return int(self.expect_kind("number", "a size or '*'").text)
+        tok = self.expect_kind("number", "a size or '*'")
+        if not tok.text.isdigit() or len(tok.text) > 19:
+            raise self.error("a size is a non-negative 64-bit integer", tok)
+        return int(tok.text)
 
     # ---- attribute values (the forms of printer.format_attr)
     def attr_value(self) -> object:
+        return self.nested(self.attr_atom)
+
+    def attr_atom(self) -> object:
         tok = self.next()
         if tok.kind == "string":
             return json.loads(tok.text)
         if tok.kind == "number":
-            return self.number(tok.text)
+            return self.converted(self.number, tok.text, tok)
         if tok.text == "-":
             number = self.next()
             if number.kind == "number" or number.text == "inf":
-                return -self.number(number.text)
+                return -self.converted(self.number, number.text, number)
             raise self.error("expected a number after '-'", number)
         if tok.text == "(":
             items = []
@@ -344,6 +385,13 @@ class _Parser:
     def number(text: str) -> int | float:
         return float(text) if text == "inf" or any(c in text for c in ".eE") else int(text)
 
+    def converted(self, convert: Callable[[object], object], value: object,
+                  head: _Token) -> object:
+        try:
+            return convert(value)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise self.error(f"{head.text}(...) cannot hold {value!r:.80}: {e}", head) from None
+
     def wrapped_value(self, head: _Token) -> object:
         """`Type(...)`, `dtype(...)`, `Enum(...)`, `Py(...)`, `Array(...)`, `float32(2.5)`."""
         form = head.text
@@ -357,20 +405,26 @@ class _Parser:
                 raise self.error(f"an instance of {qualname} cannot be rebuilt from text", tok)
             value = self.resolve(qualname, tok)
         elif form == "Array":
-            dtype = self.numpy_dtype()
+            dtype = self.numpy_dtype(numeric=True)
             self.expect(",")
-            value = np.array(self.attr_value(), dtype=dtype)
+            value = self.converted(lambda v: np.array(v, dtype=dtype), self.attr_value(), head)
         else:
-            value = self.numpy_dtype(head).type(self.attr_value())
+            value = self.converted(self.numpy_dtype(head, numeric=True).type, self.attr_value(),
+                                   head)
         self.expect(")")
         return value
 
-    def numpy_dtype(self, tok: _Token | None = None) -> np.dtype:
+    def numpy_dtype(self, tok: _Token | None = None, numeric: bool = False) -> np.dtype:
+        """The dtype named by `tok`; `numeric`: of a bool or number, the only values the
+        printer writes as arrays and scalars."""
         tok = tok or self.expect_kind("name", "a NumPy dtype")
         try:
-            return np.dtype(tok.text)
+            dtype = np.dtype(tok.text)
         except TypeError:
             raise self.error(f"unknown NumPy dtype or attribute form {tok.text!r}", tok) from None
+        if numeric and dtype.kind not in "biufc":
+            raise self.error(f"NumPy values of dtype {dtype} have no text form", tok)
+        return dtype
 
     # ---- graphs
     def graph(self) -> Graph:
@@ -441,10 +495,13 @@ class _Parser:
             while self.accept(","):
                 declarations.append(self.declaration())
             self.expect("=")
-        kind = self.expect_kind("kind", "an op kind (ns::name)").text
+        kind_tok = self.expect_kind("kind", "an op kind (ns::name)")
+        kind = kind_tok.text
+        if self.node_filter is not None:
+            self.filtered(lambda: self.node_filter.kind(kind), kind_tok)
         attrs = {}
         if self.accept("["):
-            for key, value in self.comma_list("]", self.attribute):
+            for key, value in self.comma_list("]", lambda: self.attribute(kind)):
                 attrs[key] = value
         node = Node(kind, attrs)
         self.expect("(")
@@ -454,12 +511,15 @@ class _Parser:
             self.define(node, declaration)
         block.append(node)
         while re.fullmatch(r"block\d+", self.peek().text):
-            self.block(node)
+            self.nested(lambda: self.block(node))
 
-    def attribute(self) -> tuple[str, object]:
-        key = self.expect_kind("name", "an attribute name").text
+    def attribute(self, kind: str) -> tuple[str, object]:
+        key = self.expect_kind("name", "an attribute name")
         self.expect("=")
-        return key, self.attr_value()
+        value = self.attr_value()
+        if self.node_filter is not None:
+            self.filtered(lambda: self.node_filter.attribute(kind, key.text, value), key)
+        return key.text, value
 
     def block(self, node: Node) -> None:
         tok = self.next()
@@ -480,15 +540,18 @@ class _Parser:
 
 
 def parse_ir(text: str, resolve: Resolver | None = None,
-             class_types: Mapping[str, ClassType] | None = None) -> Graph:
+             class_types: Mapping[str, ClassType] | None = None,
+             node_filter: NodeFilter | None = None) -> Graph:
     """The graph that `text` (as written by `print_graph`) describes.
 
     `resolve(qualified_name)` finds the Python objects the text names (functions,
-    classes, enums); by default the module is imported and the qualname walked.
+    classes, enums); by default the module is imported and the qualname walked, and
+    class names may also be those of classes compiled in this process.
     `class_types` maps qualified names to the class types they stand for, first:
     a loaded module's types belong to classes made at load time, not importable.
+    `node_filter` refuses ops and attributes (text from outside this process).
     """
-    return _Parser(text, resolve, class_types).graph()
+    return _Parser(text, resolve, class_types, node_filter).graph()
 
 
 def parse_type(text: str, resolve: Resolver | None = None,

@@ -18,6 +18,7 @@ Names follow TorchScript (`aten::len`, `aten::Int`, `aten::str`, `aten::format`)
 """
 from __future__ import annotations
 
+import ast
 from collections.abc import Sequence
 
 import numpy as np
@@ -227,8 +228,8 @@ def _format_value_rule(types, attrs):
 
 def _format_value_template(args: list[str], attrs: dict) -> str:
     """f"{x!r:>10}" is `format(repr(x), '>10')`.  Attribute `conversion` ('', 's', 'r' or
-    'a') arrives as the text itself, as str attributes do; the builtin `format` has none."""
-    conversion = attrs.get("conversion", "")
+    'a') arrives as a str literal, as str attributes do; the builtin `format` has none."""
+    conversion = ast.literal_eval(attrs.get("conversion", "''"))
     value = f"{_CONVERSIONS[conversion]}({args[0]})" if conversion else args[0]
     return f"format({value}, {args[1]})"
 

@@ -5,9 +5,11 @@ Ops whose rule is None get their output types from the node's creator (the
 front end knows them: a constant's type, a call's declared return types).
 Templates: `{0}`, `{1}` are the inputs' Python expressions; `{name}` is the
 attribute `name` rendered as a Python expression (a literal, or a reference to
-the object).  Ops with several outputs produce one expression that the
-interpreter unpacks (`a, b = <expr>`).  `prim::If` and `prim::Loop` have no
-template: the interpreter's code generator lowers them to Python control flow.
+the object), except for the attributes an op lists in its trait `names`: those
+are identifiers, spliced as names once checked (`{0}.{name}`).  Ops with several
+outputs produce one expression that the interpreter unpacks (`a, b = <expr>`).
+`prim::If` and `prim::Loop` have no template: the interpreter's code generator
+lowers them to Python control flow.
 """
 from __future__ import annotations
 
@@ -43,9 +45,9 @@ register("prim::DictConstruct", "*items", None,
          may_raise=False)
 
 
-register("prim::GetAttr", "obj", None, "{0}.{name}", may_raise=False)
+register("prim::GetAttr", "obj", None, "{0}.{name}", may_raise=False, attrs={"names": ("name",)})
 register("prim::SetAttr", "obj, value", _no_result, "{0}.{name} = {1}", writes=(0,),
-         may_raise=False)
+         may_raise=False, attrs={"names": ("name",)})
 register("prim::CreateObject", "", None, "{cls}.__new__({cls})", may_raise=False)
 
 # Calls: `fn` is the callable (a compiled script function or an ignored Python one).

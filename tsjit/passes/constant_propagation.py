@@ -131,7 +131,7 @@ def _evaluate(op: OpDef, args: list[object], attrs: dict) -> object:
     interpreter renders constants and attributes; _FAILED if it raises or warns."""
     renderer = Renderer()
     code = op.emit_python([renderer.operand(a) for a in args],
-                          {key: renderer.attribute(v) for key, v in attrs.items()})
+                          renderer.attributes(attrs, op.attrs.get("names", ())))
     scope = namespace() | renderer.bound
     with warnings.catch_warnings(), np.errstate(all="raise"):
         warnings.simplefilter("error")

@@ -1,0 +1,441 @@
+"""tsjit.load (and unpickling) of crafted archives runs no code and raises SerializationError.
+
+Each graph-text exploit is first shown to be well-formed text (it parses with the
+permissive parser tests use), so its refusal comes from the loader's rules.  Code that
+would run writes a canary file: no test may leave one, nor import a module it names.
+"""
+from __future__ import annotations
+
+import io
+import json
+import pickle
+import struct
+import sys
+import zipfile
+
+import numpy as np
+import pytest
+from _archives import archive_of, zipped
+from _differential import assert_same
+
+import tsjit
+from tsjit.api import archive as archive_format
+from tsjit.api import pickling
+from tsjit.ir.parser import parse_ir
+
+CANARY_CODE = "__import__('pathlib').Path({path!r}).touch()"
+
+
+class Scaled(tsjit.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = 0.5
+        self.weight = np.arange(3.0)
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        return x * self.weight * self.scale
+
+
+def double(x: np.ndarray) -> np.ndarray:
+    return x * 2.0
+
+
+def label(n: int) -> str:
+    return f"{n!r:>4}"
+
+
+@pytest.fixture
+def canary(tmp_path):
+    path = tmp_path / "canary"
+    yield path
+    assert not path.exists(), "code of the archive ran"
+
+
+def refused(source, match: str | None = None) -> None:
+    with pytest.raises(tsjit.SerializationError, match=match):
+        tsjit.load(source)
+
+
+def with_graph(obj, text: str, member: str) -> io.BytesIO:
+    """obj's archive with graph `member` replaced; the text must be well-formed."""
+    parse_ir(text, resolve=lambda name: object)
+    files = archive_of(obj)
+    files[member] = text.encode()
+    return zipped(files)
+
+
+def function_graph(body: str, params: str = "%x : Tensor", result: str = "%x") -> io.BytesIO:
+    text = f"graph({params}):\n{body}  return ({result})\n"
+    return with_graph(tsjit.script(double), text, "code/function.ir")
+
+
+def module_graph(body: str) -> io.BytesIO:
+    text = f"graph(%self : __tsjit__.{__name__}.Scaled,\n      %x : Tensor):\n{body}" \
+           "  return (%x)\n"
+    return with_graph(tsjit.script(Scaled()), text, "code/forward.ir")
+
+
+# ---- graphs that name Python objects
+
+def test_call_function_of_os_system(canary):
+    command = json.dumps(f"touch {canary}")
+    refused(function_graph(f"  %c : str = prim::Constant[value={command}]()\n"
+                           "  %r : int = prim::CallFunction[fn=Py(os.system)](%c)\n"),
+            "calls Python")
+
+
+@pytest.mark.parametrize("fn", ["builtins.exec", "builtins.eval", "os.system",
+                                "ctypes.string_at", "copy.deepcopy"])
+def test_python_op_and_constants_naming_callables(canary, fn):
+    code = json.dumps(CANARY_CODE.format(path=str(canary)))
+    refused(function_graph(f"  %c : str = prim::Constant[value={code}]()\n"
+                           f"  %r : Any = prim::PythonOp[fn=Py({fn})](%c)\n"))
+    refused(function_graph(f"  %f : Any = prim::Constant[value=Py({fn})]()\n"),
+            "not an object saved code may name")
+
+
+def test_raise_exception_with_os_system_as_class(canary):
+    command = json.dumps(f"touch {canary}")
+    refused(function_graph(f"  %c : str = prim::Constant[value={command}]()\n"
+                           "  prim::RaiseException[cls=Py(os.system)](%c)\n"))
+
+
+def test_raise_exception_class_must_be_an_exception():
+    refused(function_graph('  %c : str = prim::Constant[value="x"]()\n'
+                           "  prim::RaiseException[cls=Py(builtins.int)](%c)\n"),
+            "cannot be")
+
+
+def test_tuple_construct_with_os_system_as_named_tuple(canary):
+    command = json.dumps(f"touch {canary}")
+    refused(function_graph(
+        f"  %c : str = prim::Constant[value={command}]()\n"
+        "  %t : NamedTuple[os.system, a : str] = prim::TupleConstruct[cls=Py(os.system)](%c)\n"))
+    refused(function_graph(
+        f"  %c : str = prim::Constant[value={command}]()\n"
+        "  %t : Tuple[str] = prim::TupleConstruct[cls=Py(builtins.ValueError)](%c)\n"),
+        "no attribute 'cls'")
+
+
+@pytest.mark.parametrize("module", ["unittest.__main__", "venv.__main__", "antigravity",
+                                    "this", "idlelib.idle"])
+def test_naming_an_object_imports_nothing(module):
+    """Py(unittest.__main__.x) ran unittest discovery (executing test*.py files) and
+    venv.__main__ made SystemExit escape load."""
+    assert module not in sys.modules
+    for text in (f"  %f : Any = prim::Constant[value=Py({module}.x)]()\n",
+                 f"  %f : Any = prim::Constant[value=Enum({module}.x)]()\n"):
+        refused(function_graph(text))
+    refused(function_graph("", params=f"%x : Enum<__tsjit__.{module}.x>"))
+    assert module not in sys.modules
+
+
+def test_class_names_of_this_process_are_not_reachable():
+    """A class compiled in the loading process is not the archive's: it cannot be named."""
+    @tsjit.script
+    class Local:
+        def __init__(self, v: float):
+            self.v = v
+
+    name = f"{Local.__module__}.{Local.__qualname__}"
+    refused(function_graph("", params=f"%x : __tsjit__.{name}"), "not an object saved code")
+
+
+# ---- attribute names, which become Python source
+
+INJECTED = "w if not __import__('pathlib').Path({path!r}).touch() else None"
+
+
+@pytest.mark.parametrize("kind", ["GetAttr", "SetAttr"])
+def test_attribute_name_injection(canary, kind):
+    name = json.dumps(INJECTED.format(path=str(canary)))
+    if kind == "GetAttr":
+        body = f"  %w : Tensor = prim::GetAttr[name={name}](%self)\n"
+    else:
+        body = f"  prim::SetAttr[name={name}](%self, %x)\n"
+    refused(module_graph(body), "cannot be")
+
+
+@pytest.mark.parametrize("name", ["__class__", "__dict__", "forward", "undeclared"])
+def test_attributes_the_archive_does_not_declare(name):
+    refused(module_graph(f'  %w : Any = prim::GetAttr[name="{name}"](%self)\n'))
+    refused(module_graph(f'  prim::SetAttr[name="{name}"](%self, %x)\n'))
+
+
+def test_attribute_of_a_value_that_is_not_a_loaded_module():
+    refused(function_graph('  %w : Any = prim::GetAttr[name="weight"](%x)\n'),
+            "declares no such attribute")
+
+
+def test_declared_attribute_loads_and_runs():
+    loaded = tsjit.load(module_graph('  %w : Tensor = prim::GetAttr[name="weight"](%self)\n'))
+    x = np.ones(3)
+    assert_same(loaded(x), x)
+
+
+def test_manifest_attribute_name_must_be_an_identifier(canary):
+    files = archive_of(tsjit.script(Scaled()))
+    manifest = json.loads(files["manifest.json"])
+    attributes = manifest["root"]["attributes"]
+    attributes[INJECTED.format(path=str(canary))] = attributes.pop("scale")
+    files["manifest.json"] = json.dumps(manifest).encode()
+    refused(zipped(files), "not an identifier")
+
+
+def test_parameter_name_and_function_name_injection(canary):
+    files = archive_of(tsjit.script(double))
+    manifest = json.loads(files["manifest.json"])
+    manifest["function"]["params"][0]["name"] = CANARY_CODE.format(path=str(canary))
+    files["manifest.json"] = json.dumps(manifest).encode()
+    refused(zipped(files), "not an identifier")
+    manifest["function"]["params"][0]["name"] = "x"
+    manifest["function"]["name"] = f"f(x): pass\n{CANARY_CODE.format(path=str(canary))}\ndef g"
+    files["manifest.json"] = json.dumps(manifest).encode()
+    loaded = tsjit.load(zipped(files))     # the name is data: it stays a label
+    assert_same(loaded(np.ones(2)), np.full(2, 2.0))
+
+
+# ---- ops and attributes the registry does not have for saved code
+
+@pytest.mark.parametrize("body", [
+    "  %y : Tensor = prim::NotAnOp(%x)\n",
+    "  %y : Tensor = prim::profile[profiled_type=Type(Tensor)](%x)\n",
+    "  %y : Tensor = aten::mul[extra=1](%x, %x)\n",
+    '  %c : str = prim::Constant[value="r", other=2]()\n',
+    '  %s : str = prim::FormatValue[conversion="x); exec(1"](%x, %x)\n',
+])
+def test_unknown_ops_and_attributes(body):
+    refused(function_graph(body))
+
+
+def test_subgraph_sections_are_refused():
+    text = ("graph(%x : Tensor):\n  %y : Tensor = prim::FusionGroup_0(%x)\n  return (%y)\n"
+            "with prim::FusionGroup_0 = graph(%a : Tensor):\n  return (%a)\n")
+    refused(with_graph(tsjit.script(double), text, "code/function.ir"), "unknown op")
+
+
+def test_string_attributes_are_data_in_generated_source(canary):
+    """A str attribute is a literal in generated code, never source text."""
+    assert label(7) == tsjit.script(label)(7)
+    scripted = tsjit.load(zipped(archive_of(tsjit.script(label))))
+    assert scripted(7) == label(7)
+
+
+@pytest.mark.parametrize("value", ["V(1000000000000)", "Array(object, [1])",
+                                   "float64(" + "9" * 5000 + ")", "Array(int8, [300])",
+                                   "(" * 500 + "1" + ",)" * 500])
+def test_constants_that_are_not_data(value):
+    text = f"graph(%x : Tensor):\n  %c : Any = prim::Constant[value={value}]()\n  return (%x)\n"
+    files = archive_of(tsjit.script(double))
+    files["code/function.ir"] = text.encode()
+    refused(zipped(files))
+
+
+def test_deeply_nested_types_and_blocks():
+    deep_type = "List[" * 5000 + "int" + "]" * 5000
+    files = archive_of(tsjit.script(double))
+    files["code/function.ir"] = f"graph(%x : {deep_type}):\n  return (%x)\n".encode()
+    refused(zipped(files), "nested more than")
+    body, close = "", ""
+    for k in range(300):
+        pad = "  " * (k + 1)
+        body += f"{pad}prim::If(%c)\n{pad}  block0():\n"
+        close = f"{pad}    -> ()\n{pad}  block1():\n{pad}    -> ()\n" + close
+    text = "graph(%x : Tensor):\n  %c : bool = prim::Constant[value=True]()\n" + body + \
+        close + "  return (%x)\n"
+    files = archive_of(tsjit.script(double))
+    files["code/function.ir"] = text.encode()
+    refused(zipped(files), "nested more than")
+
+
+# ---- malformed files
+
+def test_not_zip_files(tmp_path):
+    for data in (b"", b"PK", b"\x00" * 100, b"PK\x03\x04" + b"\xff" * 200):
+        path = tmp_path / "bad.tsjit"
+        path.write_bytes(data)
+        refused(path, "not a tsjit archive")
+
+
+def test_truncated_archives():
+    whole = zipped(archive_of(tsjit.script(Scaled())), zipfile.ZIP_DEFLATED).getvalue()
+    for cut in (len(whole) // 4, len(whole) // 2, len(whole) - 30, len(whole) - 1):
+        refused(io.BytesIO(whole[:cut]))
+
+
+def test_a_missing_file_is_still_file_not_found(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        tsjit.load(tmp_path / "nothing.tsjit")
+
+
+def test_bad_utf8_and_bad_json():
+    files = archive_of(tsjit.script(double))
+    refused(zipped({**files, "code/function.ir": b"graph(%x : Tensor):\xff\xfe"}))
+    refused(zipped({**files, "manifest.json": b'{"format": "tsjit-archive"\xff'}))
+    refused(zipped({**files, "manifest.json": b"[" * 100000 + b"]" * 100000}))
+    refused(zipped({**files, "manifest.json": b'"just a string"'}), "no tsjit manifest")
+
+
+def test_deeply_nested_manifest_values():
+    files = archive_of(tsjit.script(Scaled()))
+    manifest = json.loads(files["manifest.json"])
+    value = ["none"]
+    for _ in range(150):
+        value = ["list", [value]]
+    manifest["root"]["attributes"]["scale"]["value"] = value
+    files["manifest.json"] = json.dumps(manifest).encode()
+    refused(zipped(files), "nested more than")
+
+
+@pytest.mark.parametrize("edit", [
+    lambda m: m["function"]["params"][0].__setitem__("default", ["int", True]),
+    lambda m: m["function"]["params"][0].__setitem__("default", ["str", "x"]),
+    lambda m: m["function"].__setitem__("doc", ["not", "a", "doc"]),
+    lambda m: m["function"]["params"][0].__setitem__("default", ["dtype", "O"]),
+    lambda m: m["function"]["params"][0].__setitem__("default", ["scalar", 7]),
+    lambda m: m["function"]["params"][0].__setitem__("default", ["mystery", 1]),
+], ids=["bool-as-int", "str-default-for-tensor", "doc", "object-dtype", "scalar-key", "tag"])
+def test_ill_typed_manifest_values(edit):
+    files = archive_of(tsjit.script(double))
+    manifest = json.loads(files["manifest.json"])
+    edit(manifest)
+    files["manifest.json"] = json.dumps(manifest).encode()
+    refused(zipped(files), "corrupt archive")
+
+
+def _bomb(size: int) -> bytes:
+    return b" " * size
+
+
+def test_zip_bomb_member_is_refused_without_inflating_it(monkeypatch):
+    monkeypatch.setattr(archive_format, "MAX_TEXT_BYTES", 1 << 20)
+    files = archive_of(tsjit.script(double))
+    manifest = files["manifest.json"]
+    bomb = manifest[:-1] + _bomb(4 << 20) + b"}"
+    refused(zipped({**files, "manifest.json": bomb}, zipfile.ZIP_DEFLATED), "over the limit")
+
+
+def _lie_about_size(data: bytes, member: str, size: int) -> bytes:
+    """The zip `data` with `member`'s uncompressed size recorded as `size` (local header
+    and central directory)."""
+    name = member.encode()
+    out = bytearray(data)
+    for signature, offset, name_offset in ((b"PK\x03\x04", 22, 30), (b"PK\x01\x02", 24, 46)):
+        at = out.find(signature)
+        while at >= 0:
+            if out[at + name_offset:at + name_offset + len(name)] == name:
+                out[at + offset:at + offset + 4] = struct.pack("<I", size)
+            at = out.find(signature, at + 4)
+    return bytes(out)
+
+
+def test_member_that_inflates_past_its_recorded_size(monkeypatch):
+    monkeypatch.setattr(archive_format, "MAX_TEXT_BYTES", 1 << 20)
+    files = archive_of(tsjit.script(double))
+    bomb = files["manifest.json"][:-1] + _bomb(4 << 20) + b"}"
+    data = zipped({**files, "manifest.json": bomb}, zipfile.ZIP_DEFLATED).getvalue()
+    refused(io.BytesIO(_lie_about_size(data, "manifest.json", 100)))
+
+
+def test_total_size_limit(monkeypatch):
+    files = archive_of(tsjit.script(Scaled()))
+    monkeypatch.setattr(archive_format, "MAX_TOTAL_BYTES", len(files["manifest.json"]) + 100)
+    refused(zipped(files), "limit")
+
+
+def test_unused_members_are_not_read():
+    """A member the manifest does not refer to (here: corrupt, and a bomb) is never
+    decompressed; nor is data.npz when no value needs an array."""
+    files = archive_of(tsjit.script(double))
+    files["code/unused.ir"] = _bomb(8 << 20)
+    data = zipped({**files, "data.npz": b"not a zip at all"}, zipfile.ZIP_DEFLATED).getvalue()
+    data = _lie_about_size(data, "code/unused.ir", 5)
+    loaded = tsjit.load(io.BytesIO(data))
+    assert_same(loaded(np.ones(2)), np.full(2, 2.0))
+
+
+@pytest.mark.parametrize("compression", [zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA])
+def test_compression_tsjit_does_not_write(compression):
+    refused(zipped(archive_of(tsjit.script(double)), compression), "compressed")
+
+
+def _npy(header: dict, data: bytes) -> bytes:
+    text = repr(header).encode()
+    text += b" " * (63 - (len(text) + 10) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text)) + text + data
+
+
+@pytest.mark.parametrize("header, data", [
+    ({"descr": "<f8", "fortran_order": False, "shape": (10**6, 10**6)}, b"\x00" * 24),
+    ({"descr": "<f8", "fortran_order": False, "shape": (4,)}, b"\x00" * 24),
+    ({"descr": "|O", "fortran_order": False, "shape": (1,)}, b"\x00" * 8),
+    ({"descr": [("a", "|O")], "fortran_order": False, "shape": (1,)}, b"\x00" * 8),
+    ({"descr": "<f8", "fortran_order": False, "shape": (-3,)}, b""),
+    ({"descr": "<f8", "shape": (3,)}, b"\x00" * 24),
+], ids=["10^12 elements", "short data", "object", "object field", "negative", "no order"])
+def test_npy_headers_that_lie(header, data):
+    files = archive_of(tsjit.script(Scaled()))
+    with zipfile.ZipFile(io.BytesIO(files["data.npz"])) as npz:
+        arrays = {name: npz.read(name) for name in npz.namelist()}
+    weight = next(name for name, raw in arrays.items() if b"(3,)" in raw)
+    arrays[weight] = _npy(header, data)
+    files["data.npz"] = zipped(arrays).getvalue()
+    refused(zipped(files))
+
+
+def test_an_honest_npy_rebuilt_by_hand_loads():
+    """The crafted .npy writer above makes files the loader reads (so the lies above are
+    what is refused)."""
+    files = archive_of(tsjit.script(Scaled()))
+    with zipfile.ZipFile(io.BytesIO(files["data.npz"])) as npz:
+        arrays = {name: npz.read(name) for name in npz.namelist()}
+    weight = next(name for name, raw in arrays.items() if b"(3,)" in raw)
+    arrays[weight] = _npy({"descr": "<f8", "fortran_order": False, "shape": (3,)},
+                          np.array([1.0, 2.0, 4.0]).tobytes())
+    files["data.npz"] = zipped(arrays).getvalue()
+    assert_same(tsjit.load(zipped(files)).weight, np.array([1.0, 2.0, 4.0]))
+
+
+def test_bad_crc_is_refused():
+    files = archive_of(tsjit.script(double))
+    data = bytearray(zipped(files).getvalue())
+    at = data.find(b"graph(")
+    data[at] ^= 0x20
+    refused(io.BytesIO(bytes(data)))
+
+
+# ---- unpickling goes through the same checks
+
+def test_tampered_pickle_runs_no_code(canary):
+    """A pickle whose payload was replaced: the function's reconstructor loads it with
+    every check of tsjit.load."""
+    command = json.dumps(f"touch {canary}")
+    form = function_graph(f"  %c : str = prim::Constant[value={command}]()\n"
+                          "  %r : int = prim::CallFunction[fn=Py(os.system)](%c)\n").getvalue()
+    with pytest.raises(tsjit.SerializationError, match="calls Python"):
+        pickle.loads(_pickled_call(pickling.restore_function, form))
+    with pytest.raises(tsjit.SerializationError, match="calls Python"):
+        pickle.loads(_pickled_call(pickling.restore_module, form))
+
+
+def _pickled_call(restore, form: bytes) -> bytes:
+    class Tampered:
+        def __reduce__(self):
+            return restore, (form,)
+    return pickle.dumps(Tampered())
+
+
+# ---- generated source, whatever the graph's origin
+
+def test_generated_source_takes_only_identifiers_as_names(canary):
+    """Graphs not loaded (parsed by a test, built by a pass) get the same protection where
+    their names become source: attribute names are checked, value names rewritten."""
+    from tsjit.interpreter import compile_graph
+    name = json.dumps(INJECTED.format(path=str(canary)))
+    graph = parse_ir(f"graph(%x : Tensor):\n  %w : Tensor = prim::GetAttr[name={name}](%x)\n"
+                     "  return (%w)\n")
+    with pytest.raises(ValueError, match="not a Python identifier"):
+        compile_graph(graph)
+    graph = parse_ir("graph(%x² : Tensor, %ﬁ : Tensor, %fi : Tensor):\n"
+                     "  %y : Tensor = aten::sub(%ﬁ, %fi)\n  return (%y)\n")
+    assert_same(compile_graph(graph)(np.ones(1), np.ones(1), np.zeros(1)), np.ones(1))
