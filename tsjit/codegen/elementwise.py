@@ -281,7 +281,7 @@ class _KernelBuilder:
         b = ir.IRBuilder(fn.append_basic_block())
         scalars = stack_slot(b, self.scalars_type)
         for s, i in enumerate(self.scalar_inputs):
-            value = _convert_scalar(b, fn.args[1 + s], np.dtype(spec.inputs[i].dtype))
+            value = convert_scalar(b, fn.args[1 + s], np.dtype(spec.inputs[i].dtype))
             slot = b.gep(scalars, [ir.Constant(I32, 0), ir.Constant(I32, s)],
                          source_etype=self.scalars_type)
             b.store(value, slot)
@@ -334,7 +334,7 @@ def _hinted_loop(b: ir.IRBuilder, begin, end, body, hints: dict) -> None:
     latch.set_metadata("llvm.loop", loop_id)
 
 
-def _convert_scalar(b: ir.IRBuilder, arg: ir.Value, dtype: np.dtype) -> ir.Value:
+def convert_scalar(b: ir.IRBuilder, arg: ir.Value, dtype: np.dtype) -> ir.Value:
     """A scalar argument (double / int64 / uint64) as its dtype, rounded as NumPy does."""
     if dtype.kind == "f":
         return arg if dtype.itemsize == 8 else float_truncate(b, arg, dtype)

@@ -28,6 +28,7 @@ __all__ = [
     "SCALAR_OPERANDS",
     "OP_SIGNATURES",
     "supports",
+    "check_op",
 ]
 
 
@@ -156,7 +157,7 @@ OP_SIGNATURES: dict[str, OpSignature] = {
 }
 
 
-def _check_op(spec: KernelSpec, index: int, op: KernelOp) -> str | None:
+def check_op(spec: KernelSpec, index: int, op: KernelOp) -> str | None:
     """Why ``op`` (value number ``index``) cannot be compiled, or None."""
     sig = OP_SIGNATURES.get(op.op)
     if sig is None:
@@ -203,7 +204,7 @@ def supports(spec: KernelSpec) -> tuple[bool, str]:
             return False, f"input rank {inp.rank} (scalars have rank 0)"
     n_in = len(spec.inputs)
     for i, op in enumerate(spec.ops):
-        reason = _check_op(spec, n_in + i, op)
+        reason = check_op(spec, n_in + i, op)
         if reason is not None:
             return False, reason
     n_values = n_in + len(spec.ops)

@@ -19,8 +19,9 @@ from collections.abc import Callable
 from ..interpreter import compile_graph
 from ..interpreter.rendering import literal
 from ..ir.graph import Graph, Node
-from ..passes.elementwise_kernel import FusedKernel, build_group, read_call
+from ..passes.elementwise_kernel import FusedKernel, read_call
 from ..passes.insert_guards import unspecialized
+from ..passes.reduction_kernel import build_fused_group, read_reduction
 
 log = logging.getLogger("tsjit.fuser")
 
@@ -125,12 +126,16 @@ def lower_fusion_group(node: Node, context) -> Callable:
     bailout = InterpretedGroup(unspecialized(subgraph), f"{context.name}_group",
                                context.filename, context.count_bailout)
     from ..codegen.launch import compile_kernel
+    from ..codegen.reduction_launch import compile_row_kernel
+    from ..codegen.reduction_spec import RowKernelSpec
 
     outputs = set(subgraph.outputs)
     try:
-        fused = build_group([n for n in subgraph.nodes() if read_call(n) is not None],
-                            outputs.__contains__)
-        kernel = compile_kernel(fused.spec)
+        fused = build_fused_group([n for n in subgraph.nodes() if read_call(n) is not None
+                                   or read_reduction(n) is not None], outputs.__contains__)
+        compile_spec = compile_row_kernel if isinstance(fused.spec, RowKernelSpec) else \
+            compile_kernel
+        kernel = compile_spec(fused.spec)
     except Exception:   # a bug in code generation must cost speed, never a wrong result
         log.warning("%s: kernel compilation failed; the group runs in the interpreter",
                     label, exc_info=True)

@@ -25,6 +25,7 @@ from ..codegen.scalar import lower_native_call
 from ..ir.graph import Graph, Node
 from ..passes.dead_code_elimination import eliminate_dead_code
 from ..passes.fuse_elementwise import fuse_elementwise
+from ..passes.fuse_reductions import fuse_reductions
 from ..passes.insert_guards import insert_guards
 from ..passes.lower_native_regions import lower_native_regions
 from .direct_entry import fused_direct_entry
@@ -44,6 +45,9 @@ OPTIMIZATION_PASSES: list[OptimizationPass] = [
     # Scalar loops and element access first: they are numbers-only regions, so the fuser
     # still sees every array op.
     OptimizationPass("lower_native_regions", lower_native_regions, config.native_enabled),
+    # Reductions and the elementwise work around them before the elementwise fuser, which
+    # then groups what is left.
+    OptimizationPass("fuse_reductions", fuse_reductions, config.fusion_enabled),
     OptimizationPass("fuse_elementwise", fuse_elementwise, config.fusion_enabled),
 ]
 

@@ -43,10 +43,14 @@ def fuse_elementwise(graph: Graph) -> None:
     """Replace groups of elementwise ops by prim::FusionGroup nodes, block by block."""
     blocks = [graph.block, *(b for node in graph.nodes() for b in node.blocks)]
     for block in blocks:
-        _BlockFuser(block).run()
+        BlockFuser(block).run()
 
 
-class _BlockFuser:
+class BlockFuser:
+    """Groups the candidate nodes of one block (see the module docstring); a subclass
+    changes what a candidate is, what makes a group (`build`) and which groups become
+    FusionGroups (`wanted`)."""
+
     def __init__(self, block: Block):
         self.block = block
         self.nodes = list(block.nodes)
@@ -65,16 +69,29 @@ class _BlockFuser:
                 users.add(user)
         return users
 
+    def candidate(self, node: Node) -> bool:
+        return read_call(node) is not None
+
+    def build(self, members: list[Node], used_outside) -> FusedKernel:
+        return build_group(members, used_outside)
+
+    def wanted(self, group: list[Node]) -> bool:
+        if len(group) < MIN_GROUP_SIZE:
+            log.debug("not fused: %s alone (a kernel for one op does not beat NumPy)",
+                      _describe(group[0]))
+            return False
+        return True
+
     def run(self) -> None:
         groups: list[list[Node]] = []
         group_of: dict[Node, list[Node]] = {}
         for node in self.nodes:
-            if read_call(node) is None:
+            if not self.candidate(node):
                 continue
             joined = self._join(node, groups, group_of)
             if joined is None:
                 try:
-                    build_group([node], self._outside_of({node}))
+                    self.build([node], self._outside_of({node}))
                 except GroupError as e:
                     log.debug("not fused: %s: %s", _describe(node), e)
                     continue
@@ -83,10 +100,7 @@ class _BlockFuser:
             for member in joined:
                 group_of[member] = joined
         for group in groups:
-            if len(group) < MIN_GROUP_SIZE:
-                log.debug("not fused: %s alone (a kernel for one op does not beat NumPy)",
-                          _describe(group[0]))
-            else:
+            if self.wanted(group):
                 self._replace(group)
 
     def _join(self, node: Node, groups: list[list[Node]],
@@ -141,7 +155,7 @@ class _BlockFuser:
         """Why `members` cannot be one group run at the last member's place, or None."""
         member_set = set(members)
         try:
-            fused = build_group(members, self._outside_of(member_set))
+            fused = self.build(members, self._outside_of(member_set))
         except GroupError as e:
             return str(e)
         end = self.position[members[-1]]
@@ -160,7 +174,9 @@ class _BlockFuser:
         if has_effects(other):
             return f"{_describe(member)} would move past the effects of {_describe(other)}"
         raises = self._exceptions(other)
-        if read_call(member).target is not None and (raises != _NONE or _reads_mutable(other)):
+        call = read_call(member)
+        writes = call is not None and call.target is not None
+        if writes and (raises != _NONE or _reads_mutable(other)):
             return f"the write of {_describe(member)} would move past {_describe(other)}"
         if member_raises and raises != _NONE and raises != _SHAPE_ERRORS:
             return (f"{_describe(member)} and {_describe(other)} may both raise; their "
@@ -186,7 +202,7 @@ class _BlockFuser:
     def _replace(self, members: list[Node]) -> None:
         member_set = set(members)
         try:
-            fused = build_group(members, self._outside_of(member_set))
+            fused = self.build(members, self._outside_of(member_set))
         except GroupError as e:   # the group's last join succeeded, so this is not expected
             log.debug("not fused: group of %d: %s", len(members), e)
             return

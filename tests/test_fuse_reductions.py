@@ -1,0 +1,151 @@
+"""The reduction fuser: which reductions join a fusion group with the elementwise work
+around them, what graph_for shows, what the fuser's log says, and that every call (fused,
+bailed out on a layout or a short row, refused at fusion) gives NumPy's result or error."""
+from __future__ import annotations
+
+import logging
+import warnings
+
+import numpy as np
+import pytest
+from _differential import assert_same
+
+import tsjit
+
+
+def softmax(x):
+    m = x.max(axis=-1, keepdims=True)
+    e = np.exp(x - m)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def layer_norm(x, g, b):
+    mu = x.mean(-1, keepdims=True)
+    v = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(v + 1e-5) * g + b
+
+
+def logsumexp(x):
+    m = np.max(x, axis=-1, keepdims=True)
+    return m[..., 0] + np.log(np.sum(np.exp(x - m), axis=-1))
+
+
+def mse(a, b):
+    return np.mean((a - b) ** 2)
+
+
+def stats_of_rows(x):
+    y = x * 2.0
+    return y.sum(-1), y.max(-1), y.min(-1, keepdims=True), np.var(y, -1), np.std(y, -1, ddof=2)
+
+
+def ints(x):
+    return np.sum(x * 3, axis=-1), np.max(x - 1, axis=-1), np.min(x + 2)
+
+
+def _scripted(fn, *args, calls: int = 3):
+    scripted = tsjit.script(fn)
+    for _ in range(calls):
+        got = scripted(*args)
+    return scripted, got
+
+
+def test_softmax_is_one_group_with_both_reductions():
+    x = np.random.default_rng(0).standard_normal((8, 50)).astype(np.float32)
+    scripted, got = _scripted(softmax, x)
+    assert_same(got, softmax(x), ulps=4)
+    text = str(scripted.graph_for(x))
+    assert text.count("prim::FusionGroup_0(") == 1
+    group = text[text.index("with prim::FusionGroup_0"):]
+    for op in ("ndarray::max", "numpy::exp", "ndarray::sum", "aten::truediv"):
+        assert op in group.split("with prim::FallbackGraph")[0]
+    assert scripted.stats()["bailouts"] == 0
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_programs_match_numpy(dtype):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((6, 300)).astype(dtype)
+    g, b = rng.standard_normal(300).astype(dtype), rng.standard_normal(300).astype(dtype)
+    for fn, args, ulps in ((layer_norm, (x, g, b), 0), (logsumexp, (x,), 4),
+                           (mse, (x, x[::-1].copy()), 0), (stats_of_rows, (x,), 0)):
+        scripted, got = _scripted(fn, *args)
+        assert_same(got, fn(*args), fn.__name__, ulps=ulps)
+        stats = scripted.stats()
+        assert stats["kernel_launches"] >= 1 and stats["bailouts"] == 0, (fn.__name__, stats)
+
+
+def test_integer_reductions_are_exact():
+    x = np.random.default_rng(2).integers(-2**31, 2**31, (5, 70), dtype=np.int64)
+    for dtype in (np.int64, np.int32, np.uint8):
+        y = x.astype(dtype)
+        scripted, got = _scripted(ints, y)
+        assert_same(got, ints(y))
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
+def test_nan_and_infinities_follow_numpy():
+    x = np.random.default_rng(3).standard_normal((4, 20))
+    x[0, 3], x[1, 0], x[2, 19], x[3, 5] = np.nan, np.inf, -np.inf, np.nan
+    x[3, 6] = np.inf
+    scripted, got = _scripted(stats_of_rows, x)
+    assert_same(got, stats_of_rows(x))
+
+
+def test_layouts_the_kernel_does_not_take_run_numpys_order():
+    """A Fortran-ordered or column-strided array: the group's ops run in the interpreter
+    (a bailout), so the result is NumPy's own."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((30, 40)).astype(np.float32)
+    scripted, _ = _scripted(stats_of_rows, x)
+    for other in (np.asfortranarray(x), x[:, ::2], x.T):
+        assert_same(scripted(other), stats_of_rows(other))
+    assert scripted.stats()["bailouts"] >= 3
+    full, _ = _scripted(mse, x, x)
+    f = np.asfortranarray(x)
+    assert_same(full(f, f + 1), mse(f, f + 1))
+
+
+def test_empty_rows_raise_or_warn_as_numpy_does():
+    x = np.ones((3, 4))
+    scripted, _ = _scripted(stats_of_rows, x)
+    with pytest.raises(ValueError):
+        stats_of_rows(np.ones((3, 0)))
+    with pytest.raises(ValueError):
+        scripted(np.ones((3, 0)))
+    means, _ = _scripted(mse, x, x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert_same(means(np.ones((0, 4)), np.ones((0, 4))), mse(np.ones((0, 4)), np.ones((0, 4))))
+    assert_same(scripted(np.ones((0, 4))), stats_of_rows(np.ones((0, 4))))
+
+
+def test_a_kept_row_value_from_outside_is_read_once_per_row():
+    """logsumexp's max is read later through m[..., 0], so the group gets it as an input
+    of last size 1 (guarded), broadcast over each row."""
+    x = np.random.default_rng(5).standard_normal((9, 33))
+    scripted, got = _scripted(logsumexp, x)
+    assert_same(got, logsumexp(x), ulps=4)
+    assert scripted.stats()["bailouts"] == 0
+    assert "sizes=[*, 1]" in str(scripted.graph_for(x))
+
+
+def test_reductions_over_other_axes_are_logged_and_left_to_numpy(caplog):
+    def column_sums(x):
+        return np.sum(x * 2.0, axis=0)
+
+    x = np.arange(12.0).reshape(3, 4)
+    with caplog.at_level(logging.DEBUG, logger="tsjit.fuser"):
+        scripted, got = _scripted(column_sums, x)
+    assert_same(got, column_sums(x))
+    assert "row kernels reduce the last axis or all of them" in caplog.text
+    assert "prim::FusionGroup" not in str(scripted.graph_for(x))
+
+
+def test_a_reduction_without_keepdims_is_not_broadcast_over_rows():
+    def centered(x):
+        return x - x.mean(axis=-1)     # NumPy aligns the means with the columns
+
+    x = np.arange(16.0).reshape(4, 4)
+    scripted, got = _scripted(centered, x)
+    assert_same(got, centered(x))

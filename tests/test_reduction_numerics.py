@@ -1,0 +1,101 @@
+"""Fused float sums and means are NumPy's own bits (its pairwise order: blocks of 128 with
+eight accumulators, halves above; `codegen/pairwise.py`), for every length class, along
+the last axis and over a whole C-contiguous array, with every thread count.
+
+Each function multiplies by 1.5 first so that the reduction is fused with a producer (a
+reduction alone stays a NumPy call); NumPy runs the same expression as the reference.
+Every check also asserts that the kernel ran (no bailout), so a test that passed through
+the interpreter would fail.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _differential import assert_same
+
+import tsjit
+from tsjit import runtime
+
+# around the block size, several blocks, odd splits, and a run long enough for the
+# parallel split of a full reduction (codegen/reduction.py: _PARALLEL_RUN)
+LENGTHS = (2, 7, 8, 9, 127, 128, 129, 1000, 8191, 8193, 20_011, 300_007)
+
+
+def row_sum(x):
+    return np.sum(x * 1.5, axis=-1)
+
+
+def row_mean_kept(x):
+    return (x * 1.5).mean(axis=-1, keepdims=True)
+
+
+def full_sum(x):
+    return np.sum(x * 1.5)
+
+
+def full_mean(x):
+    return np.mean(x - 0.25)
+
+
+def row_var_std(x):
+    return np.var(x * 1.5, axis=-1), (x * 1.5).std(axis=-1, ddof=1)
+
+
+def _run_native(fn, x):
+    scripted = tsjit.script(fn)
+    for _ in range(2):
+        got = scripted(x)
+    stats = scripted.stats()
+    assert stats["bailouts"] == 0 and stats["kernel_launches"] >= 1, stats
+    return got
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("fn", [row_sum, row_mean_kept, full_sum, full_mean, row_var_std])
+def test_float_sums_and_means_are_numpys_bits(fn, dtype):
+    rng = np.random.default_rng(7)
+    for n in LENGTHS:
+        rows = 3 if n < 10_000 else 1
+        x = (rng.standard_normal((rows, n)) * 10.0 ** rng.integers(-3, 4, (rows, n)))
+        x = x.astype(dtype)
+        assert_same(_run_native(fn, x), fn(x), f"{fn.__name__} n={n}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_one_dimensional_runs(dtype):
+    rng = np.random.default_rng(3)
+    for n in (5, 130, 70_001, 1 << 20):
+        x = rng.standard_normal(n).astype(dtype)
+        assert_same(_run_native(full_sum, x), full_sum(x))
+        assert_same(_run_native(full_mean, x), full_mean(x))
+
+
+def test_every_thread_count_gives_the_same_bits():
+    x = np.random.default_rng(1).standard_normal(3_000_017).astype(np.float32)
+    results = []
+    before = runtime.get_num_threads()
+    try:
+        for threads in (1, 2, 3):
+            tsjit.set_num_threads(threads)
+            results.append(_run_native(full_sum, x))
+    finally:
+        tsjit.set_num_threads(before)
+    for got in results:
+        assert_same(got, full_sum(x))
+
+
+def test_rows_of_a_wider_array_and_broadcast_operands():
+    """Rows need only a contiguous last axis: a column slice of a wider array, a 3-d
+    array, an operand broadcast over the rows."""
+    rng = np.random.default_rng(5)
+    wide = rng.standard_normal((40, 300)).astype(np.float32)
+
+    def scaled_sum(x, w):
+        return np.sum(x * w, axis=-1)
+
+    scripted = tsjit.script(scaled_sum)
+    for x in (wide[:, 17:280], wide.reshape(4, 10, 300)[:, :, :250]):
+        w = rng.standard_normal(x.shape[-1]).astype(np.float32)
+        for _ in range(2):
+            assert_same(scripted(x, w), scaled_sum(x, w))
+    assert scripted.stats()["bailouts"] == 0

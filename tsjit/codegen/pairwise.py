@@ -1,0 +1,120 @@
+"""NumPy's summation order, the one place tsjit follows it (and max/min of a block).
+
+NumPy sums a contiguous run of ``n`` values with ``pairwise_sum`` (its umath
+``loops_utils.h.src``):
+
+- ``n < 8``: ``res = 0.; for i: res += a[i]``;
+- ``n <= 128`` (``PW_BLOCKSIZE``): eight accumulators ``r[j] = a[j]``, then
+  ``r[j] += a[i + j]`` for each whole group of eight, combined as
+  ``((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))``, then the rest added in order;
+- above: ``n2 = n / 2; n2 -= n2 % 8`` and the two halves summed recursively, added.
+
+The reduction itself starts from the identity: a run's sum is ``0.0 + pairwise(run)``
+(so ``sum([-0.0])`` is ``0.0``), measured against NumPy 2.4 for float32 and float64 runs
+of every length class (tests/test_reduction_numerics.py).  The eight accumulators are one
+``<8 x T>`` vector here, which is exactly NumPy's order, vectorized.
+
+``split(n)`` is the tree's split point; the generator recurses with it, and a parallel
+full reduction cuts the same tree into subtrees that threads compute, so results are the
+same bits for every thread count.
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+
+from tsjit.codegen.element_ops import llvm_type
+from tsjit.codegen.ir_util import i64, loop, stack_slot
+
+__all__ = ["BLOCK", "LANES", "emit_block_reduce", "emit_combine", "emit_split", "split"]
+
+BLOCK = 128   # NumPy's PW_BLOCKSIZE: runs up to this long are one block
+LANES = 8     # NumPy's accumulators per block
+
+
+def split(n: int) -> int:
+    """Where NumPy's pairwise sum splits a run of ``n > BLOCK`` values."""
+    n2 = n // 2
+    return n2 - n2 % LANES
+
+
+def emit_split(b: ir.IRBuilder, n: ir.Value) -> ir.Value:
+    half = b.sdiv(n, i64(2))
+    return b.sub(half, b.srem(half, i64(LANES)))
+
+
+def _intrinsic(b: ir.IRBuilder, name: str, ty: ir.Type) -> ir.Function:
+    if isinstance(ty, ir.VectorType):
+        suffix = f"v{ty.count}{_scalar_suffix(ty.element)}"
+    else:
+        suffix = _scalar_suffix(ty)
+    full = f"llvm.{name}.{suffix}"
+    fn = b.module.globals.get(full)
+    if fn is None:
+        fn = ir.Function(b.module, ir.FunctionType(ty, [ty, ty]), name=full)
+    return fn
+
+
+def _scalar_suffix(ty: ir.Type) -> str:
+    return {"float": "f32", "double": "f64"}.get(str(ty), str(ty))
+
+
+def emit_combine(b: ir.IRBuilder, kind: str, dtype: np.dtype, x: ir.Value, y: ir.Value):
+    """``x (+ | max | min) y`` for values (scalars or vectors) of ``dtype``: NaN wins a max
+    or min, integers add with wraparound as NumPy's do."""
+    dtype = np.dtype(dtype)
+    if kind == "reduce_sum":
+        if dtype.kind == "f":
+            return b.fadd(x, y)
+        return b.or_(x, y) if dtype.kind == "b" else b.add(x, y)
+    biggest = kind == "reduce_max"
+    if dtype.kind == "f":
+        return b.call(_intrinsic(b, "maximum" if biggest else "minimum", x.type), [x, y])
+    if dtype.kind == "b":
+        return b.or_(x, y) if biggest else b.and_(x, y)
+    prefix = "s" if dtype.kind == "i" else "u"
+    return b.call(_intrinsic(b, f"{prefix}{'max' if biggest else 'min'}", x.type), [x, y])
+
+
+def emit_block_reduce(b: ir.IRBuilder, kind: str, dtype: np.dtype, buffer: ir.Value,
+                      n: ir.Value) -> ir.Value:
+    """The reduction of ``buffer[0:n]`` (``n <= BLOCK`` values of ``dtype`` in memory as
+    their register type) in NumPy's pairwise-sum block order; max and min in the same
+    shape (their result does not depend on the order)."""
+    dtype = np.dtype(dtype)
+    ty = llvm_type(dtype)
+    vector = ir.VectorType(ty, LANES)
+    result = stack_slot(b, ty)
+    with b.if_else(b.icmp_signed("<", n, i64(LANES))) as (short, blocked):
+        with short:
+            if kind == "reduce_sum":
+                b.store(ir.Constant(ty, 0.0 if dtype.kind == "f" else 0), result)
+                first = i64(0)
+            else:
+                b.store(b.load(b.gep(buffer, [i64(0)], source_etype=ty), typ=ty), result)
+                first = i64(1)
+            loop(b, first, n, lambda b, i: b.store(
+                emit_combine(b, kind, dtype, b.load(result, typ=ty),
+                             b.load(b.gep(buffer, [i], source_etype=ty), typ=ty)), result))
+        with blocked:
+            whole = b.sdiv(n, i64(LANES))
+            accumulators = stack_slot(b, vector)
+            b.store(b.load(buffer, typ=vector, align=4), accumulators)
+
+            def add_group(b: ir.IRBuilder, g: ir.Value) -> None:
+                at = b.gep(buffer, [b.mul(g, i64(LANES))], source_etype=ty)
+                b.store(emit_combine(b, kind, dtype, b.load(accumulators, typ=vector),
+                                     b.load(at, typ=vector, align=4)), accumulators)
+
+            loop(b, i64(1), whole, add_group)
+            r = b.load(accumulators, typ=vector)
+            lanes = [b.extract_element(r, i64(j)) for j in range(LANES)]
+            while len(lanes) > 1:
+                lanes = [emit_combine(b, kind, dtype, lanes[j], lanes[j + 1])
+                         for j in range(0, len(lanes), 2)]
+            b.store(lanes[0], result)
+            loop(b, b.mul(whole, i64(LANES)), n, lambda b, i: b.store(
+                emit_combine(b, kind, dtype, b.load(result, typ=ty),
+                             b.load(b.gep(buffer, [i], source_etype=ty), typ=ty)), result))
+    return b.load(result, typ=ty)
+

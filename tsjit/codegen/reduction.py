@@ -1,0 +1,459 @@
+"""RowKernelSpec -> LLVM IR module: fused reductions, row by row.
+
+One call of the kernel computes ``rows`` rows of ``n`` elements (see ``reduction_spec``).
+Per row, the reductions run in passes over the row (a row of a few KB stays in cache
+between passes): pass ``p`` computes the reductions whose operands need the row values of
+passes before it (softmax: the max, then the sum of ``exp(x - max)``, then the normalized
+output).  A pass walks NumPy's pairwise-summation tree (``pairwise``): each leaf block of
+at most 128 elements computes the operands of every reduction of the pass into small
+stack buffers (a plain loop the vectorizer widens), then reduces each buffer in NumPy's
+block order; the tree adds the halves as NumPy does.  Row-level values (means, ``log`` of
+a sum, ...) are computed once per row between passes, and the element-level outputs in a
+last loop over the row.
+
+Module functions (``name`` is the entry point):
+- ``{name}(operands, scalars...)``: ``operands`` is the address of a tuple of the array
+  inputs, the outputs, and an int64 array ``[rows, n, row stride per operand (bytes)...]``
+  (cffi charges per argument; the data pointers are read from NumPy's structs here).
+  Elements within a row are contiguous.  Rows are split across
+  the runtime's threads (``tsjit_parallel_for``); a full reduction (one row) splits the
+  top of its summation tree instead, so every thread count gives the same bits.
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+
+from tsjit.codegen.element_ops import llvm_type, load_value, lower_op, memory_type, store_value
+from tsjit.codegen.elementwise import convert_scalar, entry_parameter_types
+from tsjit.codegen.ir_util import (
+    ARRAY_DATA_OFFSET,
+    I32,
+    I64,
+    PTR,
+    element,
+    i64,
+    load_field,
+    loop,
+    set_string_attribute,
+    stack_slot,
+    tuple_item,
+)
+from tsjit.codegen.kernel_spec import KernelOp
+from tsjit.codegen.pairwise import BLOCK, emit_block_reduce, emit_combine, emit_split
+from tsjit.codegen.reduction_spec import REDUCTIONS, ROW_LENGTH, RowKernelSpec, element_level
+
+__all__ = ["build_row_kernel_module", "row_entry_parameter_types", "SUBTREE_DEPTH"]
+
+PARALLEL_FOR = "tsjit_parallel_for"
+# Elements of work (per thread chunk) below which rows run on the calling thread.
+_PARALLEL_WORK = 1 << 16
+# A full reduction of at least this many elements is cut into 2**SUBTREE_DEPTH subtrees of
+# its summation tree, computed in parallel and added in the tree's order.
+SUBTREE_DEPTH = 4
+_PARALLEL_RUN = 1 << 16
+_TASK_TYPE = ir.FunctionType(ir.VoidType(), [PTR, I64, I64])
+
+
+def row_entry_parameter_types(spec: RowKernelSpec) -> tuple[str, ...]:
+    """C types of the entry point's parameters: the block's address, then the scalars."""
+    return entry_parameter_types(spec)   # the same convention as elementwise kernels
+
+
+class _RowKernelBuilder:
+    def __init__(self, spec: RowKernelSpec, name: str, parallel: bool) -> None:
+        self.spec = spec
+        self.name = name
+        self.parallel = parallel
+        self.module = ir.Module(name=name)
+        self.n_in = len(spec.inputs)
+        self.array_inputs = [i for i, inp in enumerate(spec.inputs) if not inp.is_scalar]
+        self.scalar_inputs = [i for i, inp in enumerate(spec.inputs) if inp.is_scalar]
+        self.n_operands = len(self.array_inputs) + len(spec.outputs)
+        self.levels = element_level(spec)
+        self.stage, self.avail = self._schedule()
+        self.passes = self._passes()
+        # the row state: every row-level value, by value number
+        self.row_values = [v for v in range(self.n_in + len(spec.ops)) if not self.levels[v]]
+        self.state_type = ir.LiteralStructType(
+            [llvm_type(spec.value_dtype(v)) for v in self.row_values] or [I64])
+        self.field = {v: k for k, v in enumerate(self.row_values)}
+        scalar_types = [llvm_type(spec.inputs[i].dtype) for i in self.scalar_inputs]
+        self.scalars_type = ir.LiteralStructType(scalar_types or [I64])
+        self.context_type = ir.LiteralStructType([PTR, PTR, PTR])  # data, block, scalars
+
+    # ------------------------------------------------------------------ schedule
+    def _op(self, v: int) -> KernelOp | None:
+        return self.spec.ops[v - self.n_in] if v >= self.n_in else None
+
+    def _schedule(self) -> tuple[list[int], list[int]]:
+        """stage[v]: the pass an element-level value can be computed in; avail[v]: the
+        pass before which a row-level value is known (0: from the start of the row)."""
+        total = self.n_in + len(self.spec.ops)
+        stage, avail = [0] * total, [0] * total
+        for v in range(self.n_in, total):
+            op = self._op(v)
+            if op.op in REDUCTIONS:
+                avail[v] = stage[op.args[0]] + 1
+            elif self.levels[v]:
+                stage[v] = max((stage[a] if self.levels[a] else avail[a] for a in op.args),
+                               default=0)
+            else:
+                avail[v] = max((avail[a] for a in op.args), default=0)
+        return stage, avail
+
+    def _passes(self) -> list[list[int]]:
+        """The reductions of each pass, by value number."""
+        reductions = [v for v in range(self.n_in, self.n_in + len(self.spec.ops))
+                      if self._op(v).op in REDUCTIONS]
+        count = max(self.stage[self._op(v).args[0]] for v in reductions) + 1
+        return [[v for v in reductions if self.stage[self._op(v).args[0]] == p]
+                for p in range(count)]
+
+    # ------------------------------------------------------------------ helpers
+    def function(self, name: str, args: list[ir.Type], inline: bool = False) -> ir.Function:
+        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), args), name=name)
+        fn.attributes.add("nounwind")
+        fn.linkage = "internal"
+        set_string_attribute(fn, "prefer-vector-width", "256")
+        if inline:
+            fn.attributes.add("alwaysinline")
+        return fn
+
+    def state_slot(self, b: ir.IRBuilder, state: ir.Value, v: int) -> ir.Value:
+        return b.gep(state, [ir.Constant(I32, 0), ir.Constant(I32, self.field[v])],
+                     source_etype=self.state_type)
+
+    def load_state(self, b: ir.IRBuilder, state: ir.Value) -> dict[int, ir.Value]:
+        return {v: b.load(self.state_slot(b, state, v), typ=self.state_type.elements[k])
+                for k, v in enumerate(self.row_values)}
+
+    def needed(self, roots: list[int]) -> set[int]:
+        """Element-level values that computing ``roots`` needs."""
+        needed, stack = set(), list(roots)
+        while stack:
+            v = stack.pop()
+            if v in needed or not self.levels[v]:
+                continue
+            needed.add(v)
+            op = self._op(v)
+            if op is not None:
+                stack.extend(op.args)
+        return needed
+
+    def emit_elements(self, b: ir.IRBuilder, pointers: list[ir.Value], index: ir.Value,
+                      row: dict[int, ir.Value], wanted: set[int]) -> dict[int, ir.Value]:
+        """Element ``index`` of the element-level values in ``wanted`` (row values from
+        ``row``)."""
+        values = dict(row)
+        spec = self.spec
+        for k, i in enumerate(self.array_inputs):
+            if i in wanted:
+                dtype = spec.inputs[i].dtype
+                at = b.gep(pointers[k], [index], source_etype=memory_type(dtype), inbounds=True)
+                values[i] = load_value(b, at, dtype)
+        for v in sorted(wanted):
+            op = self._op(v)
+            if op is not None:
+                values[v] = lower_op(b, op, [values[a] for a in op.args],
+                                     [spec.value_dtype(a) for a in op.args])
+        return values
+
+    def pointers_from(self, b: ir.IRBuilder, array: ir.Value) -> list[ir.Value]:
+        return [b.load(element(b, array, i64(k), PTR), typ=PTR) for k in range(self.n_operands)]
+
+    # ------------------------------------------------------------------ passes
+    def build_leaf(self, p: int) -> ir.Function:
+        """``leaf(rowptrs, state, start, n, results)``: the pass's reductions of elements
+        [start, start + n), n <= BLOCK, into 8-byte result slots."""
+        reductions = self.passes[p]
+        fn = self.function(f"{self.name}_leaf{p}", [PTR, PTR, I64, I64, PTR])
+        rowptrs, state, start, n, results = fn.args
+        b = ir.IRBuilder(fn.append_basic_block())
+        pointers = self.pointers_from(b, rowptrs)
+        row = self.load_state(b, state)
+        args = [self._op(r).args[0] for r in reductions]
+        buffers = [stack_slot(b, ir.ArrayType(llvm_type(self.spec.value_dtype(r)), BLOCK))
+                   for r in reductions]
+        wanted = self.needed(args)
+
+        def one(b: ir.IRBuilder, i: ir.Value) -> None:
+            values = self.emit_elements(b, pointers, b.add(start, i), row, wanted)
+            for buffer, a in zip(buffers, args):
+                b.store(values[a], element(b, buffer, i, llvm_type(self.spec.value_dtype(a))))
+
+        loop(b, i64(0), n, one)
+        for j, (r, buffer) in enumerate(zip(reductions, buffers)):
+            op = self._op(r)
+            value = emit_block_reduce(b, op.op, op.dtype, buffer, n)
+            b.store(value, element(b, results, i64(j), I64))
+        b.ret_void()
+        return fn
+
+    def build_tree(self, p: int, leaf: ir.Function) -> ir.Function:
+        """``tree(rowptrs, state, start, n, results)``: NumPy's pairwise recursion."""
+        reductions = self.passes[p]
+        fn = self.function(f"{self.name}_tree{p}", [PTR, PTR, I64, I64, PTR])
+        rowptrs, state, start, n, results = fn.args
+        b = ir.IRBuilder(fn.append_basic_block())
+        with b.if_else(b.icmp_signed("<=", n, i64(BLOCK))) as (small, large):
+            with small:
+                b.call(leaf, [rowptrs, state, start, n, results])
+            with large:
+                half = emit_split(b, n)
+                left = stack_slot(b, ir.ArrayType(I64, len(reductions)))
+                right = stack_slot(b, ir.ArrayType(I64, len(reductions)))
+                b.call(fn, [rowptrs, state, start, half, left])
+                b.call(fn, [rowptrs, state, b.add(start, half), b.sub(n, half), right])
+                self.combine_slots(b, reductions, left, right, results)
+        b.ret_void()
+        return fn
+
+    def combine_slots(self, b: ir.IRBuilder, reductions: list[int], left, right, results):
+        for j, r in enumerate(reductions):
+            op = self._op(r)
+            ty = llvm_type(op.dtype)
+            x = b.load(element(b, left, i64(j), I64), typ=ty)
+            y = b.load(element(b, right, i64(j), I64), typ=ty)
+            b.store(emit_combine(b, op.op, op.dtype, x, y), element(b, results, i64(j), I64))
+
+    def build_parallel_tree(self, p: int, tree: ir.Function) -> ir.Function:
+        """``tree`` of a whole run, its top SUBTREE_DEPTH levels cut into subtrees computed
+        by the pool's threads, then combined in the tree's order (the same bits)."""
+        reductions = self.passes[p]
+        count = 1 << SUBTREE_DEPTH
+        job_type = ir.LiteralStructType([PTR, PTR, ir.ArrayType(I64, count),
+                                         ir.ArrayType(I64, count), PTR])
+        task = self.function(f"{self.name}_subtrees{p}", [PTR, I64, I64])
+        job, begin, end = task.args
+        b = ir.IRBuilder(task.append_basic_block())
+
+        def job_field(b, job, *path):
+            return b.gep(job, [ir.Constant(I32, 0)] + [
+                x if isinstance(x, ir.Value) else ir.Constant(I32, x) for x in path],
+                source_etype=job_type)
+
+        rowptrs = b.load(job_field(b, job, 0), typ=PTR)
+        state = b.load(job_field(b, job, 1), typ=PTR)
+        slots = b.load(job_field(b, job, 4), typ=PTR)
+
+        def one(b: ir.IRBuilder, t: ir.Value) -> None:
+            start = b.load(job_field(b, job, 2, t), typ=I64)
+            n = b.load(job_field(b, job, 3, t), typ=I64)
+            at = b.gep(slots, [b.mul(t, i64(len(reductions)))], source_etype=I64)
+            b.call(tree, [rowptrs, state, start, n, at])
+
+        loop(b, begin, end, one)
+        b.ret_void()
+
+        fn = self.function(f"{self.name}_run{p}", [PTR, PTR, I64, PTR])
+        rowptrs, state, n, results = fn.args
+        b = ir.IRBuilder(fn.append_basic_block())
+        with b.if_else(b.icmp_signed("<", n, i64(_PARALLEL_RUN))) as (serial, parallel):
+            with serial:
+                b.call(tree, [rowptrs, state, i64(0), n, results])
+            with parallel:
+                job = stack_slot(b, job_type)
+                slots = stack_slot(b, ir.ArrayType(I64, count * len(reductions)))
+                for k, value in ((0, rowptrs), (1, state), (4, slots)):
+                    b.store(value, job_field(b, job, k))
+                # the subtrees, left to right: split every range SUBTREE_DEPTH times
+                ranges = [(i64(0), n)]
+                for _ in range(SUBTREE_DEPTH):
+                    ranges = [part for start, length in ranges
+                              for part in self.halves(b, start, length)]
+                for t, (start, length) in enumerate(ranges):
+                    b.store(start, job_field(b, job, 2, t))
+                    b.store(length, job_field(b, job, 3, t))
+                parallel_for = self.module.globals.get(PARALLEL_FOR) or ir.Function(
+                    self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64]),
+                    PARALLEL_FOR)
+                b.call(parallel_for, [task, job, i64(count), i64(1)])
+                level = [b.gep(slots, [i64(t * len(reductions))], source_etype=I64)
+                         for t in range(count)]
+                while len(level) > 1:
+                    merged = []
+                    for left, right in zip(level[::2], level[1::2]):
+                        self.combine_slots(b, reductions, left, right, left)
+                        merged.append(left)
+                    level = merged
+                for j in range(len(reductions)):
+                    b.store(b.load(element(b, level[0], i64(j), I64), typ=I64),
+                            element(b, results, i64(j), I64))
+        b.ret_void()
+        return fn
+
+    @staticmethod
+    def halves(b: ir.IRBuilder, start: ir.Value, n: ir.Value) -> list[tuple]:
+        """The two subtrees of a range (longer than BLOCK: runs of at least _PARALLEL_RUN
+        split SUBTREE_DEPTH times stay far above it)."""
+        half = emit_split(b, n)
+        return [(start, half), (b.add(start, half), b.sub(n, half))]
+
+    def build_outputs(self) -> ir.Function | None:
+        """``out(p..., state, n)``: the element-level outputs of a row, every pointer
+        noalias (outputs are fresh arrays) so the loop vectorizes."""
+        spec = self.spec
+        element_outputs = [j for j, v in enumerate(spec.outputs) if self.levels[v]]
+        if not element_outputs:
+            return None
+        fn = self.function(f"{self.name}_out", [PTR] * self.n_operands + [PTR, I64, I64],
+                           inline=True)
+        for k in range(self.n_operands):
+            fn.args[k].add_attribute("noalias")
+        pointers = list(fn.args[:self.n_operands])
+        state, begin, end = fn.args[self.n_operands:]
+        b = ir.IRBuilder(fn.append_basic_block())
+        row = self.load_state(b, state)
+        wanted = self.needed([spec.outputs[j] for j in element_outputs])
+
+        def one(b: ir.IRBuilder, i: ir.Value) -> None:
+            values = self.emit_elements(b, pointers, i, row, wanted)
+            for j in element_outputs:
+                v = spec.outputs[j]
+                dtype = spec.value_dtype(v)
+                at = b.gep(pointers[len(self.array_inputs) + j], [i],
+                           source_etype=memory_type(dtype), inbounds=True)
+                store_value(b, values[v], at, dtype)
+
+        loop(b, begin, end, one)
+        b.ret_void()
+        return fn
+
+    # ------------------------------------------------------------------ a row
+    def compute_row_values(self, b: ir.IRBuilder, state: ir.Value, n: ir.Value,
+                           when: int) -> None:
+        """Row-level ops that become known before pass ``when``, into the state."""
+        values = self.load_state(b, state)
+        for v in range(self.n_in, self.n_in + len(self.spec.ops)):
+            op = self._op(v)
+            if self.levels[v] or op.op in REDUCTIONS or self.avail[v] != when:
+                continue
+            if op.op == ROW_LENGTH:
+                value = n
+            else:
+                value = lower_op(b, op, [values[a] for a in op.args],
+                                 [self.spec.value_dtype(a) for a in op.args])
+            values[v] = value
+            b.store(value, self.state_slot(b, state, v))
+
+    def build_row(self) -> ir.Function:
+        """``row(rowptrs, state, n)``: one row, every pass, its outputs."""
+        spec = self.spec
+        trees = []
+        for p in range(len(self.passes)):
+            tree = self.build_tree(p, self.build_leaf(p))
+            trees.append(self.build_parallel_tree(p, tree) if spec.full and self.parallel
+                         else tree)
+        outputs = self.build_outputs()
+        fn = self.function(f"{self.name}_row", [PTR, PTR, I64])
+        rowptrs, state, n = fn.args
+        b = ir.IRBuilder(fn.append_basic_block())
+        for p, reductions in enumerate(self.passes):
+            self.compute_row_values(b, state, n, p)
+            results = stack_slot(b, ir.ArrayType(I64, len(reductions)))
+            if spec.full and self.parallel:
+                b.call(trees[p], [rowptrs, state, n, results])
+            else:
+                b.call(trees[p], [rowptrs, state, i64(0), n, results])
+            for j, r in enumerate(reductions):
+                op = self._op(r)
+                ty = llvm_type(op.dtype)
+                value = b.load(element(b, results, i64(j), I64), typ=ty)
+                if op.op == "reduce_sum" and np.dtype(op.dtype).kind == "f":
+                    value = b.fadd(ir.Constant(ty, 0.0), value)   # NumPy's identity first
+                b.store(value, self.state_slot(b, state, r))
+        self.compute_row_values(b, state, n, len(self.passes))
+        pointers = self.pointers_from(b, rowptrs)
+        if outputs is not None:
+            b.call(outputs, pointers + [state, i64(0), n])
+        row = self.load_state(b, state)
+        for j, v in enumerate(spec.outputs):
+            if not self.levels[v]:
+                store_value(b, row[v], pointers[len(self.array_inputs) + j],
+                            spec.value_dtype(v))
+        b.ret_void()
+        return fn
+
+    # ------------------------------------------------------------------ rows, entry
+    def build_rows_task(self, row: ir.Function) -> ir.Function:
+        """``rows(context, begin, end)``: rows [begin, end), the pool's task."""
+        spec = self.spec
+        fn = self.function(f"{self.name}_rows", [PTR, I64, I64])
+        context, begin, end = fn.args
+        b = ir.IRBuilder(fn.append_basic_block())
+        def field(k: int) -> ir.Value:
+            return b.load(b.gep(context, [ir.Constant(I32, 0), ir.Constant(I32, k)],
+                                source_etype=self.context_type), typ=PTR)
+
+        data, block, scalars = field(0), field(1), field(2)
+        n = b.load(element(b, block, i64(1), I64), typ=I64)
+        bases = [b.load(element(b, data, i64(k), PTR), typ=PTR) for k in range(self.n_operands)]
+        strides = [b.load(element(b, block, i64(2 + k), I64), typ=I64)
+                   for k in range(self.n_operands)]
+        state = stack_slot(b, self.state_type)
+        for s, i in enumerate(self.scalar_inputs):
+            value = b.load(b.gep(scalars, [ir.Constant(I32, 0), ir.Constant(I32, s)],
+                                 source_etype=self.scalars_type), typ=self.scalars_type.elements[s])
+            b.store(value, self.state_slot(b, state, i))
+        rowptrs = stack_slot(b, ir.ArrayType(PTR, self.n_operands))
+
+        def one(b: ir.IRBuilder, r: ir.Value) -> None:
+            for k in range(self.n_operands):
+                at = b.gep(bases[k], [b.mul(r, strides[k])], source_etype=ir.IntType(8))
+                b.store(at, element(b, rowptrs, i64(k), PTR))
+                if k < len(self.array_inputs) and self.array_inputs[k] in spec.row_inputs:
+                    i = self.array_inputs[k]
+                    b.store(load_value(b, at, spec.inputs[i].dtype),
+                            self.state_slot(b, state, i))
+            b.call(row, [rowptrs, state, n])
+
+        loop(b, begin, end, one)
+        b.ret_void()
+        return fn
+
+    def build_entry(self, task: ir.Function) -> None:
+        spec = self.spec
+        params = [ir.DoubleType() if c == "double" else I64
+                  for c in row_entry_parameter_types(spec)]
+        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), params), name=self.name)
+        fn.attributes.add("nounwind")
+        b = ir.IRBuilder(fn.append_basic_block())
+        scalars = stack_slot(b, self.scalars_type)
+        for s, i in enumerate(self.scalar_inputs):
+            value = convert_scalar(b, fn.args[1 + s], np.dtype(spec.inputs[i].dtype))
+            b.store(value, b.gep(scalars, [ir.Constant(I32, 0), ir.Constant(I32, s)],
+                                 source_etype=self.scalars_type))
+        operands = b.inttoptr(fn.args[0], PTR)
+        data = stack_slot(b, ir.ArrayType(PTR, self.n_operands))
+        for k in range(self.n_operands):
+            b.store(load_field(b, tuple_item(b, operands, i64(k)), ARRAY_DATA_OFFSET, PTR),
+                    element(b, data, i64(k), PTR))
+        block = load_field(b, tuple_item(b, operands, i64(self.n_operands)), ARRAY_DATA_OFFSET,
+                           PTR)
+        context = stack_slot(b, self.context_type)
+        for k, value in enumerate((data, block, scalars)):
+            b.store(value, b.gep(context, [ir.Constant(I32, 0), ir.Constant(I32, k)],
+                                 source_etype=self.context_type))
+        rows = b.load(block, typ=I64)
+        if not self.parallel or spec.full:
+            b.call(task, [context, i64(0), rows])
+        else:
+            n = b.load(element(b, block, i64(1), I64), typ=I64)
+            passes = len(self.passes) + 1
+            work = b.mul(b.add(n, i64(1)), i64(passes))
+            grain = b.add(b.sdiv(i64(_PARALLEL_WORK), work), i64(1))
+            parallel_for = ir.Function(
+                self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64]),
+                PARALLEL_FOR) if PARALLEL_FOR not in self.module.globals else \
+                self.module.globals[PARALLEL_FOR]
+            b.call(parallel_for, [task, context, rows, grain])
+        b.ret_void()
+
+
+def build_row_kernel_module(spec: RowKernelSpec, name: str, parallel: bool) -> ir.Module:
+    """The row kernel for ``spec`` with entry point ``name``; ``parallel``: the runtime's
+    thread pool is there to call."""
+    kb = _RowKernelBuilder(spec, name, parallel)
+    kb.build_entry(kb.build_rows_task(kb.build_row()))
+    return kb.module

@@ -1,0 +1,126 @@
+"""The contract between the reduction fuser and the row-kernel generator.
+
+A ``RowKernelSpec`` is a ``KernelSpec``-like SSA program whose iteration space is a set of
+rows (the leading axes of the broadcast shape) of ``n`` elements each (the last axis), or
+one run of every element of C-contiguous operands (``full``: ``axis=None``).  Besides the
+elementwise ops it has:
+
+- ``reduce_sum`` / ``reduce_max`` / ``reduce_min`` of one element-level value: a row-level
+  value (one per row).  Sums follow NumPy's pairwise order (``pairwise``); max and min are
+  exact (NaN wins).
+- ``row_length`` (no operands, int64): ``n``, NumPy's item count for ``mean``/``var``.
+
+Every value is element-level (it varies along the row: it reads an array operand or an
+element-level value) or row-level (scalars, reductions, ops of row-level values only).  An
+element-level value may use row-level values: they are computed first, in passes over the
+row (a row is a few KB and stays in cache between passes).  Outputs are element-level
+arrays of the iteration shape or row-level arrays of the reduced shape (``output_ranks``
+tells keepdims: the full rank, or one less (zero for ``full``)).  An array input whose
+last size is 1 (a kept reduction computed elsewhere; its guard checks the 1) is row-level.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tsjit.codegen.kernel_spec import (
+    MAX_OPERANDS,
+    SUPPORTED_DTYPES,
+    KernelInput,
+    KernelOp,
+    check_op,
+)
+
+__all__ = ["REDUCTIONS", "ROW_LENGTH", "RowKernelSpec", "element_level", "row_supports"]
+
+REDUCTIONS = ("reduce_sum", "reduce_max", "reduce_min")
+ROW_LENGTH = "row_length"
+_INT64 = np.dtype(np.int64)
+
+
+@dataclass(frozen=True)
+class RowKernelSpec:
+    """Values are numbered inputs first, then ops.  ``min_length``: rows shorter than this
+    are left to NumPy (max of an empty row raises, a mean of one warns)."""
+
+    inputs: tuple[KernelInput, ...]
+    ops: tuple[KernelOp, ...]
+    outputs: tuple[int, ...]
+    output_ranks: tuple[int, ...]
+    full: bool
+    min_length: int = 0
+    row_inputs: tuple[int, ...] = ()   # array inputs of last size 1: one value per row
+
+    def value_dtype(self, value: int) -> np.dtype:
+        n_in = len(self.inputs)
+        if value < n_in:
+            return np.dtype(self.inputs[value].dtype)
+        return np.dtype(self.ops[value - n_in].dtype)
+
+    @property
+    def out_rank(self) -> int:
+        return max((i.rank for i in self.inputs if not i.is_scalar), default=0)
+
+    @property
+    def inplace(self) -> tuple:
+        """Row kernels write fresh outputs only (the launcher's interface)."""
+        return (None,) * len(self.outputs)
+
+    def inplace_target(self, output: int) -> None:
+        return None
+
+
+def element_level(spec: RowKernelSpec) -> list[bool]:
+    """Per value number: whether it varies along the row."""
+    levels = [not i.is_scalar and k not in spec.row_inputs for k, i in enumerate(spec.inputs)]
+    for op in spec.ops:
+        levels.append(op.op not in REDUCTIONS and op.op != ROW_LENGTH
+                      and any(levels[a] for a in op.args))
+    return levels
+
+
+def _check_reduction(spec: RowKernelSpec, index: int, op: KernelOp, levels) -> str | None:
+    if op.op == ROW_LENGTH:
+        return None if not op.args and np.dtype(op.dtype) == _INT64 else "row_length: bad form"
+    if len(op.args) != 1 or not 0 <= op.args[0] < index:
+        return f"{op.op} takes one earlier operand"
+    if not levels[op.args[0]]:
+        return f"{op.op} of a row-level value"
+    dtype = np.dtype(op.dtype)
+    if dtype not in SUPPORTED_DTYPES or dtype.kind == "b" or dtype == np.float16:
+        return f"{op.op}: unsupported dtype {dtype}"
+    if spec.value_dtype(op.args[0]) != dtype:
+        return f"{op.op}: operand dtype differs from {dtype}"
+    return None
+
+
+def row_supports(spec: RowKernelSpec) -> tuple[bool, str]:
+    """Whether the row-kernel generator compiles ``spec`` as NumPy computes it; if not, why."""
+    if not any(op.op in REDUCTIONS for op in spec.ops):
+        return False, "no reduction"
+    arrays = [i for i in spec.inputs if not i.is_scalar]
+    if not arrays:
+        return False, "no array operand"
+    if len(arrays) + len(spec.outputs) > MAX_OPERANDS:
+        return False, f"more than {MAX_OPERANDS} operands"
+    for inp in spec.inputs:
+        if np.dtype(inp.dtype) not in SUPPORTED_DTYPES:
+            return False, f"unsupported input dtype {inp.dtype}"
+    levels = element_level(spec)
+    n_in = len(spec.inputs)
+    for i, op in enumerate(spec.ops):
+        if op.op in REDUCTIONS or op.op == ROW_LENGTH:
+            reason = _check_reduction(spec, n_in + i, op, levels)
+        else:
+            reason = check_op(spec, n_in + i, op)
+        if reason is not None:
+            return False, reason
+    if len(spec.output_ranks) != len(spec.outputs) or not spec.outputs:
+        return False, "an output rank per output"
+    for out, rank in zip(spec.outputs, spec.output_ranks):
+        if not 0 <= out < n_in + len(spec.ops):
+            return False, "an output refers to an unknown value"
+        if levels[out] and rank != spec.out_rank:
+            return False, "an element-level output of another rank than the iteration"
+    return True, ""

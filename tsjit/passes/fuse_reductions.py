@@ -1,0 +1,45 @@
+"""Fusion across reductions: a reduction, the elementwise ops feeding it and those using
+its result become one `prim::FusionGroup` whose kernel works row by row
+(`reduction_kernel`, `codegen.reduction`).
+
+It runs before the elementwise fuser and groups exactly as it does (`BlockFuser`: the
+same joins and the same rules for moving members past other nodes), with reductions as
+candidates too.  `((a - b) ** 2).mean()` then never materializes `a - b`, and softmax's
+max, exp, sum and division become one kernel that keeps each row in cache across its
+passes.  Only groups holding a reduction are replaced; the rest is left to the
+elementwise fuser.  A reduction alone stays a NumPy call.  `TSJIT_LOG=fuser` logs why
+a reduction was not fused.
+"""
+from __future__ import annotations
+
+from ..ir.graph import Block, Graph, Node
+from .elementwise_kernel import FusedKernel
+from .fuse_elementwise import BlockFuser, log
+from .reduction_kernel import build_row_group, read_reduction
+
+
+def fuse_reductions(graph: Graph) -> None:
+    """Replace groups of reductions and elementwise ops by prim::FusionGroup nodes."""
+    blocks = [graph.block, *(b for node in graph.nodes() for b in node.blocks)]
+    for block in blocks:
+        _ReductionFuser(block).run()
+
+
+class _ReductionFuser(BlockFuser):
+    def __init__(self, block: Block):
+        super().__init__(block)
+
+    def candidate(self, node: Node) -> bool:
+        return read_reduction(node) is not None or super().candidate(node)
+
+    def build(self, members: list[Node], used_outside) -> FusedKernel:
+        return build_row_group(members, used_outside)
+
+    def wanted(self, group: list[Node]) -> bool:
+        reductions = [m for m in group if read_reduction(m) is not None]
+        if not reductions:
+            return False
+        if len(group) == 1:
+            log.debug("not fused: %s alone (NumPy's own reduction)", group[0].kind)
+            return False
+        return True

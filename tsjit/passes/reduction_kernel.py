@@ -1,0 +1,312 @@
+"""IR reductions and the elementwise ops around them read as one row kernel.
+
+The reduction fuser asks `build_row_group(nodes, ...)` whether a set of nodes makes one
+row kernel (`codegen.reduction_spec`), and the executor asks it again for the spec of a
+FusionGroup's subgraph that holds reductions, so the two never disagree.  Elementwise
+nodes are read exactly as the elementwise fuser reads them (`elementwise_kernel`, whose
+builder this one extends: NumPy's loop dtypes, casts, weak Python scalars).
+
+A reduction is written as NumPy computes it (numpy/_core/_methods.py):
+- `sum`: the values cast to the sum's dtype (int32 -> int64, bool -> int64), summed in
+  NumPy's pairwise order; `max`/`min`: exact, NaN wins;
+- `mean`: `sum / n` in float64 (NumPy divides by an intp count), cast back;
+- `var`/`std`: the mean kept per row, `sum((x - mean) ** 2) / max(n - ddof, 0)`, sqrt.
+It reduces the last axis (`axis=-1`, a row) or every axis (`axis=None`, one run), with
+or without keepdims.  A kept row value broadcasts back over its row (`x - x.max(axis=-1,
+keepdims=True)`); a value reduced without keepdims may only be a result (NumPy would
+broadcast it along the wrong axis).  Other axes, dtype=, out=, where=, float16 and
+integer means stay NumPy calls (the fuser's log says which).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..codegen.kernel_spec import KernelInput, KernelOp
+from ..codegen.reduction_spec import ROW_LENGTH, RowKernelSpec, row_supports
+from ..ir.graph import Node, Value
+from ..ir.types import TensorType, Type
+from ..ops import OPS
+from .analysis import NOT_CONSTANT, constant_value
+from .elementwise_kernel import (
+    ElementwiseCall,
+    Feed,
+    FusedKernel,
+    GroupError,
+    GroupOutput,
+    _Builder,
+    build_group,
+    read_call,
+)
+
+__all__ = ["ReductionCall", "build_fused_group", "build_row_group", "read_reduction"]
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_F64 = np.dtype(np.float64)
+_I64 = np.dtype(np.int64)
+_KINDS = ("sum", "mean", "max", "min", "var", "std")
+
+
+@dataclass(frozen=True)
+class ReductionCall:
+    """`kind` of `operand` over `axis` (None: all; else a tuple of ints)."""
+
+    kind: str
+    operand: Value
+    axis: tuple[int, ...] | None
+    keepdims: bool
+    ddof: int = 0
+
+
+def read_reduction(node: Node) -> ReductionCall | None:
+    """The reduction `node` computes, or None if it is not one the row kernels know."""
+    prefix, _, name = node.kind.partition("::")
+    if prefix not in ("numpy", "ndarray") or name not in _KINDS or len(node.outputs) != 1:
+        return None
+    op = OPS.get(node.kind)
+    if op is None:
+        return None
+    args = {p.name: constant_value(v) for p, v in zip(op.params, node.inputs)}
+    defaults = {"dtype": None, "out": None, "initial": None, "where": True, "ddof": 0,
+                "keepdims": False}
+    if any(args.get(k, d) is NOT_CONSTANT or args.get(k, d) != d
+           for k, d in defaults.items() if k not in ("ddof", "keepdims")):
+        return None
+    keepdims, ddof, axis = args.get("keepdims", False), args.get("ddof", 0), args["axis"]
+    if type(keepdims) is not bool or type(ddof) is not int:
+        return None
+    if type(axis) is int:
+        axis = (axis,)
+    elif axis is not None and not (type(axis) is tuple and all(type(a) is int for a in axis)):
+        return None
+    return ReductionCall(name, node.inputs[0], axis, keepdims, ddof)
+
+
+def _normalized(axis: tuple[int, ...] | None, rank: int) -> tuple[int, ...] | None:
+    if axis is None:
+        return tuple(range(rank))
+    axes = tuple(sorted(a + rank if a < 0 else a for a in axis))
+    if any(not 0 <= a < rank for a in axes) or len(set(axes)) != len(axes):
+        return None
+    return axes
+
+
+class _RowBuilder(_Builder):
+    """`_Builder` with row-level values: per value id, its rank, whether it varies along
+    the row, whether a row value keeps its reduced axes, whether it comes from a
+    reduction."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ranks: list[int] = []
+        self.elements: list[bool] = []
+        self.kept: list[bool] = []
+        self.reduced: list[bool] = []
+        self.full: bool | None = None
+        self.reduced_rank: int | None = None
+        self.reduction_args: list[int] = []
+        self.min_length = 0
+        self.constants: dict[tuple, int] = {}
+        self.row_inputs: list[int] = []     # kernel inputs of last size 1
+
+    def array_input(self, v: Value) -> int:
+        """An array whose profiled last size is 1 (a kept reduction made elsewhere) is
+        one value per row; its guard checks that size."""
+        n = super().array_input(v)
+        sizes = v.type.sizes
+        if sizes and sizes[-1] == 1:
+            self.row_inputs.append(n)
+            self.elements[n], self.reduced[n] = False, True
+        return n
+
+    def input_type(self, v: Value) -> Type:
+        t = super().input_type(v)
+        n = self.numbers.get(v)
+        if n is not None and n in self.row_inputs:
+            return TensorType(t.dtype, (*t.sizes[:-1], 1), None, t.ndarray)
+        return t
+
+    def _track(self, n: int, rank: int, element: bool, kept: bool, reduced: bool) -> int:
+        self.ranks.append(rank)
+        self.elements.append(element)
+        self.kept.append(kept)
+        self.reduced.append(reduced)
+        assert len(self.ranks) == n + 1
+        return n
+
+    def add_input(self, feed: Feed, kernel_input: KernelInput) -> int:
+        n = super().add_input(feed, kernel_input)
+        return self._track(n, kernel_input.rank, not kernel_input.is_scalar, True, False)
+
+    def op(self, name: str, args: tuple[int, ...], dtype: np.dtype, attrs: tuple = ()) -> int:
+        element = any(self.elements[a] for a in args)
+        rows = [a for a in args if not self.elements[a]]
+        if element and any(not self.kept[a] for a in rows):
+            raise GroupError(f"{name}: a value reduced without keepdims broadcast over "
+                             f"elements (NumPy aligns it with another axis)")
+        if not element and len({self.ranks[a] for a in rows if self.ranks[a]}) > 1:
+            raise GroupError(f"{name}: row values of different ranks")
+        reduced = name == ROW_LENGTH or any(self.reduced[a] for a in args)
+        if not element and not reduced and args:
+            raise GroupError(f"{name} computes on NumPy scalars only")
+        n = super().op(name, args, dtype, attrs)
+        rank = max((self.ranks[a] for a in args), default=0)
+        return self._track(n, rank, element, all(self.kept[a] for a in rows), reduced)
+
+    def rank(self, n: int) -> int:
+        return self.ranks[n]
+
+    def constant(self, value: int, dtype: np.dtype) -> int:
+        key = (value, dtype)
+        if key not in self.constants:
+            self.constants[key] = self.add_input(Feed(None, value), KernelInput(dtype, 0, True))
+        return self.constants[key]
+
+    # ---- nodes
+    def add(self, node: Node, call: ElementwiseCall | ReductionCall) -> None:
+        if isinstance(call, ReductionCall):
+            self.add_reduction(node, call)
+            return
+        if call.kernel == "out_check" or call.target is not None:
+            raise GroupError(f"{node.kind} writes an array (left to the elementwise fuser)")
+        if sum(self.kind(v) == "value" for v in call.operands) >= 2:
+            self.raising.add(node)
+        result = self.compute(call)
+        if self.elements[result] and self.ranks[result] == 0:
+            raise GroupError(f"{node.kind} has a 0-d result")
+        self.numbers[node.output] = result
+
+    def add_reduction(self, node: Node, call: ReductionCall) -> None:
+        if self.kind(call.operand) != "value":
+            raise GroupError(f"{node.kind} of a scalar")
+        x = self.use(call.operand, None)
+        if not self.elements[x]:
+            raise GroupError(f"{node.kind} of a value already reduced")
+        rank, dtype = self.ranks[x], self.dtypes[x]
+        axes = _normalized(call.axis, rank)
+        if axes is None:
+            raise GroupError(f"{node.kind}: axis {call.axis} out of range")
+        full = axes == tuple(range(rank)) and rank > 1
+        if not full and axes != (rank - 1,):
+            raise GroupError(f"{node.kind} over axes {axes} (row kernels reduce the last axis "
+                             f"or all of them)")
+        if self.full not in (None, full) or self.reduced_rank not in (None, rank):
+            raise GroupError(f"{node.kind} reduces other axes than the group's reductions")
+        self.full, self.reduced_rank = full, rank
+        self.reduction_args.append(x)
+        result = self.reduce(node, call, x, dtype)
+        self.ranks[result] = rank if call.keepdims else (0 if full else rank - 1)
+        self.kept[result] = call.keepdims or self.ranks[result] == 0
+        self.numbers[node.output] = result
+        self.raising.add(node)
+
+    def reduce(self, node: Node, call: ReductionCall, x: int, dtype: np.dtype) -> int:
+        """The ops computing `call` of value `x`; returns the result's value id."""
+        kind = call.kind
+        if kind == "sum":
+            total = np.sum(np.zeros(1, dtype)).dtype
+            if total.kind not in "iuf" or total == np.float16:
+                raise GroupError(f"{node.kind} of {dtype}")
+            return self.reduction("reduce_sum", self.cast(x, total), total)
+        if kind in ("max", "min"):
+            if dtype.kind not in "iuf" or dtype == np.float16:
+                raise GroupError(f"{node.kind} of {dtype}")
+            self.min_length = max(self.min_length, 1)
+            return self.reduction(f"reduce_{kind}", x, dtype)
+        if dtype not in _FLOATS:
+            raise GroupError(f"{node.kind} of {dtype} (NumPy sums it in buffered float64)")
+        mean = self.mean(x, dtype)
+        if kind == "mean":
+            return mean
+        self.ranks[mean], self.kept[mean] = self.ranks[x], True   # kept per row, as NumPy
+        deviation = self.op("sub", (x, mean), dtype)
+        squares = self.reduction("reduce_sum", self.op("square", (deviation,), dtype), dtype)
+        count = self.op("maximum", (self.op("sub", (self.op(ROW_LENGTH, (), _I64),
+                                                    self.constant(call.ddof, _I64)), _I64),
+                                    self.constant(0, _I64)), _I64)
+        self.min_length = max(self.min_length, call.ddof + 1)
+        variance = self.divided(squares, count, dtype)
+        return variance if kind == "var" else self.op("sqrt", (variance,), dtype)
+
+    def reduction(self, name: str, x: int, dtype: np.dtype) -> int:
+        n = self.op(name, (x,), dtype)
+        self.elements[n], self.reduced[n] = False, True
+        return n
+
+    def mean(self, x: int, dtype: np.dtype) -> int:
+        self.min_length = max(self.min_length, 1)
+        return self.divided(self.reduction("reduce_sum", x, dtype), self.op(ROW_LENGTH, (), _I64),
+                            dtype)
+
+    def divided(self, total: int, count: int, dtype: np.dtype) -> int:
+        """`total / count` as NumPy divides a sum by an intp count: in float64."""
+        quotient = self.op("truediv", (self.cast(total, _F64), self.cast(count, _F64)), _F64)
+        return self.cast(quotient, dtype)
+
+    # ---- the kernel
+    def finish(self, nodes: list[Node], used_outside) -> FusedKernel:
+        members = [v for node in nodes for v in node.outputs]
+        if self.full is None:    # no reduction yet: only the elementwise checks apply
+            return FusedKernel(None, list(self.group_inputs), tuple(self.feeds), [], (), (),
+                               raising=frozenset(self.raising))
+        rank = self.reduced_rank
+        arrays = frozenset(i for i, inp in enumerate(self.inputs) if not inp.is_scalar)
+        if max(self.inputs[i].rank for i in arrays) != rank:
+            raise GroupError("an array of higher rank than the reductions' operands")
+        checks = {self.ancestors[x] for x in self.reduction_args}
+        outputs, numbers, ranks = [], [], []
+        for v in members:
+            if not used_outside(v):
+                continue
+            n = self.numbers[v]
+            if self.elements[n]:
+                if self.ranks[n] != rank:
+                    raise GroupError(f"a result of rank {self.ranks[n]} in a rank-{rank} group")
+                checks.add(self.ancestors[n])
+            numbers.append(n)
+            ranks.append(self.ranks[n])
+            outputs.append(GroupOutput(v, [v], self.value_type(n)))
+        if not outputs:
+            raise GroupError("no result of the group is used")
+        spec = RowKernelSpec(tuple(self.inputs), tuple(self.final_ops()),
+                             tuple(map(self.final, numbers)), tuple(ranks), self.full,
+                             self.min_length, tuple(self.slots[n] for n in self.row_inputs))
+        ok, reason = row_supports(spec)
+        if not ok:
+            raise GroupError(f"the row-kernel generator refuses it: {reason}")
+        return FusedKernel(spec, list(self.group_inputs), tuple(self.feeds), outputs,
+                           tuple(c for c in checks if c != arrays), (),
+                           {v: self.input_type(v) for v in self.group_inputs},
+                           self.range_checks,
+                           {v: self.value_type(self.number(v)) for v in members},
+                           frozenset(self.raising))
+
+    def final_ops(self) -> list[KernelOp]:
+        return [KernelOp(op.op, tuple(map(self.final, op.args)), op.dtype, op.attrs)
+                for op in self.ops]
+
+    def value_type(self, n: int) -> TensorType:
+        rank = self.ranks[n]
+        return TensorType(self.dtypes[n].name, (None,) * rank, None,
+                          self.elements[n] or rank > 0)
+
+
+def build_row_group(nodes: list[Node], used_outside) -> FusedKernel:
+    """The row kernel computing `nodes` (in program order); `used_outside(value)` tells
+    which results the rest of the program reads.  Its `spec` is None while the nodes hold
+    no reduction (a group still growing).  Raises GroupError."""
+    builder = _RowBuilder()
+    for node in nodes:
+        call = read_reduction(node) or read_call(node)
+        if call is None:
+            raise GroupError(f"{node.kind} is neither an elementwise op nor a reduction")
+        builder.add(node, call)
+    return builder.finish(nodes, used_outside)
+
+
+def build_fused_group(nodes: list[Node], used_outside) -> FusedKernel:
+    """A FusionGroup's kernel: a row kernel when it holds a reduction, else elementwise."""
+    if any(read_reduction(n) is not None for n in nodes):
+        return build_row_group(nodes, used_outside)
+    return build_group(nodes, used_outside)
