@@ -10,9 +10,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+from _differential import check
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tsjit
 import tsjit.ops  # noqa: F401  (registers the ops)
 from tsjit.interpreter import compile_graph, isinstance_of, python_source
 from tsjit.ir import Graph, SourceRange
@@ -220,6 +222,72 @@ def test_general_loop_with_a_computed_condition_and_used_counter():
     compiled = compile_graph(parse_ir(text))
     for args in [(10, 3, 20), (10, 3, 0), (0, 1, 5), (4, 1, 100), (5, -1, 1)]:
         assert compiled(*args) == eager(*args)
+
+
+# Loop bodies with no statements left (a constant branch removed, nothing carried):
+# each loop form must still be a valid Python suite.
+EMPTY_LOOP_BODIES = {
+    "range": """graph(%n : int):
+  %true : bool = prim::Constant[value=True]()
+  prim::Loop(%n, %true)
+    block0(%i : int):
+      -> (%true)
+  return (%n)
+""",
+    "nested range": """graph(%n : int):
+  %true : bool = prim::Constant[value=True]()
+  prim::Loop(%n, %true)
+    block0(%i : int):
+      prim::Loop(%n, %true)
+        block0(%j : int):
+          -> (%true)
+      -> (%true)
+  return (%n)
+""",
+    "while": f"""graph(%n : int):
+  %forever : int = prim::Constant[value={INT64_MAX}]()
+  %false : bool = prim::Constant[value=False]()
+  %go : bool = aten::gt(%n, %n)
+  prim::Loop(%forever, %go)
+    block0(%i : int):
+      -> (%false)
+  return (%n)
+""",
+    "guarded": """graph(%n : int, %go : bool):
+  %false : bool = prim::Constant[value=False]()
+  prim::Loop(%n, %go)
+    block0(%i : int):
+      -> (%false)
+  return (%n)
+""",
+}
+
+
+@pytest.mark.parametrize("form", EMPTY_LOOP_BODIES)
+def test_loop_with_an_empty_body_is_valid_python(form):
+    graph = parse_ir(EMPTY_LOOP_BODIES[form])
+    args = (3, True) if form == "guarded" else (3,)
+    assert compile_graph(graph)(*args) == 3
+    compile(python_source(graph, "f"), "<code>", "exec")     # .code is valid Python too
+
+
+def count_down_never(n: int) -> float:
+    acc = 0.0
+    for _i in range(n):
+        for _j in range(n):
+            if 2 > 0.5:
+                pass
+            else:
+                acc = acc - 1.0
+    return acc
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_script_whose_loop_body_folds_away(native, default_settings):
+    """The constant branch is removed, leaving both loops empty: this raised
+    IndentationError on every call."""
+    tsjit.set_native_enabled(native)
+    check(count_down_never, (0,), (3,), (3,), (5,))
 
 
 def test_loop_swapping_carried_values():

@@ -86,6 +86,12 @@ class _Writer:
             self.lines = saved
             self.depth -= 1
 
+    def suite(self, lines: list[tuple[int, str, SourceRange | None]]
+              ) -> list[tuple[int, str, SourceRange | None]]:
+        """The statements of a nested block (`nested`'s lines), `pass` if there are none:
+        a block whose nodes were all optimized away is still a valid Python suite."""
+        return lines or [(self.depth + 1, "pass", None)]
+
     def discard(self) -> str:
         """The variable unused loop counters are bound to."""
         if self._discard is None:
@@ -135,7 +141,7 @@ class _Writer:
             self.lines += else_
             return
         self.emit(f"if {cond}:", node.source)
-        self.lines += then_ or [(self.depth + 1, "pass", None)]
+        self.lines += self.suite(then_)
         if else_:
             self.emit("else:")
             self.lines += else_
@@ -166,7 +172,8 @@ class _Writer:
             counter = self.discard() if counter_unused else self.vars[loop.counter]
             self.emit(f"for {counter} in range({self.expr(loop.max_trip_count)}):", node.source)
         check_next = form is not LoopForm.RANGE and cond_var is None
-        self.lines += self.nested(lambda: self._loop_body(loop, params, cond_var, check_next))
+        self.lines += self.suite(self.nested(
+            lambda: self._loop_body(loop, params, cond_var, check_next)))
         if guarded:
             self.depth -= 1
         outputs = [self.vars[v] for v in node.outputs]
