@@ -12,8 +12,15 @@
  *     one compare-and-swap both claims a chunk and proves the job is still the current one:
  *     a worker that wakes late cannot claim a chunk of a job that has already finished.
  *
+ * The thread budget (tsjit_set_num_threads) bounds the threads running kernels, callers
+ * included, so that several Python threads launching kernels at once do not oversubscribe
+ * the cores: `running` counts the callers inside tsjit_parallel_for and the workers inside
+ * a job. A caller splits its job only over the threads that are free (the budget less the
+ * others running); a worker joins a job only while `running` is below the budget, and
+ * spins for the next one only then (else it sleeps, leaving the core to the callers).
  * One job runs at a time. A caller that finds the pool busy (another Python thread's
- * kernel), or that is itself inside a task (nesting), runs its job inline.
+ * kernel), or no thread free, or that is itself inside a task (nesting), runs its job
+ * inline: a caller always runs, so a kernel never waits for another thread's.
  *
  * fork(): the child inherits none of the workers; an atfork handler forgets them and
  * re-creates the locks, and the child's first parallel job starts a new pool. Forking
@@ -64,6 +71,7 @@ struct pool {
     pthread_cond_t wake;
     _Atomic int sleepers;
     _Atomic bool stopping;
+    _Atomic int running; /* callers in tsjit_parallel_for + workers in a job */
 
     pthread_t *workers; /* guarded by dispatch_lock */
     int num_workers;    /* threads actually running */
@@ -108,6 +116,7 @@ static void reset_pool_in_child(void) {
     pool.wanted_workers = 0;
     atomic_store(&pool.sleepers, 0);
     atomic_store(&pool.stopping, false);
+    atomic_store(&pool.running, 0); /* the parent's other callers are not in the child */
     pthread_mutex_init(&pool.dispatch_lock, NULL);
     pthread_mutex_init(&pool.sleep_lock, NULL);
     pthread_cond_init(&pool.wake, NULL);
@@ -153,6 +162,20 @@ static void run_claimed_chunks(uint32_t generation) {
 
 /* ---- workers ---- */
 
+/* Count this worker as running if that stays within the budget. */
+static bool enter_budget(void) {
+    int threads = atomic_load_explicit(&pool.num_threads, memory_order_relaxed);
+    int running = atomic_load(&pool.running);
+    while (running < threads)
+        if (atomic_compare_exchange_weak(&pool.running, &running, running + 1)) return true;
+    return false;
+}
+
+static bool over_budget(void) {
+    return atomic_load_explicit(&pool.running, memory_order_relaxed) >=
+           atomic_load_explicit(&pool.num_threads, memory_order_relaxed);
+}
+
 /* Wait until a job newer than `seen` is published; false when the pool is stopping. */
 static bool wait_for_job(uint32_t seen, uint32_t *generation) {
     int64_t deadline = monotonic_ns() + SPIN_NS;
@@ -161,7 +184,7 @@ static bool wait_for_job(uint32_t seen, uint32_t *generation) {
         if (*generation != seen) return true;
         if (atomic_load_explicit(&pool.stopping, memory_order_relaxed)) return false;
         cpu_relax();
-        if (spins % 256 == 0 && monotonic_ns() > deadline) break;
+        if (spins % 256 == 0 && (monotonic_ns() > deadline || over_budget())) break;
     }
     /* Sleep. sleepers and job are both seq_cst: either the dispatcher sees this sleeper
        and broadcasts under sleep_lock, or this re-check sees its job. */
@@ -180,7 +203,10 @@ static void *worker_main(void *generation_at_start) {
     uint32_t generation;
     inside_task = true; /* a parallel_for inside a task on a worker runs inline */
     while (wait_for_job(seen, &generation)) {
-        run_claimed_chunks(generation);
+        if (enter_budget()) {
+            run_claimed_chunks(generation);
+            atomic_fetch_sub(&pool.running, 1);
+        }
         seen = generation;
     }
     return NULL;
@@ -249,17 +275,23 @@ static void run_job(tsjit_task_fn fn, void *ctx, int64_t n, uint32_t count) {
 
 void tsjit_parallel_for(tsjit_task_fn fn, void *ctx, int64_t n, int64_t grain) {
     if (n <= 0) return;
-    int threads = tsjit_get_num_threads();
-    int64_t chunks = n / (grain > 1 ? grain : 1);
-    if (chunks > threads) chunks = threads;
-    if (chunks <= 1 || inside_task || pthread_mutex_trylock(&pool.dispatch_lock) != 0) {
+    if (inside_task) { /* nested: this thread is already counted as running */
         run_inline(fn, ctx, n);
         return;
     }
-    if (pool.wanted_workers != threads - 1) {
-        stop_workers();
-        start_workers(threads - 1);
+    int threads = tsjit_get_num_threads();
+    int others = atomic_fetch_add(&pool.running, 1);
+    int64_t chunks = n / (grain > 1 ? grain : 1);
+    if (chunks > threads - others) chunks = threads - others;
+    if (chunks <= 1 || pthread_mutex_trylock(&pool.dispatch_lock) != 0) {
+        run_inline(fn, ctx, n);
+    } else {
+        if (pool.wanted_workers != threads - 1) {
+            stop_workers();
+            start_workers(threads - 1);
+        }
+        run_job(fn, ctx, n, (uint32_t)chunks);
+        pthread_mutex_unlock(&pool.dispatch_lock);
     }
-    run_job(fn, ctx, n, (uint32_t)chunks);
-    pthread_mutex_unlock(&pool.dispatch_lock);
+    atomic_fetch_sub(&pool.running, 1);
 }

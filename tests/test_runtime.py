@@ -53,11 +53,20 @@ def record_chunks(n: int, grain: int) -> list[tuple[int, int, int]]:
     return chunks
 
 
-def run_python(code: str, env_update: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != runtime.NUM_THREADS_ENV}
+def run_python(code: str, env_update: dict[str, str] | None = None,
+               script_dir: Path | None = None) -> subprocess.CompletedProcess:
+    """Run `code` in a fresh interpreter without the thread count variables of this one
+    (from a file in `script_dir` if given, so that it may script its own functions)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in (runtime.NUM_THREADS_ENV, runtime.OMP_NUM_THREADS_ENV)}
     env.update(env_update or {})
+    env["PYTHONPATH"] = os.pathsep.join([str(HEADER.parents[2]), env.get("PYTHONPATH", "")])
+    command = ["-c", textwrap.dedent(code)]
+    if script_dir is not None:
+        (script_dir / "program.py").write_text(textwrap.dedent(code))
+        command = [str(script_dir / "program.py")]
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
+        [sys.executable, *command],
         env=env,
         capture_output=True,
         text=True,
@@ -149,6 +158,49 @@ def test_caller_and_every_worker_take_a_chunk(threads, num_threads):
     assert (ns > 0).all()
 
 
+def threads_running_a_job(chunks: int, timeout: float = 1.0) -> set[int]:
+    """The threads that ran a parallel_for of `chunks` chunks whose chunks wait (up to
+    `timeout` seconds) until `chunks` threads are in the job: no thread runs two of them
+    while another is free to join."""
+    entered: set[int] = set()
+    all_in = threading.Condition()
+
+    @runtime.ffi.callback("void(void *, int64_t, int64_t)")
+    def task(ctx, begin, end):
+        with all_in:
+            entered.add(threading.get_ident())
+            all_in.notify_all()
+            all_in.wait_for(lambda: len(entered) >= chunks, timeout=timeout)
+
+    runtime.lib.tsjit_parallel_for(task, runtime.ffi.NULL, chunks, 1)
+    return entered
+
+
+def test_a_job_runs_only_on_the_threads_other_callers_leave_free(threads):
+    # Another Python thread's kernel holds one of the 3 threads of the budget: a job
+    # launched meanwhile runs on 2 (its caller and one worker), not on all 3.
+    runtime.set_num_threads(3)
+    assert len(threads_running_a_job(3)) == 3
+    started, release = threading.Event(), threading.Event()
+
+    @runtime.ffi.callback("void(void *, int64_t, int64_t)")
+    def blocking(ctx, begin, end):
+        started.set()
+        release.wait(10)
+
+    other = threading.Thread(target=runtime.lib.tsjit_parallel_for,
+                             args=(blocking, runtime.ffi.NULL, 1, 1))
+    other.start()
+    try:
+        assert started.wait(10)
+        during = threads_running_a_job(3, timeout=0.3)
+    finally:
+        release.set()
+        other.join()
+    assert len(during) == 2, during
+    assert len(threads_running_a_job(3)) == 3
+
+
 def test_thread_count_changes_between_calls(threads):
     for num_threads in [2, 5, 1, 3, 2, 7, 4]:
         runtime.set_num_threads(num_threads)
@@ -167,11 +219,18 @@ def test_set_and_get_num_threads(threads):
 
 @pytest.mark.parametrize(
     "bad, error",
-    [(0, ValueError), (-2, ValueError), (2.0, TypeError), (True, TypeError), ("2", TypeError)],
+    [(0, ValueError), (-2, ValueError), (np.int64(0), ValueError), (2.0, TypeError),
+     (np.float64(2), TypeError), (True, TypeError), ("2", TypeError), ("x", TypeError),
+     (None, TypeError)],
 )
 def test_set_num_threads_rejects_bad_values(threads, bad, error):
     with pytest.raises(error):
         runtime.set_num_threads(bad)
+
+
+def test_set_num_threads_takes_numpy_integers(threads):
+    runtime.set_num_threads(np.int64(3))
+    assert runtime.get_num_threads() == 3
 
 
 def test_default_thread_count_is_the_usable_cpus():
@@ -189,12 +248,67 @@ def test_num_threads_env_var_sets_the_initial_count():
     assert int(result.stdout) == 3
 
 
-def test_invalid_num_threads_env_var_is_reported():
+@pytest.mark.parametrize("env, expected", [
+    ({"OMP_NUM_THREADS": "1"}, 1),                           # Dask's nanny sets this
+    ({"OMP_NUM_THREADS": "3,2"}, 3),                         # per nesting level: the first
+    ({runtime.NUM_THREADS_ENV: "4", "OMP_NUM_THREADS": "1"}, 4),  # tsjit's own wins
+])
+def test_omp_num_threads_is_the_default_after_tsjit_num_threads(env, expected):
+    result = run_python("from tsjit import runtime; print(runtime.get_num_threads())", env)
+    assert result.returncode == 0, result.stderr
+    assert (int(result.stdout), result.stderr) == (expected, "")
+
+
+def test_default_thread_count_follows_the_affinity_mask():
     result = run_python(
-        "from tsjit import runtime; runtime.get_num_threads()", {runtime.NUM_THREADS_ENV: "many"}
+        "import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})\n"
+        "from tsjit import runtime; print(runtime.get_num_threads())"
     )
-    assert result.returncode != 0
-    assert "TSJIT_NUM_THREADS must be an integer >= 1, got 'many'" in result.stderr
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) == 1
+
+
+GELU_WITH_WARNINGS_RECORDED = """
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        import numpy as np
+        import tsjit
+        from tsjit import runtime
+
+        def eager_gelu(x):
+            return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+
+        gelu = tsjit.script(eager_gelu)
+        x = np.linspace(-3, 3, 100_000)
+        results = [gelu(x) for _ in range(3)]
+    assert all(np.allclose(r, eager_gelu(x), rtol=1e-12, atol=1e-300) for r in results)
+    print(runtime.get_num_threads(), gelu.stats()["kernel_launches"])
+    for w in caught:
+        print(w.category.__name__, w.message)
+"""
+
+
+@pytest.mark.parametrize("env, ignored", [
+    ({runtime.NUM_THREADS_ENV: "abc"}, "TSJIT_NUM_THREADS='abc' is not a thread count"),
+    ({runtime.NUM_THREADS_ENV: "0"}, "TSJIT_NUM_THREADS='0' is not a thread count"),
+    ({runtime.NUM_THREADS_ENV: "-2"}, "TSJIT_NUM_THREADS='-2' is not a thread count"),
+    ({"OMP_NUM_THREADS": "many"}, "OMP_NUM_THREADS='many' is not a thread count"),
+    ({runtime.NUM_THREADS_ENV: "0", "OMP_NUM_THREADS": "x"},
+     "TSJIT_NUM_THREADS='0' and OMP_NUM_THREADS='x' are not thread counts"),
+])
+def test_a_bad_thread_count_variable_is_warned_about_once_and_kernels_still_run(
+        tmp_path, env, ignored):
+    # It used to raise from inside every kernel's compilation: each logged a traceback and
+    # ran interpreted.
+    result = run_python(GELU_WITH_WARNINGS_RECORDED, env, tmp_path)
+    assert result.returncode == 0, result.stderr
+    counts, *warned = result.stdout.splitlines()
+    threads, launches = counts.split()
+    assert int(threads) == len(os.sched_getaffinity(0)) and int(launches) > 0
+    assert warned == [f"RuntimeWarning {ignored} (an integer >= 1): tsjit's kernels use "
+                      f"{threads} threads"]
+    assert "Traceback" not in result.stderr
 
 
 def test_pool_works_in_a_forked_child():

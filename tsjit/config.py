@@ -6,7 +6,8 @@ with the fuser off without editing it) and a setter for use in code:
     TSJIT_PROFILING_RUNS=n   set_profiling_runs(n)    calls profiled before specializing (1)
     TSJIT_FUSION=0           set_fusion_enabled(b)    fuse elementwise ops into kernels (1)
     TSJIT_NATIVE=0           set_native_enabled(b)    any LLVM code at all (1)
-    TSJIT_NUM_THREADS=n      set_num_threads(n)       threads of native kernels (tsjit.runtime)
+    TSJIT_NUM_THREADS=n      set_num_threads(n)       threads of native kernels (tsjit.runtime;
+                                                      else OMP_NUM_THREADS, else usable CPUs)
     TSJIT_LOG=fuser,guards   logging of compile decisions ("all" for every tsjit logger)
 
 A setter does not touch compiled code behind the caller's back mid-call: it tells every
@@ -19,6 +20,8 @@ import logging
 import os
 import sys
 from collections.abc import Callable
+
+from . import runtime  # reads the thread count's environment variables once, at import
 
 PROFILING_RUNS_ENV = "TSJIT_PROFILING_RUNS"
 FUSION_ENV = "TSJIT_FUSION"
@@ -99,7 +102,6 @@ def native_enabled() -> bool:
 
 def set_num_threads(n: int) -> None:
     """Threads native kernels use, the calling thread included."""
-    from . import runtime
     runtime.set_num_threads(n)
 
 

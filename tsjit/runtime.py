@@ -12,16 +12,19 @@ lazily on first access.
 
 from __future__ import annotations
 
+import operator
 import os
 import sys
-import threading
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import _cffi_backend as backend
+import numpy as np
 
 import tsjit
+from tsjit import forking
 
 # Mirrors runtime/include/tsjit_runtime.h (the kernel ABI) and tsjit_runtime_testing.h.
 _CDEF = """
@@ -38,13 +41,15 @@ LIBRARY_FILE = {"darwin": "libtsjit_runtime.dylib", "win32": "tsjit_runtime.dll"
     sys.platform, "libtsjit_runtime.so"
 )
 NUM_THREADS_ENV = "TSJIT_NUM_THREADS"
+OMP_NUM_THREADS_ENV = "OMP_NUM_THREADS"
+_MAX_THREADS = 2**31 - 1  # the C int the runtime takes (it clamps further)
 
 EXPORTED = ("tsjit_parallel_for", "tsjit_set_num_threads", "tsjit_get_num_threads",
             "tsjit_testing_count_indices", "tsjit_testing_time_dispatch")
 
 _handle: Any = None            # the backend's library handle
 _declared: dict[str, Any] = {}  # ffi and lib, once asked for
-_load_lock = threading.Lock()
+_load_lock = forking.lock()
 _INT = backend.new_primitive_type("int")
 _ADDRESS = backend.new_primitive_type("uintptr_t")
 _GET_THREADS = backend.new_function_type((), _INT, 0)
@@ -69,16 +74,47 @@ def locate_library(search_dirs: Iterable[str | os.PathLike[str]]) -> Path:
     )
 
 
-def _num_threads_from_env() -> int | None:
-    value = os.environ.get(NUM_THREADS_ENV)
+def _threads_from_env(name: str) -> int | str | None:
+    """The thread count environment variable `name` asks for: None when it is unset, the
+    text itself when it is not a count >= 1. OMP_NUM_THREADS may list counts per nesting
+    level ("4,2"): the first is tsjit's."""
+    value = os.environ.get(name)
     if value is None or not value.strip():
         return None
+    first = value.split(",")[0] if name == OMP_NUM_THREADS_ENV else value
     try:
-        threads = int(value)
+        threads = int(first)
     except ValueError:
-        threads = 0
-    if threads < 1:
-        raise ValueError(f"{NUM_THREADS_ENV} must be an integer >= 1, got {value!r}")
+        return value
+    return threads if threads >= 1 else value
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, which taskset and container
+    CPU sets narrow), else every online CPU."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def default_num_threads() -> int:
+    """TSJIT_NUM_THREADS, else OMP_NUM_THREADS (Dask's nanny sets it to 1 for its worker
+    processes, so each worker's kernels stay on its own core), else the usable CPUs.
+    A variable that is set but is no thread count is skipped with a RuntimeWarning."""
+    ignored = []
+    for name in (NUM_THREADS_ENV, OMP_NUM_THREADS_ENV):
+        threads = _threads_from_env(name)
+        if isinstance(threads, int):
+            break
+        if threads is not None:
+            ignored.append(f"{name}={threads!r}")
+    else:
+        threads = usable_cpus()
+    if ignored:
+        what = "is not a thread count" if len(ignored) == 1 else "are not thread counts"
+        warnings.warn(f"{' and '.join(ignored)} {what} (an integer >= 1): tsjit's kernels "
+                      f"use {threads} threads", RuntimeWarning, stacklevel=2)
     return threads
 
 
@@ -87,9 +123,8 @@ def _load() -> Any:
     with _load_lock:
         if _handle is None:
             handle = backend.load_library(str(locate_library(tsjit.__path__)), 0)
-            env_threads = _num_threads_from_env()
-            if env_threads is not None:
-                handle.load_function(_SET_THREADS, "tsjit_set_num_threads")(env_threads)
+            handle.load_function(_SET_THREADS, "tsjit_set_num_threads")(
+                min(_DEFAULT_THREADS, _MAX_THREADS))
             _handle = handle
     return _handle
 
@@ -110,16 +145,19 @@ def __getattr__(name: str) -> Any:
 
 
 def set_num_threads(n: int) -> None:
-    """Set the number of threads native kernels use (the calling thread included)."""
-    if isinstance(n, bool) or not isinstance(n, int):
+    """Set the number of threads native kernels use (the calling thread included). Any
+    integer >= 1 (a NumPy integer too) is taken; another type is a TypeError and a count
+    below 1 a ValueError, raised here rather than at the next kernel."""
+    if isinstance(n, (bool, np.bool_)) or not hasattr(type(n), "__index__"):
         raise TypeError(f"set_num_threads() expects an int, got {type(n).__name__}")
+    n = operator.index(n)
     if n < 1:
         raise ValueError(f"set_num_threads() expects n >= 1, got {n}")
-    _load().load_function(_SET_THREADS, "tsjit_set_num_threads")(min(n, 2**31 - 1))
+    _load().load_function(_SET_THREADS, "tsjit_set_num_threads")(min(n, _MAX_THREADS))
 
 
 def get_num_threads() -> int:
-    """Threads native kernels use; by default the number of CPUs this process may use."""
+    """Threads native kernels use; by default `default_num_threads()`."""
     return int(_load().load_function(_GET_THREADS, "tsjit_get_num_threads")())
 
 
@@ -128,3 +166,8 @@ def symbol_addresses() -> dict[str, int]:
     handle = _load()
     return {name: int(backend.cast(_ADDRESS, handle.load_function(_GET_THREADS, name)))
             for name in EXPORTED}
+
+
+# Read once, when tsjit is imported (tsjit.config imports this module), so a bad value is
+# reported once, at the start, and not from inside the first kernel's compilation.
+_DEFAULT_THREADS = default_num_threads()

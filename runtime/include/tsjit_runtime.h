@@ -24,12 +24,15 @@ typedef void (*tsjit_task_fn)(void *ctx, int64_t begin, int64_t end);
 
 /* Run fn over [0, n) split into contiguous chunks of at least `grain` items across the
  * pool (the calling thread participates); return when all chunks are done.
- * Runs fn(ctx, 0, n) inline when n <= grain, with one thread, when called from inside a
- * task (nesting), or when another thread's job occupies the pool. n <= 0 does nothing. */
+ * Threads that other callers' kernels are running on count against the thread budget:
+ * the job is split over those still free. Runs fn(ctx, 0, n) inline when n <= grain,
+ * with one thread, when no other thread is free, when called from inside a task
+ * (nesting), or when another thread's job occupies the pool. n <= 0 does nothing. */
 TSJIT_API void tsjit_parallel_for(tsjit_task_fn fn, void *ctx, int64_t n, int64_t grain);
 
-/* Threads used by tsjit_parallel_for, the caller included. n >= 1 (smaller values mean 1).
- * Default: the number of CPUs this process may run on. */
+/* The thread budget: threads running tsjit_parallel_for jobs at once, callers included.
+ * n >= 1 (smaller values mean 1). Default: the number of CPUs this process may run on
+ * (tsjit/runtime.py sets it from TSJIT_NUM_THREADS or OMP_NUM_THREADS when loading). */
 TSJIT_API void tsjit_set_num_threads(int n);
 TSJIT_API int tsjit_get_num_threads(void);
 
