@@ -24,6 +24,8 @@ import llvmlite
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from tsjit import forking
+
 __all__ = [
     "CompiledModule",
     "JitEngine",
@@ -78,7 +80,7 @@ class _Llvm:
     """The initialized LLVM state shared by every engine: created once, on first use."""
 
     _instance: _Llvm | None = None
-    _lock = threading.Lock()
+    _lock = forking.lock()
 
     def __init__(self) -> None:
         # A vectorized remainder loop after the main vector loop saves nothing measurable
@@ -139,6 +141,7 @@ class JitEngine:
         self._cache_dir = (cache_dir or _default_cache_dir()) if use_disk_cache else None
         self._modules: dict[str, CompiledModule] = {}
         self._lock = threading.RLock()
+        forking.hold_across_fork(self._lock)
         self._symbols: dict[str, int] | None = None
         self._cache_trimmed = False
 

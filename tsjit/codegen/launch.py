@@ -16,12 +16,12 @@ in-place target are copied first (``x[1:] += x[:-1]``).
 from __future__ import annotations
 
 import hashlib
-import threading
 from collections.abc import Callable
 
 import _cffi_backend
 import numpy as np
 
+from tsjit import forking
 from tsjit.codegen.elementwise import build_kernel_module, entry_parameter_types
 from tsjit.codegen.elementwise_driver import ensure_driver
 from tsjit.codegen.engine import CompiledModule, generator_fingerprint, get_engine
@@ -31,7 +31,7 @@ from tsjit.codegen.output_pool import OutputPool
 __all__ = ["Kernel", "broadcast_shape", "compile_kernel"]
 
 _kernels: dict[KernelSpec, Kernel] = {}
-_kernels_lock = threading.Lock()
+_kernels_lock = forking.lock()
 
 
 class Kernel:

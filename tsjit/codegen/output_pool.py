@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import math
 import sys
-import threading
 from collections.abc import Callable
 
 import numpy as np
+
+from tsjit import forking
 
 __all__ = ["Allocator", "OutputPool"]
 
@@ -57,7 +58,7 @@ class OutputPool:
         self._starts: dict[int, int] = {}  # id(buffer) -> where its results start
         self._max_buffers = max_buffers
         self._min_bytes = min_bytes
-        self._lock = threading.Lock()
+        self._lock = forking.lock()
         # References to a free buffer: its entry's and getrefcount's argument.
         self._free_refcount = self._measure_free_refcount()
 

@@ -23,12 +23,11 @@ ranks sends other arrays to a fallback, which profiles them.  Changing a setting
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import weakref
 from collections.abc import Callable
 
-from .. import config
+from .. import config, forking
 from ..interpreter import compile_graph
 from ..ir.graph import Graph
 from ..ir.types import TensorType, Type, is_subtype
@@ -65,7 +64,7 @@ class GraphExecutor:
         self.filename = filename
         self.depth = depth
         self.counters = counters if counters is not None else ExecutorStats()
-        self._lock = threading.RLock()
+        self._lock = forking.rlock()
         self._interpreted: Callable | None = None
         self.reset()
         if depth == 0:

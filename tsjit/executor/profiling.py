@@ -7,6 +7,7 @@ import threading
 
 import numpy as np
 
+from .. import forking
 from ..ir.graph import Node
 from ..ir.types import TENSOR, BoolType, FloatType, IntType, TensorType, Type, unify
 
@@ -54,7 +55,7 @@ class ProfileRecorder:
         assert [n.attrs["slot"] for n in self.nodes] == list(range(len(self.nodes)))
         self.runs: list[list[object]] = []
         self._current = threading.local()
-        self._lock = threading.Lock()
+        self._lock = forking.lock()
         for node in self.nodes:
             node.attrs["runtime"] = self.record
 

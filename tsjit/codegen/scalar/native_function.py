@@ -25,7 +25,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
-import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from llvmlite import ir
 
+from ... import forking
 from ...interpreter import compile_graph
 from ...ir.graph import Graph, Node, SourceRange
 from ...ir.printer import print_graph
@@ -112,7 +112,7 @@ class NativeFunction:
         self.call: Callable = self._dispatch
         self._interpreted: Callable | None = None
         self._sites = Sites(name)
-        self._lock = threading.Lock()
+        self._lock = forking.lock()
 
     # ------------------------------------------------------------------ calling
     def _dispatch(self, *args: object) -> object:
