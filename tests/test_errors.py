@@ -491,7 +491,7 @@ GOOD = (1, 2.0, [1], {"k": np.zeros(1)}, None, np.zeros(2))
     (0, 1.0, "int", "float"),
     (1, "x", "float", "str"),
     (2, [1, "a"], r"List\[int\]", "list"),
-    (2, (1,), r"List\[int\]", "tuple"),
+    (2, (1, "a"), r"List\[int\]", "tuple"),  # a tuple is a List[int] only with ints in it
     (3, {"k": 1}, r"Dict\[str, Tensor\]", "dict"),
     (4, 1.5, r"Optional\[int\]|int\?", "float"),
     (5, [1.0], "Tensor", "list"),

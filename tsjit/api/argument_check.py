@@ -2,27 +2,74 @@
 
 The check is generated once per signature as straight-line Python, because it
 runs on every call (the per-call budget is a few microseconds).
+
+What a parameter accepts is what Python's numeric tower and NumPy's scalars give, as in
+TorchScript: an `int` takes any integer (`np.int64` from `argmax`, `.sum()`, indexing), a
+`float` any real number (`int`, `np.float32`, `np.int64`), a `bool` also `np.bool_`; the
+same holds inside containers, and a `List` also takes a tuple. Values pass unchanged: the
+code runs on the NumPy scalar or the tuple as the Python function would (an `np.float32`
+promotes as NumPy 2 says, a tuple cannot be appended to), and the executor's guards send
+a value that is not of the exact Python type a specialization assumed to code that was
+profiled with it.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..interpreter.helpers import value_matches
-from ..ir.types import AnyType, BoolType, FloatType, IntType, StrType, TensorType, Type
+from ..ir.types import (
+    AnyType,
+    BoolType,
+    DictType,
+    FloatType,
+    IntType,
+    ListType,
+    OptionalType,
+    StrType,
+    TensorType,
+    TupleType,
+    Type,
+    UnionType,
+    VarTupleType,
+)
 
 ARRAY_TYPES = (np.ndarray, np.generic)
+INTEGERS = (int, np.integer)
+REALS = (float, int, np.floating, np.integer)
+BOOLS = (bool, np.bool_)
+_NUMBERS = {IntType: INTEGERS, FloatType: REALS, BoolType: BOOLS}
+
+
+def _all_accepted(values, t: Type) -> bool:
+    return all(value_has_type(v, t) for v in values)
+
+
+# Containers whose elements are checked with the call boundary's own rules.
+_CONTAINERS = {
+    ListType: lambda v, t: isinstance(v, (list, tuple)) and _all_accepted(v, t.elem),
+    DictType: lambda v, t: isinstance(v, dict) and _all_accepted(v.keys(), t.key)
+    and _all_accepted(v.values(), t.value),
+    TupleType: lambda v, t: isinstance(v, t.py_class or tuple) and len(v) == len(t.elems)
+    and all(map(value_has_type, v, t.elems)),
+    VarTupleType: lambda v, t: isinstance(v, tuple) and _all_accepted(v, t.elem),
+    OptionalType: lambda v, t: v is None or value_has_type(v, t.elem),
+    UnionType: lambda v, t: any(value_has_type(v, o) for o in t.options),
+}
 
 
 def value_has_type(value: object, t: Type) -> bool:
-    """Whether a Python value may be passed for a parameter of IR type `t`: the
-    interpreter's isinstance, plus Python's numeric tower (an int where a float is
-    annotated, as PEP 484 allows)."""
-    if t == FloatType:
-        return isinstance(value, (float, int))
+    """Whether a Python value may be passed for a parameter of IR type `t` (see the
+    module docstring); other types as the interpreter's isinstance says."""
+    numbers = _NUMBERS.get(t)
+    if numbers is not None:
+        return isinstance(value, numbers)
+    container = _CONTAINERS.get(type(t))
+    if container is not None:
+        return container(value, t)
     return value_matches(value, t)
 
 
-_FAST = {IntType: "int", StrType: "str", BoolType: "bool", FloatType: "(float, int)"}
+_FAST = {IntType: "INTEGERS", StrType: "str", BoolType: "BOOLS", FloatType: "REALS"}
 
 
 def make_argument_checker(function_name: str, params: list[tuple[str, Type]],
@@ -31,7 +78,7 @@ def make_argument_checker(function_name: str, params: list[tuple[str, Type]],
     `unannotated`: the parameters that were taken as Tensor for want of an annotation."""
     lines = [f"def check({', '.join(f'a{i}' for i in range(len(params)))}):"]
     env = {"value_has_type": value_has_type, "ARRAY_TYPES": ARRAY_TYPES, "fail": _fail,
-           "name": function_name}
+           "name": function_name, "INTEGERS": INTEGERS, "REALS": REALS, "BOOLS": BOOLS}
     for i, (pname, t) in enumerate(params):
         env[f"t{i}"] = t
         if t == AnyType:

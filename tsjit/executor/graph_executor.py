@@ -17,8 +17,11 @@ TorchScript's profiling executor, over the reference interpreter:
      types compiles a bounded number of specializations.
 Graphs with nothing to compile run in the plain interpreter, with no overhead, unless
 arrays decided that (0-d arrays are not fused): then a guard on the arrays' dtypes and
-ranks sends other arrays to a fallback, which profiles them.  Changing a setting
-(`tsjit.config`) resets every executor to step 1.
+ranks sends other arrays to a fallback, which profiles them.  A NumPy scalar passed for
+an int, float or bool parameter (np.int64 from argmax, np.float32) promotes as NumPy
+says, not as the Python number the code is specialized for: calls holding one run in the
+interpreter, and calls with Python numbers only go to a fallback that specializes.
+Changing a setting (`tsjit.config`) resets every executor to step 1.
 """
 from __future__ import annotations
 
@@ -37,7 +40,7 @@ from ..passes.specialize_types import specialize_types
 from .display import display_graph
 from .guards import make_type_check
 from .pipeline import LoweringContext, lower, native_passes_enabled, optimize
-from .profiling import ProfileRecorder, observed_number_type, observed_type
+from .profiling import PYTHON_NUMBERS, ProfileRecorder, observed_number_type, observed_type
 from .stats import ExecutorStats
 
 MAX_SPECIALIZATION_DEPTH = 8
@@ -97,6 +100,10 @@ class GraphExecutor:
     def _start(self, args: tuple) -> Callable:
         if not native_passes_enabled() or self.depth >= MAX_SPECIALIZATION_DEPTH:
             return self._interpret()
+        numbers = [i for i, v in enumerate(self.graph.inputs[:len(args)])
+                   if v.type in PYTHON_NUMBERS.values()]
+        if any(type(args[i]) not in PYTHON_NUMBERS for i in numbers):
+            return self._interpret_numpy_numbers(numbers)
         if config.profiling_runs() == 1:
             typed = self._typed_by(args)
             if typed is not None:
@@ -199,6 +206,22 @@ class GraphExecutor:
         def run(*args):
             if check(*[args[i] for i in positions]):
                 return interpreted(*args)
+            return fallback(*args)
+        return run
+
+    def _interpret_numpy_numbers(self, numbers: list[int]) -> Callable:
+        """The interpreter for calls passing a NumPy scalar for a number parameter (at
+        one of the positions `numbers`); calls passing Python numbers only go to a
+        fallback that specializes for them."""
+        interpreted = self._interpret()
+        if self.depth + 1 >= MAX_SPECIALIZATION_DEPTH:
+            return interpreted
+        fallback = self._fallback(self.graph)
+
+        def run(*args):
+            for i in numbers:
+                if type(args[i]) not in PYTHON_NUMBERS:
+                    return interpreted(*args)
             return fallback(*args)
         return run
 

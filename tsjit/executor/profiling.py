@@ -27,16 +27,16 @@ def observed_type(value: object) -> TensorType:
     return TENSOR
 
 
-_NUMBER_TYPES = {bool: BoolType, int: IntType, float: FloatType}
+PYTHON_NUMBERS = {bool: BoolType, int: IntType, float: FloatType}
 
 
 def observed_number_type(value: object, declared: Type) -> Type | None:
     """The exact type of a Python number passed where `declared` (int, float or bool) is
     expected, which NumPy's promotion depends on (`x * 2` and `x * 2.0` differ for an
     int32 x); None for a parameter of another type."""
-    if declared not in _NUMBER_TYPES.values():
+    if declared not in PYTHON_NUMBERS.values():
         return None
-    return _NUMBER_TYPES.get(type(value))
+    return PYTHON_NUMBERS.get(type(value))
 
 
 class ProfileRecorder:
