@@ -724,4 +724,4 @@ def ensure_driver(engine: JitEngine) -> None:
         [DRIVER_SYMBOL],
         quick=True,
     )
-    engine.register_symbol(DRIVER_SYMBOL, compiled.addresses[DRIVER_SYMBOL])
+    engine.register_symbol(DRIVER_SYMBOL, compiled)

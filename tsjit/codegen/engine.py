@@ -16,6 +16,8 @@ import hashlib
 import itertools
 import os
 import threading
+import weakref
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,12 +41,17 @@ CACHE_DIR_ENV = "TSJIT_CACHE_DIR"
 # The disk cache is trimmed (oldest files first) once per process when it outgrows this.
 _CACHE_MAX_BYTES = 256 << 20
 DISK_CACHE_ENV = "TSJIT_DISK_CACHE"
+# Modules kept loaded after their last user is gone, most recently used first: a program
+# that scripts the same function again and again does not relink (or, without the disk
+# cache, recompile) its code each time, and the memory this holds stays bounded.
+_RECENT_MODULES = 32
 
 
 @dataclass
 class CompiledModule:
     """Function addresses of one linked module. The code stays mapped while this object
-    lives (it owns the JIT resource tracker)."""
+    lives (it owns the JIT resource tracker): whatever calls the addresses holds it, and
+    when the last holder goes the code is unloaded."""
 
     addresses: dict[str, int]
     optimized_ir: str
@@ -135,11 +142,19 @@ def _runtime_symbols() -> dict[str, int]:
 
 
 class JitEngine:
-    """Compiles LLVM IR to native code once per distinct IR text, in memory and on disk."""
+    """Compiles LLVM IR to native code once per distinct IR text, in memory and on disk.
+
+    The in-memory cache is weak: a module is shared while something holds it (kernels of
+    equal specs in several functions) and unloaded when its last holder is dropped (and
+    it is not among the ``_RECENT_MODULES`` used last), so a process that scripts and
+    drops functions does not grow."""
 
     def __init__(self, cache_dir: Path | None = None, use_disk_cache: bool = True) -> None:
         self._cache_dir = (cache_dir or _default_cache_dir()) if use_disk_cache else None
-        self._modules: dict[str, CompiledModule] = {}
+        self._modules: weakref.WeakValueDictionary[str, CompiledModule] = \
+            weakref.WeakValueDictionary()
+        self._recent: deque[CompiledModule] = deque(maxlen=_RECENT_MODULES)
+        self._symbol_owners: dict[str, CompiledModule] = {}
         self._lock = threading.RLock()
         forking.hold_across_fork(self._lock)
         self._symbols: dict[str, int] | None = None
@@ -153,9 +168,11 @@ class JitEngine:
             self._symbols = _runtime_symbols()
         return self._symbols
 
-    def register_symbol(self, name: str, address: int) -> None:
-        """Make a function compiled by this engine callable from later modules."""
-        self.symbols[name] = address
+    def register_symbol(self, name: str, compiled: CompiledModule) -> None:
+        """Make the function ``name`` of ``compiled`` callable from later modules (which
+        keeps ``compiled`` loaded for the engine's lifetime)."""
+        self.symbols[name] = compiled.addresses[name]
+        self._symbol_owners[name] = compiled
 
     def compile(
         self, module: str | ir.Module, symbols: Iterable[str], quick: bool = False
@@ -185,6 +202,8 @@ class JitEngine:
             if compiled is None or not all(s in compiled.addresses for s in wanted):
                 compiled = self._build(memory_key, build, wanted, quick)
                 self._modules[memory_key] = compiled
+            if not self._recent or self._recent[-1] is not compiled:
+                self._recent.append(compiled)
         return compiled
 
     def _build(self, key: str, build, wanted: tuple[str, ...], quick: bool) -> CompiledModule:
@@ -215,7 +234,7 @@ class JitEngine:
 
     @staticmethod
     def _optimize_and_emit(state: _Llvm, text: str, quick: bool) -> tuple[bytes, str]:
-        mod = llvm.parse_assembly(text)
+        mod = llvm.parse_assembly(text, llvm.create_context())
         mod.triple = state.triple
         mod.data_layout = state.data_layout
         mod.verify()

@@ -16,6 +16,7 @@ in-place target are copied first (``x[1:] += x[:-1]``).
 from __future__ import annotations
 
 import hashlib
+import weakref
 from collections.abc import Callable
 
 import _cffi_backend
@@ -30,7 +31,9 @@ from tsjit.codegen.output_pool import OutputPool
 
 __all__ = ["Kernel", "broadcast_shape", "compile_kernel"]
 
-_kernels: dict[KernelSpec, Kernel] = {}
+# Kernels of equal specs are shared while some executor holds one (weak: dropped with the
+# last, and their code unloaded with them).
+_kernels: weakref.WeakValueDictionary[KernelSpec, Kernel] = weakref.WeakValueDictionary()
 _kernels_lock = forking.lock()
 
 
@@ -209,7 +212,8 @@ def _kernel_name(spec: KernelSpec) -> str:
 
 
 def compile_kernel(spec: KernelSpec) -> Kernel:
-    """The compiled kernel for ``spec`` (compiled on first request, then cached)."""
+    """The compiled kernel for ``spec`` (compiled on first request, then cached while it
+    is in use)."""
     kernel = _kernels.get(spec)
     if kernel is not None:
         return kernel

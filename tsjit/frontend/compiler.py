@@ -14,6 +14,7 @@ import os
 import sys
 import sysconfig
 import typing
+import weakref
 from contextlib import contextmanager
 
 import numpy as np
@@ -47,14 +48,30 @@ class CompiledCallable:
         self.param_types = param_types
         self.return_type = return_type
         self.graph = graph
-        self.executor = None        # set by the API layer; runs the graph
         # parameters without an annotation (taken as Tensor): errors about them say so
         self.unannotated: frozenset[str] = frozenset()
+        self._executor: weakref.ref | None = None
+        self._own_executor = None
+
+    @property
+    def executor(self):
+        """The GraphExecutor that runs the graph: the scripted function's while it lives
+        (calls from other script code then show in its stats), held weakly so that
+        dropping the ScriptFunction frees its compiled code; else one of this callable's
+        own, made on the first call from script code (a helper that was never inlined)."""
+        executor = self._executor() if self._executor is not None else None
+        if executor is None:
+            if self._own_executor is None:
+                from ..executor import GraphExecutor
+                self._own_executor = GraphExecutor(self.graph, self.name)
+            executor = self._own_executor
+        return executor
+
+    @executor.setter
+    def executor(self, executor) -> None:
+        self._executor = weakref.ref(executor)
 
     def __call__(self, *args):
-        if self.executor is None:       # a helper that was compiled but never inlined
-            from ..executor import GraphExecutor
-            self.executor = GraphExecutor(self.graph, self.name)
         return self.executor(*args)
 
     @property
@@ -125,7 +142,7 @@ class ClassConstructor(Sugared):
 
     def argument_type(self, position, keyword):
         """The __init__ parameter's type: `Node(1, [])` makes a List[Node] of the []."""
-        init = self.compiler.methods.get((self.class_type, "__init__"))
+        init = self.class_type.methods.get("__init__")
         if init is None:
             return None
         return parameter_type(init.param_types[1:], position, keyword)
@@ -149,13 +166,19 @@ class ClassConstructor(Sugared):
 
 
 class Compiler:
+    """Caches are weak where they are keyed by what the user's program owns: a function
+    dropped by the program (and its ScriptFunction) frees its graph and compiled code.
+    A class's compiled methods live in its ClassType (`ClassType.methods`), and a module
+    instance is remembered only while it lives."""
+
     def __init__(self) -> None:
-        self.functions: dict[object, CompiledCallable] = {}
-        self.methods: dict[tuple[ClassType, str], CompiledCallable] = {}
+        self.functions: weakref.WeakKeyDictionary[object, CompiledCallable] = \
+            weakref.WeakKeyDictionary()
         # (function, self type) being compiled: a module's submodule of the same class has a
         # type of its own, so a tree of modules is not recursion (the same pair again is)
         self.stack: list[tuple[object, ClassType | None]] = []
-        self.module_instances: dict[ClassType, object] = {}
+        self.module_instances: weakref.WeakKeyDictionary[ClassType, object] = \
+            weakref.WeakKeyDictionary()
         self.compiling_init: list[ClassType] = []
 
     # ---- functions
@@ -207,9 +230,12 @@ class Compiler:
                          name: str | None = None, is_classmethod: bool = False
                          ) -> CompiledCallable:
         """Compile `fn`; a method's first parameter is `self_type`, or with
-        `is_classmethod` the class itself, bound when compiling (not a graph input)."""
-        key = (fn, self_type, is_classmethod)
-        found = self.functions.get(key)
+        `is_classmethod` the class itself, bound when compiling (not a graph input).
+        Compiled once: a function is cached while it lives, a method in its class's type
+        (`ClassType.methods`), so that both are freed with what the program drops."""
+        cache = self.functions if self_type is None else self_type.methods
+        key = fn if self_type is None else (fn, is_classmethod)
+        found = cache.get(key)
         if found is not None:
             return found
         from ..passes import run_canonical_passes
@@ -244,7 +270,7 @@ class Compiler:
         compiled = CompiledCallable(name or fn.__name__, params, types, emitter.return_type,
                                     graph)
         compiled.unannotated = frozenset(emitter.unannotated)
-        self.functions[key] = compiled
+        cache[key] = compiled
         return compiled
 
     def signature(self, fn, emitter, self_type: ClassType | None = None):
@@ -356,8 +382,7 @@ class Compiler:
         return t
 
     def method(self, t: ClassType, name: str, src: SourceRange | None) -> CompiledCallable:
-        key = (t, name)
-        found = self.methods.get(key)
+        found = t.methods.get(name)
         if found is not None:
             return found
         fn = inspect.getattr_static(t.py_class, name, None)
@@ -376,7 +401,7 @@ class Compiler:
         finally:
             if name == "__init__":
                 self.compiling_init.remove(t)
-        self.methods[key] = compiled
+        t.methods[name] = compiled
         return compiled
 
     def class_attribute(self, em, base: Value, name: str, src: SourceRange):

@@ -305,7 +305,7 @@ class _Parser:
         if qualname in self.class_types:
             return self.class_types[qualname]
         if self.resolve_fn is None:     # text of this process: its compiled classes
-            for class_type in ClassType._by_class.values():
+            for class_type in ClassType.known():
                 if class_type.name == qualname:
                     return class_type
         py_class = self.resolve(qualname, tok)

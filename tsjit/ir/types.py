@@ -10,6 +10,7 @@ so instances are real instances of the user's class.
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -198,16 +199,23 @@ class UnionType(Type):
         return f"Union[{', '.join(t.annotation for t in self.options)}]"
 
 
+_TYPE_ATTRIBUTE = "__tsjit_class_type__"
+
+
 class ClassType(Type):
     """A script class or module: one instance per Python class (identity equality).
 
     `attributes` is filled while the class compiles (from `__init__`, annotations,
     or the module instance's values); `constants` holds module constants and Final
-    attributes, which are folded into code.
+    attributes, which are folded into code; `methods` the compiled methods by name (the
+    compiler's cache lives here, so they live as long as the type).
     """
 
-    __slots__ = ("py_class", "attributes", "constants", "is_module", "methods")
-    _by_class: ClassVar[dict[type, ClassType]] = {}
+    __slots__ = ("py_class", "attributes", "constants", "is_module", "methods", "__weakref__")
+    # Every type made by for_class while it lives (a weak set: see for_class).
+    _known: ClassVar[weakref.WeakSet[ClassType]] = weakref.WeakSet()
+    # Types of classes that cannot hold an attribute (a metaclass refusing it): kept here.
+    _pinned: ClassVar[dict[type, ClassType]] = {}
 
     def __init__(self, py_class: type, is_module: bool = False):
         self.py_class = py_class
@@ -218,11 +226,24 @@ class ClassType(Type):
 
     @classmethod
     def for_class(cls, py_class: type, is_module: bool = False) -> ClassType:
-        """The (unique) type of a class, so the same class always maps to one type."""
-        found = cls._by_class.get(py_class)
+        """The (unique) type of a class, so the same class always maps to one type.  The
+        type is stored in the class itself (its own dict, never a base class's): the type
+        and its compiled methods live exactly as long as the class, with no global table
+        keeping a class the program dropped alive."""
+        found = vars(py_class).get(_TYPE_ATTRIBUTE) or cls._pinned.get(py_class)
         if found is None:
-            found = cls._by_class[py_class] = ClassType(py_class, is_module)
+            found = ClassType(py_class, is_module)
+            try:
+                setattr(py_class, _TYPE_ATTRIBUTE, found)
+            except (AttributeError, TypeError):
+                cls._pinned[py_class] = found
+            cls._known.add(found)
         return found
+
+    @classmethod
+    def known(cls) -> list[ClassType]:
+        """The types for_class made that are alive."""
+        return list(cls._known)
 
     @property
     def name(self) -> str:
