@@ -26,7 +26,6 @@ from tsjit.codegen.kernel_spec import (
     supports,
 )
 from tsjit.codegen.launch import compile_kernel
-from tsjit.codegen.output_pool import OutputPool
 
 F16, F32, F64 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64")
 I8, I16, I32, I64 = (np.dtype(t) for t in ("int8", "int16", "int32", "int64"))
@@ -480,25 +479,6 @@ define void @tsjit_test_calls_missing() {
 """
     with pytest.raises(RuntimeError):
         JitEngine(cache_dir=tmp_path).compile(source, ["tsjit_test_calls_missing"])
-
-
-def test_output_pool_recycles_only_dead_buffers():
-    pool = OutputPool(max_buffers=2, min_bytes=1024)
-    alloc = pool.allocator(F64, 1)
-    first = alloc((1000,), None)
-    first_address = first.__array_interface__["data"][0]
-    second = alloc((1000,), None)
-    assert not np.shares_memory(first, second)
-    view = first[10:20]
-    del first
-    third = alloc((1000,), None)  # `view` keeps the first buffer alive
-    assert not np.shares_memory(third, view) and not np.shares_memory(third, second)
-    del view, third
-    fourth = alloc((1000,), None)
-    assert fourth.__array_interface__["data"][0] == first_address or np.shares_memory(
-        fourth, pool._buffers[-1]
-    )
-    assert fourth.flags.writeable and fourth.flags.c_contiguous
 
 
 # ------------------------------------------------------------------ random op DAGs

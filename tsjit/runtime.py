@@ -171,3 +171,31 @@ def symbol_addresses() -> dict[str, int]:
 # Read once, when tsjit is imported (tsjit.config imports this module), so a bad value is
 # reported once, at the start, and not from inside the first kernel's compilation.
 _DEFAULT_THREADS = default_num_threads()
+
+
+# ---- the memory handler of kernel outputs (runtime/output_memory.c, see output_pool.py)
+_VOID_POINTER = backend.new_pointer_type(backend.new_void_type())
+_INT64_ARRAY = backend.new_array_type(backend.new_pointer_type(
+    backend.new_primitive_type("int64_t")), 4)
+_GET_HANDLER = backend.new_function_type((), _VOID_POINTER, 0)
+_GET_STATS = backend.new_function_type((backend.new_pointer_type(
+    backend.new_primitive_type("int64_t")),), backend.new_void_type(), 0)
+_TRIM = backend.new_function_type((), backend.new_void_type(), 0)
+
+
+def output_memory_handler() -> int:
+    """Address of the runtime's PyDataMem_Handler struct."""
+    handler = _load().load_function(_GET_HANDLER, "tsjit_output_memory_handler")()
+    return int(backend.cast(_ADDRESS, handler))
+
+
+def output_memory_stats() -> tuple[int, int, int, int]:
+    """(mappings held by arrays, their bytes, mappings kept free, their bytes)."""
+    out = backend.newp(_INT64_ARRAY, None)
+    _load().load_function(_GET_STATS, "tsjit_output_memory_stats")(out)
+    return tuple(int(v) for v in out)
+
+
+def output_memory_trim() -> None:
+    """Unmap the mappings kept free for reuse."""
+    _load().load_function(_TRIM, "tsjit_output_memory_trim")()

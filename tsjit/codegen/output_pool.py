@@ -1,4 +1,4 @@
-"""Fresh kernel outputs, with buffers recycled once their previous result is dead.
+"""Fresh kernel outputs: ordinary arrays that own their memory, on recycled pages.
 
 Why: a fresh output whose pages the process does not already have costs more than many
 kernels: the kernel faults in (and the OS zeroes) every page on first touch. At 64 MB that
@@ -10,57 +10,70 @@ the heap after they are freed, so that Black-Scholes on 256k..1M float64 in a fr
 process took a page fault per 4 KiB of its two outputs on every call, up to half of its
 time (8 to 13 against 5 ns per element).
 
-The pool keeps a few buffers and hands one out again only when no array refers to it any
-more: every result is a view of a pooled base array, and a view (or a view of a view, a
-memoryview, ...) holds a reference to its base, so the base's reference count says
-exactly whether any result is still alive. Outputs below POOL_MIN_BYTES come from
-np.empty: there the bookkeeping would cost more than glibc's misses save on average. A
-pooled result is a view (``.base`` is the buffer).
+The runtime's NumPy memory handler (runtime/output_memory.c) keeps the pages of freed
+outputs for the next ones. It is NumPy's current handler (``PyDataMem_SetHandler`` from
+NumPy's C-API table, the ``_ARRAY_API`` capsule) only while ``np.empty`` allocates an
+output of ``POOL_MIN_BYTES`` or more, so a result is an ordinary array, as eager NumPy's:
+``base`` is None, it owns its data, it resizes and pickles as any; NumPy frees it through
+the handler it was made with when its last view goes. Smaller outputs come from np.empty
+directly: there the handler switch (~1 us) costs more than glibc's misses save. Without
+the runtime library every output comes from np.empty.
 """
 
 from __future__ import annotations
 
+import ctypes
 import math
-import sys
 from collections.abc import Callable
 
 import numpy as np
 
-from tsjit import forking
-
-__all__ = ["Allocator", "OutputPool"]
+__all__ = ["Allocator", "OutputPool", "memory_stats", "trim"]
 
 Allocator = Callable[[tuple, "np.ndarray | None"], np.ndarray]
-# Below this, a pooled output's bookkeeping (~2 us, against 0.2 us for np.empty) is a
-# large part of a cheap kernel (a*x+y on 64k float32: 9 -> 11.5 us) when glibc would have
-# reused the block; from here on it is ~5% of the cheapest (a*x+y, 256k: 35 -> 37 us).
+# Below this, switching the handler (~1 us, against 0.2 us for np.empty) is a large part
+# of a cheap kernel (a*x+y on 64k float32: ~9 us) when glibc would have reused the block;
+# from here on a kernel takes 35 us or more.
 POOL_MIN_BYTES = 1 << 20
-POOL_MAX_BUFFERS = 8
-# Results start in the middle of a page, which is a cache line boundary: rows of whole
-# lines are then written as whole lines (elementwise_driver streams). Not at a page's first
-# line: NumPy's large arrays start 16 bytes past a page, and an output whose offset in its
-# page is a little above an input's makes each load wait for the stores just made to the
-# same offset (4K aliasing): bias+relu [1024,1024] into a result 64 bytes into its page
-# took 74.9 us, 66.6-69.7 into one at 2048 (input at 16 or at 2048).
+# Where results start in their first page (see runtime/output_memory.c).
 PAGE_BYTES = 4096
 RESULT_PAGE_OFFSET = 2048
+# Index of PyDataMem_SetHandler in NumPy's C-API table (numpy/__multiarray_api.h).
+_SET_HANDLER_INDEX = 304
+_CAPSULE_NAME = b"mem_handler"  # the capsule keeps a pointer to these bytes
+
+
+def _handler_switch() -> tuple[Callable, object] | None:
+    """(set_handler, the runtime handler's capsule); None without the runtime library."""
+    from tsjit import runtime
+
+    try:
+        address = runtime.output_memory_handler()
+    except runtime.RuntimeLibraryNotFound:
+        return None
+    try:
+        from numpy._core import _multiarray_umath as multiarray
+    except ImportError:  # NumPy 1.x
+        from numpy.core import _multiarray_umath as multiarray
+    api = ctypes.pythonapi
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    api.PyCapsule_New.restype = ctypes.py_object
+    api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    table = api.PyCapsule_GetPointer(multiarray._ARRAY_API, None)
+    entry = (ctypes.c_void_p * (_SET_HANDLER_INDEX + 1)).from_address(table)[-1]
+    set_handler = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.py_object)(entry)
+    return set_handler, api.PyCapsule_New(address, _CAPSULE_NAME, None)
 
 
 class OutputPool:
-    """A small LRU of byte buffers; see the module docstring for the invariant. The offset
-    of each buffer's result start is computed once (reading an array's address costs
-    ~1 us)."""
+    """Allocation functions for kernel outputs; see the module docstring."""
 
     _shared: OutputPool | None = None
 
-    def __init__(self, max_buffers: int = POOL_MAX_BUFFERS, min_bytes: int = POOL_MIN_BYTES):
-        self._buffers: list[np.ndarray] = []  # most recently used last
-        self._starts: dict[int, int] = {}  # id(buffer) -> where its results start
-        self._max_buffers = max_buffers
+    def __init__(self, min_bytes: int = POOL_MIN_BYTES):
         self._min_bytes = min_bytes
-        self._lock = forking.lock()
-        # References to a free buffer: its entry's and getrefcount's argument.
-        self._free_refcount = self._measure_free_refcount()
+        self._switch = _handler_switch()
 
     @classmethod
     def shared(cls) -> OutputPool:
@@ -68,16 +81,8 @@ class OutputPool:
             cls._shared = OutputPool()
         return cls._shared
 
-    def _measure_free_refcount(self) -> int:
-        probe = [np.empty(1, np.uint8)]
-        return sys.getrefcount(probe[0])
-
-    def _is_free(self, position: int) -> bool:
-        # Same expression as in _measure_free_refcount: the list's reference + the argument.
-        return sys.getrefcount(self._buffers[position]) == self._free_refcount
-
     def min_elements(self, dtype: np.dtype) -> int:
-        """Outputs with fewer elements are plain np.empty arrays (not pooled)."""
+        """Outputs with fewer elements come from np.empty with NumPy's own handler."""
         return -(-self._min_bytes // np.dtype(dtype).itemsize)
 
     def allocator(self, dtype: np.dtype, rank: int) -> Allocator:
@@ -87,13 +92,24 @@ class OutputPool:
         dtype = np.dtype(dtype)
         min_elements = self.min_elements(dtype)
         empty, empty_like = np.empty, np.empty_like
+        if self._switch is None:
+            min_elements = math.inf
+        else:
+            set_handler, handler = self._switch
+
+        def pooled(shape: tuple, order: str) -> np.ndarray:
+            previous = set_handler(handler)
+            try:
+                return empty(shape, dtype, order=order)
+            finally:
+                set_handler(previous)
 
         if rank <= 1:  # one layout only: no need to look at ``like``
 
             def alloc_vector(shape: tuple, like: np.ndarray | None) -> np.ndarray:
                 if rank == 0 or shape[0] < min_elements:
                     return empty(shape, dtype)
-                return self._pooled(shape, dtype, "C")
+                return pooled(shape, "C")
 
             return alloc_vector
 
@@ -105,32 +121,22 @@ class OutputPool:
                 order = "F"
             if math.prod(shape) < min_elements:
                 return empty(shape, dtype, order=order)
-            return self._pooled(shape, dtype, order)
+            return pooled(shape, order)
 
         return alloc
 
-    def _pooled(self, shape: tuple, dtype: np.dtype, order: str) -> np.ndarray:
-        buffer, offset = self._reuse(math.prod(shape) * dtype.itemsize + PAGE_BYTES)
-        return np.ndarray(shape, dtype, buffer=buffer, offset=offset, order=order)
 
-    def _reuse(self, nbytes: int) -> tuple[np.ndarray, int]:
-        with self._lock:
-            buffers = self._buffers
-            for position in range(len(buffers) - 1, -1, -1):  # the most recent first
-                if buffers[position].nbytes == nbytes and self._is_free(position):
-                    if position != len(buffers) - 1:
-                        buffers.append(buffers.pop(position))
-                    return buffers[-1], self._starts[id(buffers[-1])]
-            buffer = np.empty(nbytes, np.uint8)
-            start = (RESULT_PAGE_OFFSET - buffer.ctypes.data) % PAGE_BYTES
-            offset = self._starts[id(buffer)] = start
-            buffers.append(buffer)
-            if len(buffers) > self._max_buffers:
-                self._drop_oldest()
-            return buffer, offset
+def memory_stats() -> dict[str, int]:
+    """The runtime handler's mappings: held by live arrays, and kept free for reuse."""
+    from tsjit import runtime
 
-    def _drop_oldest(self) -> None:
-        """Forget the least recently used free buffer, or the oldest one when all are in
-        use (its results keep it alive; it is just no longer recycled)."""
-        position = next((p for p in range(len(self._buffers)) if self._is_free(p)), 0)
-        del self._starts[id(self._buffers.pop(position))]
+    live, live_bytes, free, free_bytes = runtime.output_memory_stats()
+    return {"live_blocks": live, "live_bytes": live_bytes, "free_blocks": free,
+            "free_bytes": free_bytes}
+
+
+def trim() -> None:
+    """Return the mappings kept for reuse to the OS."""
+    from tsjit import runtime
+
+    runtime.output_memory_trim()
