@@ -61,10 +61,10 @@ class Scale(tsjit.Module):
         return x * self.factor
 '''
 
-# Distinct kernels: each function has an operator sequence of its own.
+# Distinct kernels: each function has an operator sequence of its own (odd ones reduce).
 DISTINCT = '''
 def fused_{i}(x, y):
-    return {expression}
+    return {expression}{reduction}
 
 
 def native_{i}(n: int) -> int:
@@ -175,7 +175,8 @@ def _distinct_source(count: int) -> str:
         ops = [OPERATORS[(i // 3 ** k) % 3] for k in range(4)]
         expression = "x " + " ".join(f"{op} {'y' if k % 2 else 'x'}" for k, op in
                                      enumerate(ops))
-        parts.append(DISTINCT.format(i=i, expression=expression, op=ops[0]))
+        parts.append(DISTINCT.format(i=i, expression=expression, op=ops[0],
+                                     reduction=".sum(axis=-1)" if i % 2 else ""))
     return "".join(parts)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
+import weakref
 
 import numpy as np
 
@@ -27,7 +28,8 @@ from tsjit.codegen.reduction_spec import RowKernelSpec, element_level, row_suppo
 
 __all__ = ["RowKernel", "compile_row_kernel"]
 
-_kernels: dict[RowKernelSpec, RowKernel] = {}
+# Shared while some executor holds one (weak: see launch._kernels).
+_kernels: weakref.WeakValueDictionary[RowKernelSpec, RowKernel] = weakref.WeakValueDictionary()
 _lock = threading.Lock()
 
 
@@ -123,7 +125,8 @@ class RowKernel:
 
 
 def compile_row_kernel(spec: RowKernelSpec) -> RowKernel:
-    """The compiled kernel for ``spec`` (compiled on first request, then cached)."""
+    """The compiled kernel for ``spec`` (compiled on first request, then cached while it
+    is in use)."""
     kernel = _kernels.get(spec)
     if kernel is not None:
         return kernel
