@@ -151,6 +151,8 @@ def mismatch(got: object, expected: object) -> str | None:
             if (reason := mismatch(g, e)) is not None:
                 return f"result {index}: {reason}"
         return None
+    if isinstance(expected, np.floating) and type(got) is type(expected):
+        return mismatch(np.asarray(got), np.asarray(expected))   # a float: tolerance
     if not isinstance(expected, np.ndarray):
         if type(got) is not type(expected) or got != expected:
             return f"expected {expected!r} ({type(expected).__name__}), got {got!r}"

@@ -39,7 +39,7 @@ from tsjit.codegen.ir_util import (
     stack_slot,
     tuple_item,
 )
-from tsjit.codegen.kernel_spec import KernelOp
+from tsjit.codegen.kernel_spec import MATH_FUNCTIONS, KernelOp
 from tsjit.codegen.pairwise import BLOCK, emit_block_reduce, emit_combine, emit_split
 from tsjit.codegen.reduction_spec import REDUCTIONS, ROW_LENGTH, RowKernelSpec, element_level
 
@@ -53,6 +53,10 @@ _PARALLEL_WORK = 1 << 16
 SUBTREE_DEPTH = 4
 _PARALLEL_RUN = 1 << 16
 _TASK_TYPE = ir.FunctionType(ir.VoidType(), [PTR, I64, I64])
+# Rows up to this long keep the expensive values of a pass for the later passes in a
+# stack buffer (longer rows compute them again).
+SCRATCH_ELEMENTS = 4096
+_EXPENSIVE = frozenset({*MATH_FUNCTIONS, "pow"})
 
 
 def row_entry_parameter_types(spec: RowKernelSpec) -> tuple[str, ...]:
@@ -73,6 +77,8 @@ class _RowKernelBuilder:
         self.levels = element_level(spec)
         self.stage, self.avail = self._schedule()
         self.passes = self._passes()
+        self.first_use, self.cached = self._cached_values()
+        self.n_slots = self.n_operands + len(self.cached)
         # the row state: every row-level value, by value number
         self.row_values = [v for v in range(self.n_in + len(spec.ops)) if not self.levels[v]]
         self.state_type = ir.LiteralStructType(
@@ -110,6 +116,25 @@ class _RowKernelBuilder:
         return [[v for v in reductions if self.stage[self._op(v).args[0]] == p]
                 for p in range(count)]
 
+    def _cached_values(self) -> tuple[dict[int, int], list[int]]:
+        """The pass that first computes each element-level value, and the expensive values
+        (transcendental functions) that later passes read back from a row-long scratch
+        buffer instead of computing them again (softmax's exp: its sum's pass, then the
+        output)."""
+        roots = [[self._op(r).args[0] for r in reductions] for reductions in self.passes]
+        roots.append([v for v in self.spec.outputs if self.levels[v]])
+        first_use: dict[int, int] = {}
+        used_later = set()
+        for p, values in enumerate(roots):
+            for v in self.needed(values):
+                if v in first_use:
+                    used_later.add(v)
+                else:
+                    first_use[v] = p
+        cached = [v for v in sorted(used_later)
+                  if self._op(v) is not None and self._op(v).op in _EXPENSIVE]
+        return first_use, cached
+
     # ------------------------------------------------------------------ helpers
     def function(self, name: str, args: list[ir.Type], inline: bool = False) -> ir.Function:
         fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), args), name=name)
@@ -128,8 +153,9 @@ class _RowKernelBuilder:
         return {v: b.load(self.state_slot(b, state, v), typ=self.state_type.elements[k])
                 for k, v in enumerate(self.row_values)}
 
-    def needed(self, roots: list[int]) -> set[int]:
-        """Element-level values that computing ``roots`` needs."""
+    def needed(self, roots: list[int], loaded=frozenset()) -> set[int]:
+        """Element-level values that computing ``roots`` needs (``loaded`` ones are read,
+        not computed)."""
         needed, stack = set(), list(roots)
         while stack:
             v = stack.pop()
@@ -137,16 +163,31 @@ class _RowKernelBuilder:
                 continue
             needed.add(v)
             op = self._op(v)
-            if op is not None:
+            if op is not None and v not in loaded:
                 stack.extend(op.args)
         return needed
 
+    def scratch(self, p: int, cached: bool) -> tuple[dict[int, int], dict[int, int]]:
+        """For pass ``p`` (len(passes): the outputs): the cached values it loads and those
+        it stores, each with its slot among the row pointers."""
+        if not cached:
+            return {}, {}
+        slots = {v: self.n_operands + j for j, v in enumerate(self.cached)}
+        return ({v: k for v, k in slots.items() if self.first_use[v] < p},
+                {v: k for v, k in slots.items() if self.first_use[v] == p})
+
     def emit_elements(self, b: ir.IRBuilder, pointers: list[ir.Value], index: ir.Value,
-                      row: dict[int, ir.Value], wanted: set[int]) -> dict[int, ir.Value]:
+                      row: dict[int, ir.Value], wanted: set[int],
+                      loads: dict[int, int]) -> dict[int, ir.Value]:
         """Element ``index`` of the element-level values in ``wanted`` (row values from
-        ``row``)."""
+        ``row``, ``loads``: values read from their scratch slot)."""
         values = dict(row)
         spec = self.spec
+        for v, k in loads.items():
+            if v in wanted:
+                values[v] = b.load(b.gep(pointers[k], [index],
+                                         source_etype=llvm_type(spec.value_dtype(v))),
+                                   typ=llvm_type(spec.value_dtype(v)))
         for k, i in enumerate(self.array_inputs):
             if i in wanted:
                 dtype = spec.inputs[i].dtype
@@ -154,35 +195,61 @@ class _RowKernelBuilder:
                 values[i] = load_value(b, at, dtype)
         for v in sorted(wanted):
             op = self._op(v)
-            if op is not None:
+            if op is not None and v not in loads:
                 values[v] = lower_op(b, op, [values[a] for a in op.args],
                                      [spec.value_dtype(a) for a in op.args])
         return values
 
-    def pointers_from(self, b: ir.IRBuilder, array: ir.Value) -> list[ir.Value]:
-        return [b.load(element(b, array, i64(k), PTR), typ=PTR) for k in range(self.n_operands)]
+    def pointers_from(self, b: ir.IRBuilder, array: ir.Value, cached: bool) -> list[ir.Value]:
+        """The row pointers (then the scratch buffers, or null without them)."""
+        pointers = [b.load(element(b, array, i64(k), PTR), typ=PTR)
+                    for k in range(self.n_slots if cached else self.n_operands)]
+        return pointers + [ir.Constant(PTR, None)] * (self.n_slots - len(pointers))
+
+    def store_scratch(self, b: ir.IRBuilder, pointers, index, values, stores) -> None:
+        for v, k in stores.items():
+            b.store(values[v], b.gep(pointers[k], [index],
+                                     source_etype=llvm_type(self.spec.value_dtype(v))))
 
     # ------------------------------------------------------------------ passes
-    def build_leaf(self, p: int) -> ir.Function:
+    def build_leaf(self, p: int, cached: bool) -> ir.Function:
         """``leaf(rowptrs, state, start, n, results)``: the pass's reductions of elements
-        [start, start + n), n <= BLOCK, into 8-byte result slots."""
+        [start, start + n), n <= BLOCK, into 8-byte result slots.  Its loop is in an
+        inlined function whose pointers are noalias (inputs are only read; outputs are
+        not touched; scratch buffers are private), so it vectorizes."""
         reductions = self.passes[p]
-        fn = self.function(f"{self.name}_leaf{p}", [PTR, PTR, I64, I64, PTR])
-        rowptrs, state, start, n, results = fn.args
-        b = ir.IRBuilder(fn.append_basic_block())
-        pointers = self.pointers_from(b, rowptrs)
-        row = self.load_state(b, state)
+        loads, stores = self.scratch(p, cached)
+        suffix = "c" if cached else ""
         args = [self._op(r).args[0] for r in reductions]
-        buffers = [stack_slot(b, ir.ArrayType(llvm_type(self.spec.value_dtype(r)), BLOCK))
-                   for r in reductions]
-        wanted = self.needed(args)
+        types = [llvm_type(self.spec.value_dtype(a)) for a in args]
+        inner = self.function(f"{self.name}_leaf{p}{suffix}_inner",
+                              [PTR] * self.n_slots + [PTR, I64, I64] + [PTR] * len(args),
+                              inline=True)
+        for k in range(self.n_slots + 1 + 2 + len(args)):
+            if inner.args[k].type == PTR:
+                inner.args[k].add_attribute("noalias")
+        pointers = list(inner.args[:self.n_slots])
+        state, start, n = inner.args[self.n_slots:self.n_slots + 3]
+        buffers = inner.args[self.n_slots + 3:]
+        b = ir.IRBuilder(inner.append_basic_block())
+        row = self.load_state(b, state)
+        wanted = self.needed(args, loads)
 
         def one(b: ir.IRBuilder, i: ir.Value) -> None:
-            values = self.emit_elements(b, pointers, b.add(start, i), row, wanted)
-            for buffer, a in zip(buffers, args):
-                b.store(values[a], element(b, buffer, i, llvm_type(self.spec.value_dtype(a))))
+            index = b.add(start, i)
+            values = self.emit_elements(b, pointers, index, row, wanted, loads)
+            self.store_scratch(b, pointers, index, values, stores)
+            for buffer, a, ty in zip(buffers, args, types):
+                b.store(values[a], element(b, buffer, i, ty))
 
         loop(b, i64(0), n, one)
+        b.ret_void()
+
+        fn = self.function(f"{self.name}_leaf{p}{suffix}", [PTR, PTR, I64, I64, PTR])
+        rowptrs, state, start, n, results = fn.args
+        b = ir.IRBuilder(fn.append_basic_block())
+        buffers = [stack_slot(b, ir.ArrayType(ty, BLOCK)) for ty in types]
+        b.call(inner, self.pointers_from(b, rowptrs, cached) + [state, start, n, *buffers])
         for j, (r, buffer) in enumerate(zip(reductions, buffers)):
             op = self._op(r)
             value = emit_block_reduce(b, op.op, op.dtype, buffer, n)
@@ -190,10 +257,53 @@ class _RowKernelBuilder:
         b.ret_void()
         return fn
 
+    def build_minmax(self, p: int, cached: bool) -> ir.Function:
+        """A pass of max/min reductions only (their result does not depend on the order):
+        ``run(rowptrs, state, start, n, results)``, one loop the vectorizer widens
+        (``llvm.maximum``: NaN wins), from the identity (-inf, or the type's least)."""
+        reductions = self.passes[p]
+        loads, stores = self.scratch(p, cached)
+        suffix = "c" if cached else ""
+        args = [self._op(r).args[0] for r in reductions]
+        inner = self.function(f"{self.name}_minmax{p}{suffix}_inner",
+                              [PTR] * self.n_slots + [PTR, I64, I64, PTR], inline=True)
+        for k in range(self.n_slots):
+            inner.args[k].add_attribute("noalias")
+        pointers = list(inner.args[:self.n_slots])
+        state, start, n, results = inner.args[self.n_slots:]
+        b = ir.IRBuilder(inner.append_basic_block())
+        row = self.load_state(b, state)
+        wanted = self.needed(args, loads)
+        accumulators = []
+        for r in reductions:
+            op = self._op(r)
+            ty = llvm_type(op.dtype)
+            accumulators.append(stack_slot(b, ty, _identity(op.op, np.dtype(op.dtype), ty)))
+
+        def one(b: ir.IRBuilder, i: ir.Value) -> None:
+            values = self.emit_elements(b, pointers, i, row, wanted, loads)
+            self.store_scratch(b, pointers, i, values, stores)
+            for r, a, slot in zip(reductions, args, accumulators):
+                op = self._op(r)
+                acc = b.load(slot, typ=llvm_type(op.dtype))
+                b.store(emit_combine(b, op.op, op.dtype, acc, values[a]), slot)
+
+        loop(b, start, b.add(start, n), one)
+        for j, (r, slot) in enumerate(zip(reductions, accumulators)):
+            b.store(b.load(slot, typ=llvm_type(self._op(r).dtype)),
+                    element(b, results, i64(j), I64))
+        b.ret_void()
+        fn = self.function(f"{self.name}_minmax{p}{suffix}", [PTR, PTR, I64, I64, PTR])
+        rowptrs, state, start, n, results = fn.args
+        b = ir.IRBuilder(fn.append_basic_block())
+        b.call(inner, self.pointers_from(b, rowptrs, cached) + [state, start, n, results])
+        b.ret_void()
+        return fn
+
     def build_tree(self, p: int, leaf: ir.Function) -> ir.Function:
         """``tree(rowptrs, state, start, n, results)``: NumPy's pairwise recursion."""
         reductions = self.passes[p]
-        fn = self.function(f"{self.name}_tree{p}", [PTR, PTR, I64, I64, PTR])
+        fn = self.function(f"{leaf.name}_tree", [PTR, PTR, I64, I64, PTR])
         rowptrs, state, start, n, results = fn.args
         b = ir.IRBuilder(fn.append_basic_block())
         with b.if_else(b.icmp_signed("<=", n, i64(BLOCK))) as (small, large):
@@ -290,25 +400,27 @@ class _RowKernelBuilder:
         half = emit_split(b, n)
         return [(start, half), (b.add(start, half), b.sub(n, half))]
 
-    def build_outputs(self) -> ir.Function | None:
+    def build_outputs(self, cached: bool) -> ir.Function | None:
         """``out(p..., state, n)``: the element-level outputs of a row, every pointer
-        noalias (outputs are fresh arrays) so the loop vectorizes."""
+        noalias (outputs are fresh arrays, scratch buffers private) so the loop
+        vectorizes."""
         spec = self.spec
         element_outputs = [j for j, v in enumerate(spec.outputs) if self.levels[v]]
         if not element_outputs:
             return None
-        fn = self.function(f"{self.name}_out", [PTR] * self.n_operands + [PTR, I64, I64],
-                           inline=True)
-        for k in range(self.n_operands):
+        loads, _ = self.scratch(len(self.passes), cached)
+        fn = self.function(f"{self.name}_out{'c' if cached else ''}",
+                           [PTR] * self.n_slots + [PTR, I64, I64], inline=True)
+        for k in range(self.n_slots):
             fn.args[k].add_attribute("noalias")
-        pointers = list(fn.args[:self.n_operands])
-        state, begin, end = fn.args[self.n_operands:]
+        pointers = list(fn.args[:self.n_slots])
+        state, begin, end = fn.args[self.n_slots:]
         b = ir.IRBuilder(fn.append_basic_block())
         row = self.load_state(b, state)
-        wanted = self.needed([spec.outputs[j] for j in element_outputs])
+        wanted = self.needed([spec.outputs[j] for j in element_outputs], loads)
 
         def one(b: ir.IRBuilder, i: ir.Value) -> None:
-            values = self.emit_elements(b, pointers, i, row, wanted)
+            values = self.emit_elements(b, pointers, i, row, wanted, loads)
             for j in element_outputs:
                 v = spec.outputs[j]
                 dtype = spec.value_dtype(v)
@@ -337,22 +449,26 @@ class _RowKernelBuilder:
             values[v] = value
             b.store(value, self.state_slot(b, state, v))
 
-    def build_row(self) -> ir.Function:
-        """``row(rowptrs, state, n)``: one row, every pass, its outputs."""
+    def build_row_variant(self, cached: bool) -> ir.Function:
+        """``row(rowptrs, state, n)``: one row, every pass, its outputs; ``cached``: the
+        row pointers end with the scratch buffers of the cached values."""
         spec = self.spec
+        parallel = spec.full and self.parallel and not cached
         trees = []
-        for p in range(len(self.passes)):
-            tree = self.build_tree(p, self.build_leaf(p))
-            trees.append(self.build_parallel_tree(p, tree) if spec.full and self.parallel
-                         else tree)
-        outputs = self.build_outputs()
-        fn = self.function(f"{self.name}_row", [PTR, PTR, I64])
+        for p, reductions in enumerate(self.passes):
+            if all(self._op(r).op != "reduce_sum" for r in reductions):
+                tree = self.build_minmax(p, cached)
+            else:
+                tree = self.build_tree(p, self.build_leaf(p, cached))
+            trees.append(self.build_parallel_tree(p, tree) if parallel else tree)
+        outputs = self.build_outputs(cached)
+        fn = self.function(f"{self.name}_row{'c' if cached else ''}", [PTR, PTR, I64])
         rowptrs, state, n = fn.args
         b = ir.IRBuilder(fn.append_basic_block())
         for p, reductions in enumerate(self.passes):
             self.compute_row_values(b, state, n, p)
             results = stack_slot(b, ir.ArrayType(I64, len(reductions)))
-            if spec.full and self.parallel:
+            if parallel:
                 b.call(trees[p], [rowptrs, state, n, results])
             else:
                 b.call(trees[p], [rowptrs, state, i64(0), n, results])
@@ -364,7 +480,7 @@ class _RowKernelBuilder:
                     value = b.fadd(ir.Constant(ty, 0.0), value)   # NumPy's identity first
                 b.store(value, self.state_slot(b, state, r))
         self.compute_row_values(b, state, n, len(self.passes))
-        pointers = self.pointers_from(b, rowptrs)
+        pointers = self.pointers_from(b, rowptrs, cached)
         if outputs is not None:
             b.call(outputs, pointers + [state, i64(0), n])
         row = self.load_state(b, state)
@@ -372,6 +488,31 @@ class _RowKernelBuilder:
             if not self.levels[v]:
                 store_value(b, row[v], pointers[len(self.array_inputs) + j],
                             spec.value_dtype(v))
+        b.ret_void()
+        return fn
+
+    def build_row(self) -> ir.Function:
+        """A row: with scratch buffers for the cached values when it fits them."""
+        plain = self.build_row_variant(False)
+        if not self.cached:
+            return plain
+        with_scratch = self.build_row_variant(True)
+        fn = self.function(f"{self.name}_row_dispatch", [PTR, PTR, I64])
+        rowptrs, state, n = fn.args
+        b = ir.IRBuilder(fn.append_basic_block())
+        with b.if_else(b.icmp_signed("<=", n, i64(SCRATCH_ELEMENTS))) as (short, long):
+            with short:
+                slots = stack_slot(b, ir.ArrayType(PTR, self.n_slots))
+                for k in range(self.n_operands):
+                    b.store(b.load(element(b, rowptrs, i64(k), PTR), typ=PTR),
+                            element(b, slots, i64(k), PTR))
+                for j, v in enumerate(self.cached):
+                    buffer = stack_slot(b, ir.ArrayType(llvm_type(self.spec.value_dtype(v)),
+                                                        SCRATCH_ELEMENTS))
+                    b.store(buffer, element(b, slots, i64(self.n_operands + j), PTR))
+                b.call(with_scratch, [slots, state, n])
+            with long:
+                b.call(plain, [rowptrs, state, n])
         b.ret_void()
         return fn
 
@@ -449,6 +590,15 @@ class _RowKernelBuilder:
                 self.module.globals[PARALLEL_FOR]
             b.call(parallel_for, [task, context, rows, grain])
         b.ret_void()
+
+
+def _identity(kind: str, dtype: np.dtype, ty: ir.Type) -> ir.Constant:
+    """The start of a max (min): -inf (+inf), or the integer type's least (greatest)."""
+    biggest = kind == "reduce_max"
+    if dtype.kind == "f":
+        return ir.Constant(ty, float("-inf") if biggest else float("inf"))
+    info = np.iinfo(dtype)
+    return ir.Constant(ty, int(info.min if biggest else info.max))
 
 
 def build_row_kernel_module(spec: RowKernelSpec, name: str, parallel: bool) -> ir.Module:

@@ -7,8 +7,8 @@ same joins and the same rules for moving members past other nodes), with reducti
 candidates too.  `((a - b) ** 2).mean()` then never materializes `a - b`, and softmax's
 max, exp, sum and division become one kernel that keeps each row in cache across its
 passes.  Only groups holding a reduction are replaced; the rest is left to the
-elementwise fuser.  A reduction alone stays a NumPy call.  `TSJIT_LOG=fuser` logs why
-a reduction was not fused.
+elementwise fuser.  A reduction alone stays a NumPy call, but for var and std.
+`TSJIT_LOG=fuser` logs why a reduction was not fused.
 """
 from __future__ import annotations
 
@@ -16,6 +16,10 @@ from ..ir.graph import Block, Graph, Node
 from .elementwise_kernel import FusedKernel
 from .fuse_elementwise import BlockFuser, log
 from .reduction_kernel import build_row_group, read_reduction
+
+# Reductions that NumPy computes in several passes with temporaries (np.var: the mean, the
+# deviations, their squares, their sum): one kernel beats them even alone.
+_COMPOSITE = frozenset({"var", "std"})
 
 
 def fuse_reductions(graph: Graph) -> None:
@@ -39,7 +43,7 @@ class _ReductionFuser(BlockFuser):
         reductions = [m for m in group if read_reduction(m) is not None]
         if not reductions:
             return False
-        if len(group) == 1:
+        if len(group) == 1 and read_reduction(group[0]).kind not in _COMPOSITE:
             log.debug("not fused: %s alone (NumPy's own reduction)", group[0].kind)
             return False
         return True
