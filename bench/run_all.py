@@ -38,6 +38,7 @@ class Suite:
 
 SUITES = (
     Suite("elementwise", ("--quick",), ("elementwise", "first_result")),
+    Suite("reductions", ("--quick",), ("reductions",)),
     Suite("call_overhead", ("--quick",), ("call_overhead",)),
     Suite("interpreter_overhead", ("--quick",)),
     Suite("scalar_loops", ("--quick",), ("scalar_loops",)),
