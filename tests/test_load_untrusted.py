@@ -439,3 +439,11 @@ def test_generated_source_takes_only_identifiers_as_names(canary):
     graph = parse_ir("graph(%x² : Tensor, %ﬁ : Tensor, %fi : Tensor):\n"
                      "  %y : Tensor = aten::sub(%ﬁ, %fi)\n  return (%y)\n")
     assert_same(compile_graph(graph)(np.ones(1), np.ones(1), np.zeros(1)), np.ones(1))
+
+
+def test_casts_that_do_not_narrow():
+    refused(function_graph("  %n : int = prim::unchecked_cast(%x)\n", result="%x"),
+            "does not narrow")
+    loaded = tsjit.load(function_graph("  %y : Tensor = prim::unchecked_cast(%x)\n",
+                                       result="%y"))
+    assert_same(loaded(np.ones(2)), np.ones(2))

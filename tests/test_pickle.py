@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import gc
-import importlib.util
 import io
 import multiprocessing
 import os
@@ -22,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from _differential import assert_same
+from _programs import imported_program
 
 import tsjit
 from tsjit.api import pickling
@@ -97,15 +97,7 @@ X = np.linspace(-2.0, 2.0, 12).reshape(4, 3)
 
 @pytest.fixture(scope="module")
 def program(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("program")
-    path = directory / f"{PROGRAM}.py"
-    path.write_text(SOURCE)
-    spec = importlib.util.spec_from_file_location(PROGRAM, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[PROGRAM] = module
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[PROGRAM]
+    yield from imported_program(tmp_path_factory, PROGRAM, SOURCE)
 
 
 def run_child(tmp_path: Path, payloads: dict) -> dict:

@@ -8,7 +8,6 @@ program's module cannot be imported.  All archives are loaded by one child proce
 """
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import os
@@ -22,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from _differential import assert_same
+from _programs import imported_program
 
 import tsjit
 from tsjit.api.archive import SerializationError
@@ -191,15 +191,7 @@ ARRAYS = [RNG.standard_normal((4, 3)), RNG.standard_normal((2, 3)) * 10, -np.one
 
 @pytest.fixture(scope="module")
 def program(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("program")
-    path = directory / f"{PROGRAM}.py"
-    path.write_text(SOURCE)
-    spec = importlib.util.spec_from_file_location(PROGRAM, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[PROGRAM] = module
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[PROGRAM]
+    yield from imported_program(tmp_path_factory, PROGRAM, SOURCE)
 
 
 def eager_results(target, calls):

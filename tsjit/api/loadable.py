@@ -9,7 +9,10 @@ binds the objects its attributes hold.  So a loaded graph may hold only
     ufuncs, builtin exception classes and scalar types.  They are looked up in modules
     tsjit has already imported: loading imports nothing;
   - attribute names (`prim::GetAttr` / `SetAttr`) that are Python identifiers and that
-    name an attribute the archive's own module records declare for the receiver's class.
+    name an attribute the archive's own module records declare for the receiver's class;
+  - casts (`prim::unchecked_cast`) that only narrow a value's type, as the front end's
+    refinements do (the executor re-derives types from what it observes, but a graph
+    whose types lie is corrupt).
 `save` applies the same rules, so it refuses what load would refuse, naming the object.
 """
 from __future__ import annotations
@@ -21,7 +24,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from ..ir.graph import Graph, Node
-from ..ir.types import ClassType, Type
+from ..ir.types import ClassType, Type, is_subtype
 from ..ops.registry import OPS
 
 # Ops that never appear in saved code: calls of compiled or Python functions (save
@@ -142,13 +145,17 @@ class SavedCodeRules:
             raise ValueError(f"attribute '{key}' of {kind} cannot be {value!r:.80}")
 
 
-def check_attribute_names(graph: Graph, names: Mapping[ClassType, set[str]]) -> None:
+def check_loaded_graph(graph: Graph, names: Mapping[ClassType, set[str]]) -> None:
     """Every GetAttr / SetAttr reads or writes an attribute that the archive's records
-    give the receiver's class (`names`); no other attribute of a loaded object is
-    reachable from saved code."""
+    give the receiver's class (`names`), so no other attribute of a loaded object is
+    reachable from saved code; every unchecked_cast narrows."""
     for node in graph.block.walk():
         if node.kind in ("prim::GetAttr", "prim::SetAttr"):
             _check_attribute_name(node, names)
+        elif node.kind == "prim::unchecked_cast" and node.outputs and not is_subtype(
+                node.outputs[0].type, node.inputs[0].type):
+            raise ValueError(f"prim::unchecked_cast from {node.inputs[0].type} to "
+                             f"{node.outputs[0].type} does not narrow")
 
 
 def _check_attribute_name(node: Node, names: Mapping[ClassType, set[str]]) -> None:

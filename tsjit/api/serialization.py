@@ -35,7 +35,7 @@ from .archive import (
     ValueEncoder,
     write_archive,
 )
-from .loadable import SavedCodeRules, allowed_object, check_attribute_names, is_identifier
+from .loadable import SavedCodeRules, allowed_object, check_loaded_graph, is_identifier
 from .module import Module, ModuleDict, ModuleList
 from .script_function import ScriptFunction, ScriptMethod, ScriptModule
 
@@ -284,7 +284,7 @@ def _compiled(record: dict, reader: ArchiveReader, decoder: ValueDecoder,
               attribute_names: dict[ClassType, set[str]]) -> CompiledCallable:
     graph = _parse_graph(reader.text(record["graph"]), class_types)
     verify(graph)
-    check_attribute_names(graph, attribute_names)
+    check_loaded_graph(graph, attribute_names)
     params, types = [], []
     for entry in record["params"]:
         name = entry["name"]
