@@ -3,6 +3,10 @@ the engine's caches, and a hypothesis generator of random op DAGs.
 
 Results must be bitwise equal to NumPy's (NaN matches any NaN); transcendental functions
 within 4 ulp. Long fuzzing run: TSJIT_FUZZ_EXAMPLES=2000 pytest tests/test_elementwise_kernels.py
+
+Kernels are called under ``np.errstate(all="ignore")`` (the ``quiet_fp_errors`` fixture):
+a kernel whose floating-point flags NumPy would report raises FloatingPointFlags for its
+caller to re-run the ops; those flags are tested in test_fp_errors.py.
 """
 
 from __future__ import annotations
@@ -32,6 +36,12 @@ I8, I16, I32, I64 = (np.dtype(t) for t in ("int8", "int16", "int32", "int64"))
 U8, U16, U32, U64 = (np.dtype(t) for t in ("uint8", "uint16", "uint32", "uint64"))
 BOOL = np.dtype("bool")
 FUZZ_EXAMPLES = int(os.environ.get("TSJIT_FUZZ_EXAMPLES", "40"))
+
+
+@pytest.fixture(autouse=True)
+def quiet_fp_errors():
+    with np.errstate(all="ignore"):
+        yield
 
 # ------------------------------------------------------------------ NumPy reference
 

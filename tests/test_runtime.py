@@ -358,7 +358,9 @@ def test_interpreter_exits_with_a_live_pool(pause_before_exit):
 
 def test_symbol_addresses_cover_the_header_and_are_callable():
     declared = set(re.findall(r"TSJIT_API\s+[\w\s*]+?\b(tsjit_\w+)\s*\(", HEADER.read_text()))
-    assert declared == {"tsjit_parallel_for", "tsjit_set_num_threads", "tsjit_get_num_threads"}
+    assert declared == {"tsjit_parallel_for", "tsjit_set_num_threads", "tsjit_get_num_threads",
+                        "tsjit_watch_interrupts", "tsjit_interrupt_pending",
+                        "tsjit_clear_interrupt"}
     addresses = runtime.symbol_addresses()
     assert declared <= addresses.keys()
     assert len(set(addresses.values())) == len(addresses) and 0 not in addresses.values()

@@ -32,6 +32,9 @@ typedef void (*tsjit_task_fn)(void *ctx, int64_t begin, int64_t end);
 void tsjit_parallel_for(tsjit_task_fn fn, void *ctx, int64_t n, int64_t grain);
 void tsjit_set_num_threads(int n);
 int tsjit_get_num_threads(void);
+void tsjit_watch_interrupts(void);
+int tsjit_interrupt_pending(void);
+void tsjit_clear_interrupt(void);
 
 int64_t tsjit_testing_count_indices(int64_t *counts, int64_t n, int64_t grain);
 int64_t tsjit_testing_time_dispatch(int64_t reps, int64_t *ns_out);
@@ -45,6 +48,7 @@ OMP_NUM_THREADS_ENV = "OMP_NUM_THREADS"
 _MAX_THREADS = 2**31 - 1  # the C int the runtime takes (it clamps further)
 
 EXPORTED = ("tsjit_parallel_for", "tsjit_set_num_threads", "tsjit_get_num_threads",
+            "tsjit_watch_interrupts", "tsjit_interrupt_pending", "tsjit_clear_interrupt",
             "tsjit_testing_count_indices", "tsjit_testing_time_dispatch")
 
 _handle: Any = None            # the backend's library handle
@@ -159,6 +163,15 @@ def set_num_threads(n: int) -> None:
 def get_num_threads() -> int:
     """Threads native kernels use; by default `default_num_threads()`."""
     return int(_load().load_function(_GET_THREADS, "tsjit_get_num_threads")())
+
+
+_CLEAR_INTERRUPT = backend.new_function_type((), backend.new_void_type(), 0)
+
+
+def clear_interrupt() -> None:
+    """Lower the flag that stops long kernels for Ctrl-C (runtime/interrupts.c), before
+    Python's own handlers run for the signal that raised it."""
+    _load().load_function(_CLEAR_INTERRUPT, "tsjit_clear_interrupt")()
 
 
 def symbol_addresses() -> dict[str, int]:

@@ -36,6 +36,16 @@ TSJIT_API void tsjit_parallel_for(tsjit_task_fn fn, void *ctx, int64_t n, int64_
 TSJIT_API void tsjit_set_num_threads(int n);
 TSJIT_API int tsjit_get_num_threads(void);
 
+/* Interrupting long kernels (Ctrl-C). tsjit_watch_interrupts() puts a hook in front of
+ * the process's SIGINT handler (again, if Python's signal.signal replaced it; never over
+ * SIG_IGN or SIG_DFL); the hook raises the flag tsjit_interrupt_pending() reads, then
+ * calls the handler it displaced, so Python sees the signal as usual. Kernels check the
+ * flag between blocks and stop early; the Python side clears it before it lets Python
+ * handle the signal. */
+TSJIT_API void tsjit_watch_interrupts(void);
+TSJIT_API int tsjit_interrupt_pending(void);
+TSJIT_API void tsjit_clear_interrupt(void);
+
 #ifdef __cplusplus
 }
 #endif

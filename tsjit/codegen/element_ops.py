@@ -16,6 +16,7 @@ import numpy as np
 from llvmlite import ir
 
 from tsjit.codegen import vmath
+from tsjit.codegen.ir_util import fcmp_quiet
 from tsjit.codegen.kernel_spec import MATH_FUNCTIONS, SCALAR_OPERANDS, KernelOp
 
 __all__ = [
@@ -213,7 +214,7 @@ def _float_divmod(b: ir.IRBuilder, a: ir.Value, d: ir.Value) -> tuple[ir.Value, 
 def _fmaximum(b: ir.IRBuilder, x: ir.Value, y: ir.Value, pred: str) -> ir.Value:
     """NumPy maximum/minimum: NaN in either operand wins; ties (+0 vs -0) go to the second
     operand with a strict ``pred``, to the first with a non-strict one."""
-    pick = b.select(b.fcmp_ordered(pred, x, y), x, y)
+    pick = b.select(fcmp_quiet(b, pred, x, y), x, y)
     return b.select(b.fcmp_unordered("uno", x, x), x, pick)
 
 
@@ -239,15 +240,15 @@ def _fmaxnum(b: ir.IRBuilder, x: ir.Value, y: ir.Value, pred: str) -> ir.Value:
     second operand with a strict ``pred``, to the first with a non-strict one.  NumPy's own
     choice varies with the position: its float and double SIMD loops give the second, its
     scalar loops (libm fmax, and the tails of the SIMD loops) the first."""
-    keep_x = b.or_(b.fcmp_ordered(pred, x, y), b.fcmp_unordered("uno", y, y))
+    keep_x = b.or_(fcmp_quiet(b, pred, x, y), b.fcmp_unordered("uno", y, y))
     return b.select(keep_x, x, y)
 
 
 def _float_sign(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     zero = _const(x.type, 0.0)
     value = b.select(b.fcmp_ordered("==", x, zero), zero, x)  # -0.0 -> +0.0, NaN stays
-    value = b.select(b.fcmp_ordered("<", x, zero), _const(x.type, -1.0), value)
-    return b.select(b.fcmp_ordered(">", x, zero), _const(x.type, 1.0), value)
+    value = b.select(fcmp_quiet(b, "<", x, zero), _const(x.type, -1.0), value)
+    return b.select(fcmp_quiet(b, ">", x, zero), _const(x.type, 1.0), value)
 
 
 def _signbit(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
@@ -294,12 +295,12 @@ _FLOAT_OPS: dict[str, Lowering] = {
     "isinf": lambda b, a: b.fcmp_ordered(
         "==", _call(b, "fabs", a[0]), _const(a[0].type, float("inf"))
     ),
-    "isfinite": lambda b, a: b.fcmp_ordered(
-        "<", _call(b, "fabs", a[0]), _const(a[0].type, float("inf"))
+    "isfinite": lambda b, a: fcmp_quiet(
+        b, "<", _call(b, "fabs", a[0]), _const(a[0].type, float("inf"))
     ),
     "signbit": lambda b, a: _signbit(b, a[0]),
     **{
-        name: (lambda b, a, pred=pred: b.fcmp_ordered(pred, a[0], a[1]))
+        name: (lambda b, a, pred=pred: fcmp_quiet(b, pred, a[0], a[1]))
         for name, pred in _FCMP.items()
         if name != "ne"
     },

@@ -9,11 +9,14 @@ and threading are the shared driver's job (``elementwise_driver``):
   runtime alias checks. Compute-bound loops interleave vectors and may prefetch inputs'
   next rows (``prefetch``, see the driver's body ABI).
 - ``{name}_body``: the driver's body ABI around it (pointers and scalars from memory).
-- ``{name}(operands, scalars...)``: the exported entry. The array operands (array inputs,
-  then fresh outputs) travel as one tuple, passed as ``id(tuple)``, because cffi charges
-  ~50 ns per argument; the driver reads CPython's tuple and NumPy's array structs itself.
-  Scalars arrive by value (double, int64 or uint64) and are converted to their dtype here,
-  rounded as NumPy would.
+- ``{name}(operands, scalars...) -> status``: the exported entry. The array operands
+  (array inputs, then fresh outputs) travel as one tuple, passed as ``id(tuple)``, because
+  cffi charges ~50 ns per argument; the driver reads CPython's tuple and NumPy's array
+  structs itself. Scalars arrive by value (double, int64 or uint64) and are converted to
+  their dtype here, rounded as NumPy would. The status is the driver's: floating-point
+  flags raised, and where a job stopped for Ctrl-C resumes.
+- ``{name}_resume(operands, start, scalars...) -> status``: the same, from item ``start``
+  on (finishing a job stopped for Ctrl-C).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from tsjit.codegen.elementwise_driver import (
     ACCESS_WRITE,
     BODY_TYPE,
     DRIVER_SYMBOL,
+    JOB_START,
     JOB_TYPE,
     OPERAND_INFO_TYPE,
 )
@@ -43,6 +47,7 @@ from tsjit.codegen.ir_util import (
     I32,
     I64,
     PTR,
+    VOID,
     element,
     i64,
     loop,
@@ -54,6 +59,7 @@ from tsjit.codegen.kernel_spec import MATH_FUNCTIONS, KernelSpec
 __all__ = [
     "build_kernel_module",
     "entry_parameter_types",
+    "resume_symbol",
     "parallel_threshold",
     "vector_width",
 ]
@@ -71,7 +77,7 @@ _WIDE_VECTOR_WORK = 8
 # independent work. Interleaving 4 vectors per iteration ran them 20-30% faster (LSTM cell
 # 2.2 -> 1.77 ns per element, Black-Scholes float64 7.4 -> 5.3; 2 or 8: less). The
 # interleaved loop covers whole blocks of this many elements (a multiple of 4 vectors of
-# any width); the rest, in a masked (predicated) vector loop, not element by element.
+# any width); the rest, as one padded block (``padded_tail``), not element by element.
 _INTERLEAVE = 4
 _INTERLEAVED_BLOCK = 64
 _LINE = 64  # bytes per cache line (prefetches)
@@ -90,6 +96,11 @@ def entry_parameter_types(spec: KernelSpec) -> tuple[str, ...]:
     """C types of the entry point's parameters (it returns void): the operand tuple's
     address, then the scalars."""
     return ("int64_t",) + tuple(_c_scalar_type(i.dtype) for i in spec.inputs if i.is_scalar)
+
+
+def resume_symbol(name: str) -> str:
+    """The entry that finishes kernel ``name``'s job stopped early (see the docstring)."""
+    return f"{name}_resume"
 
 
 def parallel_threshold(spec: KernelSpec) -> int:
@@ -131,8 +142,9 @@ class _KernelBuilder:
         self.scalars_type = ir.LiteralStructType(self.scalar_types)
         self.vector_width = str(vector_width(spec))
 
-    def _function(self, name: str, args: list[ir.Type], internal: bool) -> ir.Function:
-        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), args), name=name)
+    def _function(self, name: str, args: list[ir.Type], internal: bool,
+                  result: ir.Type = VOID) -> ir.Function:
+        fn = ir.Function(self.module, ir.FunctionType(result, args), name=name)
         set_string_attribute(fn, "prefer-vector-width", self.vector_width)
         set_string_attribute(fn, "min-legal-vector-width", self.vector_width)
         fn.attributes.add("nounwind")
@@ -186,12 +198,15 @@ class _KernelBuilder:
         scalars = list(fn.args[self.n_operands : -3])
         begin, end, prefetch = fn.args[-3:]
 
-        def one_element(b: ir.IRBuilder, i: ir.Value) -> None:
+        def element_of(operands, b: ir.IRBuilder, i: ir.Value) -> None:
             at = [
                 b.gep(p, [i], source_etype=memory_type(dt), inbounds=True)
-                for p, dt in zip(pointers, self.operand_dtypes)
+                for p, dt in zip(operands, self.operand_dtypes)
             ]
             self.emit_element(b, at, scalars)
+
+        def one_element(b: ir.IRBuilder, i: ir.Value) -> None:
+            element_of(pointers, b, i)
 
         if not _is_compute_bound(self.spec):
             loop(b, begin, end, one_element)
@@ -216,9 +231,41 @@ class _KernelBuilder:
                                      interleaved)
 
                     loop(b, i64(0), blocks, block)
-        _hinted_loop(b, middle, end, one_element, {"llvm.loop.vectorize.predicate.enable": True})
+        self.padded_tail(b, pointers, middle, end, element_of, interleaved)
         b.ret_void()
         return fn
+
+    def padded_tail(self, b: ir.IRBuilder, pointers, begin, end, element_of, hints) -> None:
+        """Elements [begin, end), fewer than _INTERLEAVED_BLOCK, as one whole block in
+        stack buffers: operands are copied in, the block's missing elements filled with
+        copies of element ``begin``, and the written operands copied back. A masked
+        (predicated) vector loop would compute its inactive lanes on whatever they hold
+        (zeros: 0/0, log(0)), raising floating-point flags that no element raised; here
+        every lane computes a real element, so the flags are exactly the elements'."""
+        count = b.sub(end, begin)
+        with b.if_then(b.icmp_signed(">", count, i64(0))):
+            written = {self.output_operand(j) for j in range(len(self.spec.outputs))}
+            buffers = []
+            for k, dtype in enumerate(self.operand_dtypes):
+                etype = memory_type(dtype)
+                buffer = stack_slot(b, ir.ArrayType(etype, _INTERLEAVED_BLOCK))
+                source = b.gep(pointers[k], [begin], source_etype=etype, inbounds=True)
+
+                def fill(b: ir.IRBuilder, i: ir.Value, source=source, buffer=buffer,
+                         etype=etype) -> None:
+                    real = b.select(b.icmp_signed("<", i, count), i, i64(0))
+                    value = b.load(b.gep(source, [real], source_etype=etype), typ=etype, align=1)
+                    b.store(value, b.gep(buffer, [i], source_etype=etype))
+
+                loop(b, i64(0), i64(_INTERLEAVED_BLOCK), fill)
+                buffers.append((buffer, source, etype))
+            _hinted_loop(b, i64(0), i64(_INTERLEAVED_BLOCK),
+                         lambda b, i: element_of([buf for buf, _, _ in buffers], b, i), hints)
+            for k in sorted(written):
+                buffer, target, etype = buffers[k]
+                loop(b, i64(0), count, lambda b, i, buffer=buffer, target=target, etype=etype:
+                     b.store(b.load(b.gep(buffer, [i], source_etype=etype), typ=etype),
+                             b.gep(target, [i], source_etype=etype), align=1))
 
     @property
     def prefetches(self) -> bool:
@@ -273,15 +320,20 @@ class _KernelBuilder:
         b.ret_void()
         return fn
 
-    def build_entry(self, body: ir.Function) -> None:
-        """Emit the exported entry point (see ``entry_parameter_types``)."""
+    def build_entry(self, body: ir.Function, resume: bool) -> None:
+        """Emit the exported entry point (see ``entry_parameter_types``), or with
+        ``resume`` the one that starts at a given item (its second parameter)."""
         spec = self.spec
         params = [ir.DoubleType() if c == "double" else I64 for c in entry_parameter_types(spec)]
-        fn = self._function(self.name, params, internal=False)
+        if resume:
+            params.insert(1, I64)
+        name = resume_symbol(self.name) if resume else self.name
+        fn = self._function(name, params, internal=False, result=I64)
         b = ir.IRBuilder(fn.append_basic_block())
+        first_scalar = 2 if resume else 1
         scalars = stack_slot(b, self.scalars_type)
         for s, i in enumerate(self.scalar_inputs):
-            value = convert_scalar(b, fn.args[1 + s], np.dtype(spec.inputs[i].dtype))
+            value = convert_scalar(b, fn.args[first_scalar + s], np.dtype(spec.inputs[i].dtype))
             slot = b.gep(scalars, [ir.Constant(I32, 0), ir.Constant(I32, s)],
                          source_etype=self.scalars_type)
             b.store(value, slot)
@@ -291,14 +343,18 @@ class _KernelBuilder:
             i64(spec.out_rank), self._operand_info(), i64(self.output_operand(0)),
             i64(parallel_threshold(spec)),
         ]
-        for number, value in enumerate(fields):
+        fields = {**dict(enumerate(fields)), JOB_START: fn.args[1] if resume else i64(0)}
+        for number, value in fields.items():
             b.store(value, b.gep(job, [ir.Constant(I32, 0), ir.Constant(I32, number)],
                                  source_etype=JOB_TYPE))
-        driver = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR]), DRIVER_SYMBOL)
-        b.call(driver, [job])
-        b.ret_void()
+        driver = self.module.globals.get(DRIVER_SYMBOL) or ir.Function(
+            self.module, ir.FunctionType(I64, [PTR]), DRIVER_SYMBOL)
+        b.ret(b.call(driver, [job]))
 
     def _operand_info(self) -> ir.GlobalVariable:
+        existing = self.module.globals.get(f"{self.name}_operands")
+        if existing is not None:  # both entries use it
+            return existing
         written = {self.output_operand(j) for j in range(len(self.spec.outputs))}
         needed = self._needed_values()
         read = {k for k, i in enumerate(self.array_inputs) if i in needed}  # not out[:] = ...
@@ -344,8 +400,10 @@ def convert_scalar(b: ir.IRBuilder, arg: ir.Value, dtype: np.dtype) -> ir.Value:
 
 
 def build_kernel_module(spec: KernelSpec, name: str) -> ir.Module:
-    """Generate the kernel for ``spec`` with entry point ``name``; it calls the shared
-    driver (``DRIVER_SYMBOL``)."""
+    """Generate the kernel for ``spec`` with entry points ``name`` and
+    ``resume_symbol(name)``; they call the shared driver (``DRIVER_SYMBOL``)."""
     kb = _KernelBuilder(spec, name)
-    kb.build_entry(kb.build_body(kb.build_inner()))
+    body = kb.build_body(kb.build_inner())
+    kb.build_entry(body, resume=False)
+    kb.build_entry(body, resume=True)
     return kb.module

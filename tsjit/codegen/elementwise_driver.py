@@ -16,10 +16,19 @@ contiguous operands; row r of operand k has its element 0 at ``pointers[k] + r *
 row_strides[k]`` (bytes). ``prefetch`` is NULL or, per operand, the byte distance at which
 the body prefetches what it reads (the same place in the next row; 0: nothing to
 prefetch).
+
+The driver returns a status word (``STATUS_*``): the floating-point exception flags that
+the job raised on any of its threads (MXCSR's sticky status bits, cleared when a thread
+starts its part of the job and collected when it ends), and whether the job stopped early
+for Ctrl-C (``tsjit_interrupt_pending``, checked before each block is claimed: a long job
+is always cut into blocks, on one thread too). Stopped early, the blocks before the resume
+point are done and none after it has begun: calling the driver again with ``JOB_START``
+at the resume point finishes the job.
 """
 
 from __future__ import annotations
 
+from llvmlite import binding as llvm
 from llvmlite import ir
 
 from tsjit.codegen.elementwise_copies import LINE, copy_strided, store_fence, stream_copy
@@ -36,6 +45,7 @@ from tsjit.codegen.ir_util import (
     I32,
     I64,
     PTR,
+    VOID,
     element,
     i64,
     indirect_call,
@@ -52,6 +62,8 @@ __all__ = [
     "BODY_TYPE",
     "DRIVER_SYMBOL",
     "JOB_TYPE",
+    "STATUS_FP_FLAGS",
+    "STATUS_RESUME_SHIFT",
     "OPERAND_INFO_TYPE",
     "build_driver_module",
     "ensure_driver",
@@ -80,10 +92,23 @@ ACCESS_READ, ACCESS_WRITE = 1, 2
 DRIVER_SYMBOL = "tsjit_elementwise_run"
 PARALLEL_FOR = "tsjit_parallel_for"
 GET_NUM_THREADS = "tsjit_get_num_threads"
+WATCH_INTERRUPTS = "tsjit_watch_interrupts"
+INTERRUPT_PENDING = "tsjit_interrupt_pending"
+# Jobs of at least this many items (rows or elements) make sure that Ctrl-C reaches them
+# (tsjit_watch_interrupts, a system call): a shorter job ends soon enough on its own.
+WATCH_INTERRUPTS_MIN = 1 << 20
+# The status word: MXCSR's exception flags (invalid 0x1, denormal operand 0x2, divide by
+# zero 0x4, overflow 0x8, underflow 0x10, precision 0x20) in its low bits; a job stopped
+# by Ctrl-C adds (resume point + 1) << STATUS_RESUME_SHIFT.
+STATUS_FP_FLAGS = 0x3F
+STATUS_RESUME_SHIFT = 8
 # A parallel job is cut into about this many blocks per thread, claimed one at a time: a
 # thread that shares its core with another process (or starts late) takes fewer blocks
 # instead of setting the job's time, and the finishing tail is one block long.
 BLOCKS_PER_THREAD = 16
+# A block is at most this many grains (parallel_min's work: ~2**18 adds, ~0.1 ms), so
+# that Ctrl-C, checked between blocks, stops the longest kernels within ~10 ms.
+MAX_BLOCK_GRAINS = 64
 # Flat blocks start at multiples of this many elements (whole cache lines for every dtype),
 # so threads do not write the same line and each block's vector loop has no odd start.
 FLAT_BLOCK_ALIGN = 64
@@ -96,8 +121,8 @@ OPERAND_INFO_TYPE = ir.LiteralStructType([I64, I64, I64])
 (
     JOB_BODY, JOB_SCALARS, JOB_OPERANDS, JOB_N_OPERANDS, JOB_RANK, JOB_INFO, JOB_OUT_OPERAND,
     JOB_PARALLEL_MIN, JOB_DATA, JOB_SHAPE, JOB_STRIDES, JOB_TASK, JOB_ITEMS, JOB_BLOCK,
-    JOB_NEXT_BLOCK, JOB_STREAM, JOB_PREFETCH,
-) = range(17)
+    JOB_NEXT_BLOCK, JOB_STREAM, JOB_PREFETCH, JOB_START, JOB_INTERRUPTED, JOB_FP_STATUS,
+) = range(20)
 JOB_TYPE = ir.LiteralStructType(
     [
         PTR,  # body
@@ -117,6 +142,9 @@ JOB_TYPE = ir.LiteralStructType(
         I64,  # next block to claim (atomic)
         I1,  # write-only outputs are streamed (STREAM_MIN_OUTPUT)
         I1,  # rows prefetch the next row of their operands (PREFETCH_MIN_TOTAL)
+        I64,  # first item to run (0, or where a job stopped by Ctrl-C resumes)
+        I32,  # a block-split job stopped claiming blocks for Ctrl-C (atomic)
+        I32,  # floating-point status flags raised by the job's threads (atomic or)
     ]
 )
 
@@ -127,9 +155,11 @@ class _Driver:
     def __init__(self, parallel: bool) -> None:
         self.module = ir.Module(name="tsjit_elementwise_driver")
         self.parallel = parallel
+        self.fp_status = llvm.get_process_triple().startswith(("x86_64", "i686", "i386"))
 
-    def _function(self, name: str, args: list[ir.Type], internal: bool) -> ir.Function:
-        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), args), name=name)
+    def _function(self, name: str, args: list[ir.Type], internal: bool,
+                  result: ir.Type = VOID) -> ir.Function:
+        fn = ir.Function(self.module, ir.FunctionType(result, args), name=name)
         fn.attributes.add("nounwind")
         if internal:
             fn.linkage = "internal"
@@ -160,9 +190,12 @@ class _Driver:
         stream_task = self.build_streaming_flat_task()
         rows_task = self.build_rows_task()
         self.claim_task = self.build_claim_task() if self.parallel else None
-        fn = self._function(DRIVER_SYMBOL, [PTR], internal=False)
+        fn = self._function(DRIVER_SYMBOL, [PTR], internal=False, result=I64)
         b = ir.IRBuilder(fn.append_basic_block())
         job = fn.args[0]
+        b.store(ir.Constant(I32, 0), self.field(b, job, JOB_INTERRUPTED))
+        b.store(ir.Constant(I32, 0), self.field(b, job, JOB_FP_STATUS))
+        self.clear_fp_status(b)
         n_operands = self.get(b, job, I64, JOB_N_OPERANDS)
         rank = self.get(b, job, I64, JOB_RANK)
         operands = self.get(b, job, PTR, JOB_OPERANDS)
@@ -179,7 +212,7 @@ class _Driver:
             b.mul(b.load(size, typ=I64), b.load(element(b, out_dims, d, I64), typ=I64)), size))
         n = b.load(size, typ=I64)
         with b.if_then(b.icmp_signed("==", n, i64(0))):
-            b.ret_void()
+            b.ret(i64(0))
         parallel_min = self.get(b, job, I64, JOB_PARALLEL_MIN)
         self.decide_streaming(b, job, operands, n)
         streamed = self.get(b, job, I1, JOB_STREAM)
@@ -198,8 +231,47 @@ class _Driver:
                 inner = self.get(b, job, I64, JOB_SHAPE, b.sub(rank, i64(1)))
                 grain = b.add(b.sdiv(parallel_min, inner), i64(1))
                 self.dispatch(b, rows_task, job, b.sdiv(n, inner), grain, 1)
-        b.ret_void()
+        self.collect_fp_status(b, job)
+        b.ret(self.status(b, job))
         return self.module
+
+    def status(self, b: ir.IRBuilder, job) -> ir.Value:
+        """The driver's result (see the module docstring)."""
+        flags = b.zext(self.get(b, job, I32, JOB_FP_STATUS), I64)
+        if not self.parallel:
+            return flags
+        stopped = b.icmp_unsigned("!=", self.get(b, job, I32, JOB_INTERRUPTED),
+                                  ir.Constant(I32, 0))
+        items = self.get(b, job, I64, JOB_ITEMS)
+        claimed = b.mul(self.get(b, job, I64, JOB_NEXT_BLOCK), self.get(b, job, I64, JOB_BLOCK))
+        done = _min(b, b.add(self.get(b, job, I64, JOB_START), claimed), items)
+        resume = b.shl(b.add(done, i64(1)), i64(STATUS_RESUME_SHIFT))
+        unfinished = b.and_(stopped, b.icmp_signed("<", done, items))
+        return b.or_(flags, b.select(unfinished, resume, i64(0)))
+
+    # ------------------------------------------------------------------ FP status
+    def mxcsr(self, b: ir.IRBuilder, name: str, slot: ir.Value) -> None:
+        intrinsic = self.module.globals.get(name) or ir.Function(
+            self.module, ir.FunctionType(ir.VoidType(), [PTR]), name)
+        b.call(intrinsic, [slot])
+
+    def clear_fp_status(self, b: ir.IRBuilder) -> None:
+        """Clear this thread's sticky floating-point status flags (not its modes)."""
+        if not self.fp_status:
+            return
+        slot = stack_slot(b, I32)
+        self.mxcsr(b, "llvm.x86.sse.stmxcsr", slot)
+        b.store(b.and_(b.load(slot, typ=I32), ir.Constant(I32, ~STATUS_FP_FLAGS)), slot)
+        self.mxcsr(b, "llvm.x86.sse.ldmxcsr", slot)
+
+    def collect_fp_status(self, b: ir.IRBuilder, job) -> None:
+        """Or this thread's floating-point status flags into the job's."""
+        if not self.fp_status:
+            return
+        slot = stack_slot(b, I32)
+        self.mxcsr(b, "llvm.x86.sse.stmxcsr", slot)
+        flags = b.and_(b.load(slot, typ=I32), ir.Constant(I32, STATUS_FP_FLAGS))
+        b.atomic_rmw("or", self.field(b, job, JOB_FP_STATUS), flags, "monotonic")
 
     def is_flat(self, b: ir.IRBuilder, job, operands, out_dims) -> ir.Value:
         """Every operand has the iteration shape and all are C- or all F-contiguous: element
@@ -322,28 +394,34 @@ class _Driver:
         loop(b, i64(0), j, clear)
 
     def dispatch(self, b: ir.IRBuilder, task: ir.Function, job, n, grain, align: int) -> None:
-        """Run task over [0, n): on the calling thread when small (or without the
+        """Run task over [JOB_START, n): on the calling thread when small (or without the
         runtime), else as blocks of at least ``grain`` items (a multiple of ``align``) that
-        the pool's threads claim one at a time (``build_claim_task``)."""
+        the pool's threads claim one at a time (``build_claim_task``), checking for Ctrl-C
+        before each claim. With one thread, the calling thread claims them all."""
+        start = self.get(b, job, I64, JOB_START)
         if not self.parallel:
-            b.call(task, [job, i64(0), n])
+            b.call(task, [job, start, n])
             return
-        threads = b.sext(b.call(self.runtime_function(GET_NUM_THREADS, I32, []), []), I64)
-        split = b.and_(b.icmp_signed(">", n, grain), b.icmp_signed(">", threads, i64(1)))
-        with b.if_else(split) as (parallel, inline):
-            with parallel:
+        left = b.sub(n, start)
+        with b.if_else(b.icmp_signed(">", left, grain)) as (split, inline):
+            with split:
+                threads = b.sext(b.call(self.runtime_function(GET_NUM_THREADS, I32, []), []),
+                                 I64)
                 blocks = b.mul(threads, i64(BLOCKS_PER_THREAD))
-                block = _max(b, grain, b.sdiv(b.add(n, b.sub(blocks, i64(1))), blocks))
+                block = _max(b, grain, b.sdiv(b.add(left, b.sub(blocks, i64(1))), blocks))
+                block = _min(b, block, b.mul(grain, i64(MAX_BLOCK_GRAINS)))
                 block = b.mul(b.sdiv(b.add(block, i64(align - 1)), i64(align)), i64(align))
                 for number, value in ((JOB_TASK, task), (JOB_ITEMS, n), (JOB_BLOCK, block),
                                       (JOB_NEXT_BLOCK, i64(0))):
                     b.store(value, self.field(b, job, number))
-                n_blocks = b.sdiv(b.add(n, b.sub(block, i64(1))), block)
+                with b.if_then(b.icmp_signed(">=", left, i64(WATCH_INTERRUPTS_MIN))):
+                    b.call(self.runtime_function(WATCH_INTERRUPTS, ir.VoidType(), []), [])
+                n_blocks = b.sdiv(b.add(left, b.sub(block, i64(1))), block)
                 parallel_for = self.runtime_function(PARALLEL_FOR, ir.VoidType(),
                                                      [PTR, PTR, I64, I64])
                 b.call(parallel_for, [self.claim_task, job, n_blocks, i64(1)])
             with inline:
-                b.call(task, [job, i64(0), n])
+                b.call(task, [job, start, n])
 
     def one_row(self) -> list[ir.Value]:
         """The body's ``rows, row_strides`` arguments for a single row."""
@@ -363,19 +441,30 @@ class _Driver:
     def build_claim_task(self) -> ir.Function:
         """The pool's task for a block-split job: each call (at most one per thread) claims
         blocks until none is left, so its own [begin, end) only says that it is one of the
-        job's participants."""
+        job's participants. Before each claim it checks for Ctrl-C: once that is pending,
+        no thread claims another block (``JOB_INTERRUPTED``), so the blocks done are those
+        before JOB_NEXT_BLOCK. Its floating-point flags go to the job's (JOB_FP_STATUS)."""
         fn = self._function("tsjit_elementwise_claim_task", [PTR, I64, I64], internal=True)
         job = fn.args[0]
-        entry, claim, run, done = (fn.append_basic_block(name)
-                                   for name in ("entry", "claim", "run", "done"))
+        entry, claim, claiming, run, stop, done = (
+            fn.append_basic_block(name)
+            for name in ("entry", "claim", "claiming", "run", "stop", "done"))
         b = ir.IRBuilder(entry)
+        self.clear_fp_status(b)
         items = self.get(b, job, I64, JOB_ITEMS)
         block = self.get(b, job, I64, JOB_BLOCK)
+        start = self.get(b, job, I64, JOB_START)
         task = self.get(b, job, PTR, JOB_TASK)
+        pending = self.runtime_function(INTERRUPT_PENDING, I32, [])
         b.branch(claim)
         b.position_at_end(claim)
+        b.cbranch(b.icmp_unsigned("!=", b.call(pending, []), ir.Constant(I32, 0)), stop, claiming)
+        b.position_at_end(stop)
+        b.atomic_rmw("xchg", self.field(b, job, JOB_INTERRUPTED), ir.Constant(I32, 1), "monotonic")
+        b.branch(done)
+        b.position_at_end(claiming)
         index = b.atomic_rmw("add", self.field(b, job, JOB_NEXT_BLOCK), i64(1), "monotonic")
-        begin = b.mul(index, block)
+        begin = b.add(start, b.mul(index, block))
         b.cbranch(b.icmp_signed("<", begin, items), run, done)
         b.position_at_end(run)
         end = b.add(begin, block)
@@ -384,6 +473,7 @@ class _Driver:
                       [job, begin, end])
         b.branch(claim)
         b.position_at_end(done)
+        self.collect_fp_status(b, job)
         b.ret_void()
         return fn
 

@@ -9,6 +9,7 @@ from llvmlite import ir
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
+VOID = ir.VoidType()
 
 # CPython's PyTupleObject: items follow PyObject_VAR_HEAD (refcount, type, size).
 TUPLE_ITEMS_OFFSET = 24
@@ -80,3 +81,32 @@ def indirect_call(
     typed-pointer syntax as ``ptr``."""
     pointer.type = fn_type.as_pointer()
     return b.call(pointer, args)
+
+
+def fcmp_quiet(b: ir.IRBuilder, op: str, x: ir.Value, y: ir.Value) -> ir.Value:
+    """The ordered comparison ``x op y`` (false when either is NaN) without raising the
+    invalid flag for a quiet NaN, as NumPy's comparisons do. x86's vector ``<``, ``<=``,
+    ``>``, ``>=`` are signaling compares, so these compare the floats' bit patterns mapped
+    to integers in the floats' order (-0.0 and +0.0 both map to 0), and ``fcmp ord``, a
+    quiet compare, excludes NaN. ``==``, ``!=``, ``ord`` and ``uno`` are quiet already."""
+    if op in ("==", "!=", "ord", "uno"):
+        return b.fcmp_ordered(op, x, y) if op != "uno" else b.fcmp_unordered(op, x, y)
+    ordered = b.fcmp_ordered("ord", x, y)
+    return b.and_(ordered, b.icmp_signed(op, _ordered_key(b, x), _ordered_key(b, y)))
+
+
+def _ordered_key(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    scalar = x.type.element if isinstance(x.type, ir.VectorType) else x.type
+    width = {"half": 16, "float": 32, "double": 64}[str(scalar)]
+    bits = ir.IntType(width)
+    if isinstance(x.type, ir.VectorType):
+        bits = ir.VectorType(bits, x.type.count)
+    x_bits = b.bitcast(x, bits)
+    negative = b.icmp_signed("<", x_bits, _splat(bits, 0))
+    return b.select(negative, b.sub(_splat(bits, -(1 << (width - 1))), x_bits), x_bits)
+
+
+def _splat(ty: ir.Type, value: int) -> ir.Constant:
+    if isinstance(ty, ir.VectorType):
+        return ir.Constant(ty, [ir.Constant(ty.element, value)] * ty.count)
+    return ir.Constant(ty, value)

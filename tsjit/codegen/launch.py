@@ -11,10 +11,22 @@ The caller (the executor's guards) guarantees dtypes and ranks match the spec; w
 guards cannot know per call is checked here: shapes broadcast (ValueError as NumPy), an
 in-place target has the broadcast shape and is writeable, and inputs overlapping an
 in-place target are copied first (``x[1:] += x[:-1]``).
+
+After the native call, a non-zero status (rare) is handled by ``_finish``: a job stopped
+for Ctrl-C lets Python run its signal handlers (KeyboardInterrupt by default) and, if they
+return, resumes where it stopped; floating-point flags that NumPy's error state does not
+ignore raise ``FloatingPointFlags``. Its catcher (the fusion group's launcher) then runs
+the group's ops as NumPy ufuncs, which warn, raise or call the handler exactly as eager
+code does, naming each op. That re-run needs the inputs as they were: a kernel that reads
+and writes an array in place (``x += y``) has overwritten one, so its errors are reported
+by ``fp_errors.report_statically`` instead (each kind of error put on the first op that can
+raise it), and its in-place writes stay done even when the error state raises.
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import hashlib
 import weakref
 from collections.abc import Callable
@@ -23,13 +35,22 @@ import _cffi_backend
 import numpy as np
 
 from tsjit import forking
-from tsjit.codegen.elementwise import build_kernel_module, entry_parameter_types
-from tsjit.codegen.elementwise_driver import ensure_driver
+from tsjit.codegen.elementwise import (
+    build_kernel_module,
+    entry_parameter_types,
+    resume_symbol,
+)
+from tsjit.codegen.elementwise_driver import (
+    STATUS_FP_FLAGS,
+    STATUS_RESUME_SHIFT,
+    ensure_driver,
+)
 from tsjit.codegen.engine import CompiledModule, generator_fingerprint, get_engine
+from tsjit.codegen.fp_errors import CATEGORIES, report_statically
 from tsjit.codegen.kernel_spec import KernelSpec, supports
 from tsjit.codegen.output_pool import OutputPool
 
-__all__ = ["Kernel", "broadcast_shape", "compile_kernel"]
+__all__ = ["FloatingPointFlags", "Kernel", "broadcast_shape", "compile_kernel"]
 
 # Kernels of equal specs are shared while some executor holds one (weak: dropped with the
 # last, and their code unloaded with them).
@@ -52,8 +73,14 @@ class Kernel:
     def __new__(cls, spec: KernelSpec, entry: str, compiled: CompiledModule):
         source = _call_source(spec)
         pool = OutputPool.shared()
+        parameters = entry_parameter_types(spec)
         namespace = {
-            "_native": _native_function(entry_parameter_types(spec), compiled.addresses[entry]),
+            "_native": _native_function(parameters, compiled.addresses[entry]),
+            "_resume": _native_function((parameters[0], "int64_t", *parameters[1:]),
+                                        compiled.addresses[resume_symbol(entry)]),
+            "_finish": _finish,
+            "_report": functools.partial(report_statically, spec) if _reads_and_writes(spec)
+            else None,
             "_broadcasts": _broadcasts,
             "_broadcast_shape": broadcast_shape,
             "_overlaps": np.may_share_memory,
@@ -91,12 +118,67 @@ class Kernel:
 
 
 def _native_function(parameter_types: tuple[str, ...], address: int):
-    """A callable for the native ``void f(parameter_types...)`` at ``address``. cffi's
+    """A callable for the native ``int64_t f(parameter_types...)`` at ``address``. cffi's
     backend is used directly: ``cffi.FFI`` parses C declarations with pycparser, whose
     import alone costs ~50-100 ms on the first kernel of a process."""
     parameters = tuple(_cffi_backend.new_primitive_type(t) for t in parameter_types)
-    signature = _cffi_backend.new_function_type(parameters, _cffi_backend.new_void_type(), 0)
+    signature = _cffi_backend.new_function_type(parameters, _INT64, 0)
     return _cffi_backend.cast(signature, address)
+
+
+_INT64 = _cffi_backend.new_primitive_type("int64_t")
+# MXCSR's exception flags of NumPy's error kinds (fp_errors.CATEGORIES).
+_MXCSR_BITS = {"divide": 0x4, "over": 0x8, "under": 0x10, "invalid": 0x1}
+
+
+class FloatingPointFlags(Exception):  # noqa: N818  (a signal to the caller, not an error)
+    """A kernel raised floating-point flags that NumPy's error state (``np.geterr()``)
+    does not ignore: its caller must produce NumPy's warnings or error itself, by running
+    the ops as NumPy does (the kernel's outputs are not to be used)."""
+
+    def __init__(self, categories: tuple[str, ...]) -> None:
+        super().__init__(", ".join(categories))
+        self.categories = categories
+
+
+_python_check_signals = ctypes.pythonapi.PyErr_CheckSignals
+_python_check_signals.restype = ctypes.c_int
+_python_check_signals.argtypes = []
+
+
+def _finish(status: int, resume: Callable, operands: tuple, scalars: tuple,
+            report: Callable | None) -> None:
+    """Handle a kernel's non-zero status (see the module docstring). Python's signal
+    handlers run through PyErr_CheckSignals, called by ctypes with the GIL held: what
+    they raise (KeyboardInterrupt) propagates from here. Errors NumPy would report go to
+    ``report``, or without one raise FloatingPointFlags."""
+    flags = 0
+    while True:
+        flags |= status & STATUS_FP_FLAGS
+        resume_at = (status >> STATUS_RESUME_SHIFT) - 1
+        if resume_at < 0:
+            break
+        from tsjit import runtime  # loaded: the kernel links against it
+
+        runtime.clear_interrupt()
+        _python_check_signals()
+        status = resume(id(operands), resume_at, *scalars)
+    if flags:
+        modes = np.geterr()
+        raised = tuple(name for name in CATEGORIES
+                       if flags & _MXCSR_BITS[name] and modes[name] != "ignore")
+        if raised and report is not None:
+            report(raised)
+        elif raised:
+            raise FloatingPointFlags(raised)
+
+
+def _reads_and_writes(spec: KernelSpec) -> bool:
+    """Whether the kernel writes in place an input that it also reads (its callers cannot
+    re-run its ops after it)."""
+    n_in = len(spec.inputs)
+    read = {a for op in spec.ops for a in op.args if a < n_in}
+    return any(t is not None and t in read for t in spec.inplace)
 
 
 def _target_error(target: np.ndarray, shape: tuple) -> None:
@@ -197,7 +279,10 @@ def _call_source(spec: KernelSpec) -> str:
     # The tuple must stay referenced until the native call returns: it reads the items.
     operands = ", ".join(arrays + [f"o{j}" for j in fresh])
     lines.append(f"    operands = ({operands},)")
-    lines.append(f"    _native({', '.join(['id(operands)'] + scalars)})")
+    lines.append(f"    status = _native({', '.join(['id(operands)'] + scalars)})")
+    lines.append("    if status:")
+    lines.append(f"        _finish(status, _resume, operands, "
+                 f"({''.join(f'{a}, ' for a in scalars)}), _report)")
     results = [
         f"o{j}" if spec.inplace_target(j) is None else f"a{spec.inplace_target(j)}"
         for j in range(len(spec.outputs))
@@ -229,7 +314,7 @@ def compile_kernel(spec: KernelSpec) -> Kernel:
             compiled = engine.compile_keyed(
                 f"{generator_fingerprint()}|kernel|{spec!r}",
                 lambda: build_kernel_module(spec, name),
-                [name],
+                [name, resume_symbol(name)],
             )
             kernel = Kernel(spec, name, compiled)
             _kernels[spec] = kernel

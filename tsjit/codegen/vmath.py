@@ -75,13 +75,28 @@ def _exp(em: Emit, x, x_lo=None):
     low, high = _EXP_RANGE[em.fmt.name]
     if x_lo is not None:
         x_lo = em.sel(em.b.and_(em.cmp(">", x, low), em.cmp("<", x, high)), x_lo, 0.0)
-    e, n = _exp_reduce(em, em.clamp(x, low, high), x_lo)
-    return em.ldexp(em.add(e, 1.0), n)
+    e, n = _exp_reduce(em, em.clamp(_finite_or_zero(em, x), low, high), x_lo)
+    return _infinities(em, x, em.ldexp(em.add(e, 1.0), n), 0.0)
+
+
+def _finite_or_zero(em: Emit, x):
+    """x, with infinities replaced by 0: exp's clamping would turn them into the largest
+    finite arguments, whose results overflow or underflow, raising flags that NumPy's exp
+    does not raise for exp(+-inf) (exact results)."""
+    return em.sel(em.cmp("==", em.fabs(x), _INF), 0.0, x)
+
+
+def _infinities(em: Emit, x, value, at_minus_inf: float):
+    """``value``, with the results at +inf (+inf) and -inf (``at_minus_inf``) put back."""
+    return em.sel(em.cmp("==", x, _INF), _INF, em.sel(em.cmp("==", x, -_INF), at_minus_inf,
+                                                        value))
 
 
 def _expm1(em: Emit, x):
     fmt = em.fmt
-    result = _expm1_in_range(em, em.clamp(x, _EXPM1_LOW[fmt.name], _EXP_RANGE[fmt.name][1]))
+    result = _expm1_in_range(em, em.clamp(_finite_or_zero(em, x), _EXPM1_LOW[fmt.name],
+                                          _EXP_RANGE[fmt.name][1]))
+    result = _infinities(em, x, result, -1.0)
     return em.sel(em.cmp("==", x, 0.0), x, result)  # expm1(-0) = -0
 
 
@@ -128,12 +143,18 @@ def _log_reduce(em: Emit, x) -> tuple[ir.Value, ir.Value]:
     """(k, f) with x = 2^k (1 + f), 1 + f in [sqrt(1/2), sqrt(2)), for finite x > 0."""
     fmt = em.fmt
     tiny = em.cmp("<", x, fmt.min_normal)
-    x = em.sel(tiny, em.mul(x, 2.0**fmt.precision), x)  # denormals made normal
+    x = _normalized(em, x)
     offset = em.b.sub(em.bits(x), em.int(_SQRT_HALF_BITS[fmt.name]))
     k = em.b.ashr(offset, em.int(fmt.mant_bits))
     z = em.from_bits(em.b.sub(em.bits(x), em.b.shl(k, em.int(fmt.mant_bits))))
     k_f = em.add(em.b.sitofp(k, em.ftype), em.sel(tiny, -fmt.precision, 0.0))
     return k_f, em.sub(z, 1.0)  # exact: z within a factor of 2 of 1
+
+
+def _normalized(em: Emit, x):
+    """x scaled by 2**precision if it is denormal (or 0): a normal number then."""
+    tiny = em.cmp("<", em.fabs(x), em.fmt.min_normal)
+    return em.mul(x, em.sel(tiny, 2.0**em.fmt.precision, 1.0))
 
 
 def _log1p_terms(em: Emit, f) -> tuple[ir.Value, ir.Value, ir.Value]:
@@ -189,9 +210,18 @@ def _log_base(em: Emit, x, base: _LogBase):
 
 
 def _log_special(em: Emit, x, value):
-    """``value`` where x is finite and positive, else log's value at 0, +inf, < 0, NaN."""
+    """``value`` where x is finite and positive, else log's value at 0, +inf, < 0, NaN,
+    computed as x86 and NumPy compute them, flags and NaN bits included: -|1/x| at +-0
+    (divide by zero), sqrt(x) below 0 (invalid, the default NaN: sign bit set), and a NaN
+    argument itself (its own bits, no flag). Every lane computes 1/x (x normalized) and
+    sqrt(x): for the others they raise nothing but underflow for |x| > 2**(emax - 2),
+    which NumPy does not raise (a flag NumPy would not report makes the caller re-run the
+    ops in NumPy: slower, never wrong)."""
     positive = em.b.and_(em.cmp(">", x, 0.0), em.cmp("<", x, _INF))
-    special = em.sel(em.cmp("==", x, 0.0), -_INF, em.sel(em.cmp("==", x, _INF), _INF, _NAN))
+    at_zero = em.neg(em.fabs(em.div(1.0, _normalized(em, x))))
+    negative = em.sqrt(x)
+    special = em.sel(em.cmp("==", x, 0.0), at_zero, em.sel(
+        em.cmp("==", x, _INF), _INF, em.sel(em.cmp("uno", x, x), x, negative)))
     return em.sel(positive, value, special)
 
 
@@ -209,8 +239,10 @@ def _logarithm(base: _LogBase) -> Callable[[Emit, ir.Value], ir.Value]:
 def _log1p(em: Emit, x):
     """log(u) + c/u where u + c == 1 + x exactly (u = fl(1 + x)): small x keep their
     relative accuracy through the correction c."""
-    u, c = em.two_sum(em.v(1.0), x)
-    value = _log_special(em, u, _ln(em, u, correction=em.div(c, u)))
+    u, c = em.two_sum(em.v(1.0), _finite_or_zero(em, x))  # inf - inf: invalid
+    correction = em.div(c, em.sel(em.cmp("==", u, 0.0), 1.0, u))  # x = -1: c = 0
+    value = _log_special(em, em.sel(em.cmp("==", em.fabs(x), _INF), x, u),
+                         _ln(em, u, correction=correction))
     return em.sel(em.cmp("==", x, 0.0), x, value)  # log1p(-0) = -0
 
 

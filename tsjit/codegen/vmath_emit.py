@@ -17,6 +17,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from tsjit.codegen import vmath_poly as K
+from tsjit.codegen.ir_util import fcmp_quiet
 
 __all__ = ["F32", "F64", "Emit", "Format"]
 
@@ -159,7 +160,7 @@ class Emit:
 
     # -- comparisons (ordered: false when either side is NaN) and selection
     def cmp(self, op: str, x, y):
-        return self.b.fcmp_ordered(op, self.v(x), self.v(y))
+        return fcmp_quiet(self.b, op, self.v(x), self.v(y))
 
     def sel(self, cond, x, y):
         return self.b.select(cond, self.v(x), self.v(y))

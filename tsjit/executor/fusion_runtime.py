@@ -111,8 +111,13 @@ class FusionRuntime:
                 lines += [f"    if {actual} != shape:", f"        {bail}"]
             args.append("shape=shape")   # computed once per call
         # the kernel raises ValueError for shapes that do not broadcast, before it runs:
-        # the ops then raise NumPy's own error in the interpreter, at their own line
+        # the ops then raise NumPy's own error in the interpreter, at their own line; and
+        # FloatingPointFlags when NumPy would report a floating-point error (the kernel
+        # ran): the ops then warn, raise or call the errstate's handler in the interpreter
+        from ..codegen.launch import FloatingPointFlags
+        namespace["_FloatingPointFlags"] = FloatingPointFlags
         lines += ["try:", f"    results = _call({', '.join(args)})", "except ValueError:",
+                  f"    {bail}", "except _FloatingPointFlags:", "    _launches[0] += 1",
                   f"    {bail}", "_launches[0] += 1"]
         results = [f"results[{next(j for j, out in enumerate(fused.outputs) if out.root is v)}]"
                    for v in self.subgraph.outputs]

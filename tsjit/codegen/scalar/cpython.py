@@ -47,6 +47,7 @@ _SIGNATURES: dict[str, tuple[ir.Type, tuple[ir.Type, ...]]] = {
     "PyObject_CallOneArg": (PTR, (PTR, PTR)),
     "Py_IncRef": (ir.VoidType(), (PTR,)),
     "Py_DecRef": (ir.VoidType(), (PTR,)),
+    "PyErr_CheckSignals": (I32, ()),
 }
 
 

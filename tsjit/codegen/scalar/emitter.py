@@ -35,6 +35,7 @@ from .boundary import box, unbox
 from .inference import infer_node
 from .ntypes import (
     I1,
+    I32,
     I64,
     PTR,
     PY_BOOL,
@@ -50,6 +51,10 @@ from .ntypes import (
 from .rules import RULES
 
 FUNCTION_ATTRIBUTES = ("nounwind",)
+# Loop back-edges between two checks for pending signals (Ctrl-C): PyErr_CheckSignals costs
+# a few ns, so a check per 2**16 iterations is free, and 2**16 iterations of any loop body
+# take well under a second.
+INTERRUPT_CHECK_INTERVAL = 1 << 16
 # Nodes an `if` may have (both arms together) to run both arms and select the results.
 SPECULATION_LIMIT = 8
 MISS_HANDLER, CALL_COUNTER = 0, 1     # indices in FunctionEmitter.objects
@@ -87,6 +92,7 @@ class FunctionEmitter:
         self._miss: ir.Block | None = None
         self.bailouts: Bailouts | None = None
         self._out_kinds: dict[Node, list[NType]] = {}   # of the node a rule is emitting
+        self._interrupt_budget: ir.Value | None = None
 
     # ------------------------------------------------------------------ the function
     def build(self, miss_handler: object, rerun_handler: object, counters: object) -> None:
@@ -363,6 +369,7 @@ class FunctionEmitter:
         for param, value in zip(loop.params, carried):
             self.values[param] = value
         self.emit_block(node.blocks[0])
+        self._check_interrupts()
         latch = b.block
         incoming = [(pre_end, [self.values[v] for v in loop.initial],
                      self.values[loop.initial_cond]),
@@ -381,6 +388,28 @@ class FunctionEmitter:
         b.position_at_end(exit_bb)
         for out, value in zip(node.outputs, carried):
             self.values[out] = value
+
+    def _check_interrupts(self) -> None:
+        """On a loop's back-edge: every INTERRUPT_CHECK_INTERVAL back-edges (of all the
+        function's loops together), let Python handle pending signals. Its handlers run
+        as they would between two bytecodes of the eager loop; one that raises (Ctrl-C:
+        KeyboardInterrupt) makes the function fail with that exception at this iteration
+        boundary, with the array writes of the iterations before it done."""
+        b = self.b
+        if self._interrupt_budget is None:
+            with b.goto_block(self._allocas):
+                self._interrupt_budget = b.alloca(I64)
+                b.store(ir.Constant(I64, INTERRUPT_CHECK_INTERVAL), self._interrupt_budget)
+        left = b.sub(b.load(self._interrupt_budget, typ=I64), ir.Constant(I64, 1))
+        b.store(left, self._interrupt_budget)
+        check_bb, go_on = (self.fn.append_basic_block(n) for n in ("signals", "no_signal"))
+        b.cbranch(b.icmp_signed("==", left, ir.Constant(I64, 0)), check_bb, go_on
+                  ).set_weights([1, INTERRUPT_CHECK_INTERVAL])
+        b.position_at_end(check_bb)
+        b.store(ir.Constant(I64, INTERRUPT_CHECK_INTERVAL), self._interrupt_budget)
+        raised = b.icmp_signed("!=", cpython.call(b, "PyErr_CheckSignals"), ir.Constant(I32, 0))
+        b.cbranch(raised, self.fail_block, go_on).set_weights([1, 1000])
+        b.position_at_end(go_on)
 
 
 def _may_warn(kinds: Sequence[NType]) -> bool:

@@ -1,0 +1,141 @@
+"""NumPy's floating-point error semantics in fused kernels (issue 8, item 4).
+
+A fused kernel collects the hardware flags of every thread that ran it; where NumPy's
+error state does not ignore them, the group's ops re-run as NumPy ufuncs (fresh outputs)
+or NumPy reports them on the first op that can raise them (arrays updated in place), so
+scripted calls warn with NumPy's text, raise FloatingPointError or call the seterrcall
+handler exactly where eager code does. Inputs that raise nothing must not raise flags
+(no eager re-run): the stats' bailout count shows it.
+"""
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from _differential import assert_same
+
+import tsjit
+from tsjit import runtime
+
+
+@pytest.fixture
+def threads() -> Iterator[None]:
+    before = runtime.get_num_threads()
+    yield
+    runtime.set_num_threads(before)
+
+
+def divide_plus_one(a, b):
+    return a / b + 1
+
+
+def update_in_place(x, y):
+    x += 1.0 / y
+    return x
+
+
+def overflowing_product(a, b):
+    return a * b - a
+
+
+def record(fn, *args, **errstate):
+    """fn's result (or exception class) and the (category, message) of its warnings."""
+    with warnings.catch_warnings(record=True) as caught, np.errstate(**errstate):
+        warnings.simplefilter("always")
+        try:
+            result = fn(*args)
+        except FloatingPointError as error:
+            result = (FloatingPointError, str(error).splitlines()[0])
+    return result, [(w.category, str(w.message)) for w in caught]
+
+
+def compiled(fn, *args):
+    scripted = tsjit.script(fn)
+    for _ in range(3):   # profile, specialize, run the kernel
+        scripted(*[a.copy() for a in args])
+    assert scripted.stats()["kernel_launches"] > 0
+    return scripted
+
+
+def check(fn, args, **errstate):
+    scripted = compiled(fn, *[np.ones_like(a) for a in args])
+    want_args, got_args = [a.copy() for a in args], [a.copy() for a in args]
+    want, want_warnings = record(fn, *want_args, **errstate)
+    got, got_warnings = record(scripted, *got_args, **errstate)
+    assert got_warnings == want_warnings
+    if isinstance(want, tuple) and want[0] is FloatingPointError:
+        assert got == want
+    else:
+        assert_same(got, want)
+    return scripted, want_warnings
+
+
+@pytest.mark.parametrize("errstate", [{}, {"all": "warn"}, {"divide": "raise"},
+                                      {"all": "ignore"}, {"invalid": "raise"}])
+def test_division_by_zero_follows_errstate(errstate):
+    a = np.linspace(-1, 1, 1001)
+    b = np.ones(1001)
+    b[[7, 500]] = 0.0   # 1/0 and 0/0
+    check(divide_plus_one, (a, b), **errstate)
+
+
+def test_default_errstate_warns_with_numpys_text():
+    a, b = np.ones(100, np.float32), np.ones(100, np.float32)
+    b[3] = 0
+    _, warned = check(divide_plus_one, (a, b))
+    assert warned == [(RuntimeWarning, "divide by zero encountered in divide")]
+
+
+def test_overflow_and_invalid_name_their_ops():
+    a = np.full(300, 3e38, np.float32)
+    b = np.full(300, 10.0, np.float32)
+    a[1] = np.inf
+    _, warned = check(overflowing_product, (a, b), all="warn")
+    assert (RuntimeWarning, "overflow encountered in multiply") in warned
+
+
+def test_seterrcall_handler_is_called_as_eagerly():
+    a, b = np.ones(50), np.ones(50)
+    b[0] = 0.0
+    calls = {"eager": [], "scripted": []}
+    scripted = compiled(divide_plus_one, a, np.ones(50))
+    for name, fn in (("eager", divide_plus_one), ("scripted", scripted)):
+        with np.errstate(all="call", call=lambda kind, flag, name=name: calls[name].append(
+                (kind, flag))):
+            fn(a, b)
+    assert calls["scripted"] == calls["eager"] == [("divide by zero", 1)]
+
+
+@pytest.mark.parametrize("errstate", [{}, {"divide": "raise"}, {"all": "ignore"}])
+def test_an_in_place_update_reports_as_eagerly(errstate):
+    x = np.linspace(0, 1, 200)
+    y = np.ones(200)
+    y[50] = 0.0
+    check(update_in_place, (x, y), **errstate)
+
+
+def test_flags_raised_on_a_worker_thread_are_reported(threads):
+    runtime.set_num_threads(2)
+    n = 1 << 20
+    a, b = np.ones(n), np.ones(n)
+    b[-1] = 0.0   # the last block: claimed by whichever thread comes last
+    _, warned = check(divide_plus_one, (a, b))
+    assert warned == [(RuntimeWarning, "divide by zero encountered in divide")]
+
+
+@pytest.mark.parametrize("n", [1, 63, 65, 1000])
+def test_partial_vectors_raise_no_flags(n):
+    """The tail of a compute-bound loop (fewer elements than a block) raises only its
+    elements' flags: a masked vector loop computed 0/0 in its inactive lanes."""
+    def sqrt_ratio(x, y):
+        return np.sqrt(x * x) / y + x
+
+    x, y = np.full(n, 2.0, np.float32), np.full(n, 3.0, np.float32)
+    scripted = compiled(sqrt_ratio, x, y)
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        result = scripted(x, y)
+    assert_same(result, sqrt_ratio(x, y))
+    assert scripted.stats()["bailouts"] == 0

@@ -1,0 +1,145 @@
+"""Ctrl-C reaches long native code (issue 8, item 3).
+
+Each test runs a child process that calls a long native scalar loop or a long fused
+kernel, sends it SIGINT from the parent once it is inside, and checks that the child
+raises KeyboardInterrupt promptly, with the effects so far at an iteration or block
+boundary, and that it stays usable: the same function called again gives the eager
+result. The signal comes from another process, as a terminal's Ctrl-C does: native code
+holds the GIL (as Numba's does), so a timer thread inside the child could not run.
+"""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SCALAR_CHILD = """
+import time
+import tsjit
+
+@tsjit.script
+def spin(n: int) -> int:
+    acc = 0
+    for i in range(n):
+        acc = (acc * 31 + i) % 1000003
+    return acc
+
+def eager(n):
+    acc = 0
+    for i in range(n):
+        acc = (acc * 31 + i) % 1000003
+    return acc
+
+for _ in range(3):
+    assert spin(1000) == eager(1000)
+assert spin.stats()["kernel_launches"] > 0, spin.stats()   # native code ran
+{handler}
+print("ready", flush=True)
+start = time.perf_counter()
+try:
+    result = spin(10**12)
+    print("finished", result, flush=True)
+except KeyboardInterrupt:
+    print("interrupted", time.perf_counter() - start, flush=True)
+assert spin(12345) == eager(12345)
+print("usable", flush=True)
+"""
+
+# Nested sines over 2**size elements: 20 over 2**24 are ~2 s of work, in blocks of ~10 ms.
+KERNEL_CHILD = """
+import time
+import numpy as np
+import tsjit
+tsjit.set_num_threads({threads})
+
+@tsjit.script
+def heavy(x, out):
+    out[:] = {expression}
+    return out
+
+def eager(x, out):
+    out[:] = {expression}
+    return out
+
+small = np.linspace(0, 1, 5000)
+for _ in range(3):   # sin is within 4 ulp of NumPy's
+    before = heavy(small, np.zeros_like(small))
+    assert np.allclose(before, eager(small, np.zeros_like(small)), rtol=1e-12, atol=0)
+assert heavy.stats()["kernel_launches"] > 0, heavy.stats()
+{handler}
+x = np.linspace(0, 1, 1 << {size})
+out = np.zeros_like(x)
+print("ready", flush=True)
+start = time.perf_counter()
+try:
+    heavy(x, out)
+    print("finished", time.perf_counter() - start,
+          np.allclose(out, eager(x, np.zeros_like(x)), rtol=1e-12, atol=0), flush=True)
+except KeyboardInterrupt:
+    written = np.count_nonzero(out[1:]) + 1
+    # blocks are written whole, from the start of each thread's share
+    print("interrupted", time.perf_counter() - start, 0 < written < x.size, flush=True)
+assert np.array_equal(heavy(small, np.zeros_like(small)), before)
+print("usable", flush=True)
+print("handled", len(globals().get("caught", [])), flush=True)
+"""
+
+NESTED_SINES = "np.sin(" * 20 + "x" + ")" * 20
+
+# A Python handler that does not raise: the kernel must resume and finish.
+COUNTING_HANDLER = """
+import signal
+caught = []
+signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+"""
+
+
+def interrupt(tmp_path: Path, source: str, delay: float = 0.3) -> list[str]:
+    """Run `source` in a child, SIGINT it `delay` s after it prints "ready"; return its
+    output lines."""
+    script = tmp_path / "child.py"   # tsjit.script reads the functions' source file
+    script.write_text(source)
+    child = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert child.stdout.readline().strip() == "ready", child.stderr.read()
+        time.sleep(delay)
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert child.returncode == 0, err
+    return out.split("\n")
+
+
+def test_ctrl_c_stops_a_native_scalar_loop_and_it_stays_usable(tmp_path):
+    lines = interrupt(tmp_path, SCALAR_CHILD.format(handler=""))
+    assert lines[0].startswith("interrupted"), lines
+    assert float(lines[0].split()[1]) < 2.3   # 0.3 s of running, then < 2 s to stop
+    assert lines[1] == "usable"
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_ctrl_c_stops_a_long_fused_kernel_between_blocks(tmp_path, threads):
+    lines = interrupt(tmp_path, KERNEL_CHILD.format(threads=threads, expression=NESTED_SINES,
+                                                    size=24, handler=""))
+    word, seconds, partial = lines[0].split()
+    assert word == "interrupted", lines
+    assert float(seconds) < 2.3 and partial == "True"
+    assert lines[1] == "usable"
+
+
+def test_a_kernel_resumes_when_the_python_handler_does_not_raise(tmp_path):
+    lines = interrupt(tmp_path, KERNEL_CHILD.format(threads=2, expression=NESTED_SINES, size=22,
+                                                    handler=textwrap.dedent(COUNTING_HANDLER)),
+                      delay=0.05)
+    word, _, complete = lines[0].split()
+    assert (word, complete) == ("finished", "True"), lines
+    assert lines[1:3] == ["usable", "handled 1"]
