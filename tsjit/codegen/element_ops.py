@@ -471,8 +471,15 @@ def lower_op(
     operand_dtype = arg_dtypes[0]
     if SCALAR_OPERANDS in op.attrs and operand_dtype in (_F32, _F64):
         name = {"clip": "clip_scalar_bounds", "pow": "pow_scalar_exponent"}[name]
+    elif SCALAR_OPERANDS in op.attrs and name == "pow" and operand_dtype == _F16:
+        name = "pow_scalar_exponent"  # x ** 0.5 is sqrt(x) for half too: (-0.0) ** 0.5 = -0.0
     if operand_dtype == _F16:  # NumPy computes half ops in float and rounds each result
         widened = [b.fpext(v, ir.FloatType()) for v in args]
         result = _HALF_OPS.get(name, _table(_F32)[name])(b, widened)
-        return b.fptrunc(result, ir.HalfType()) if dtype == _F16 else result
+        if dtype != _F16:
+            return result
+        result = b.fptrunc(result, ir.HalfType())
+        if name in MATH_FUNCTIONS and len(args) == 1:  # NumPy's half loops return a NaN
+            result = b.select(b.fcmp_unordered("uno", args[0], args[0]), args[0], result)
+        return result
     return _table(operand_dtype)[name](b, args)

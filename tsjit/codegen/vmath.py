@@ -299,10 +299,12 @@ def _pow(em: Emit, x, y):
     y_odd = em.b.and_(y_integer, em.cmp("!=", em.floor(half), half))
     negative = em.b.and_(em.b.icmp_signed("<", em.bits(x), em.int(0)), y_odd)
     result = em.sel(negative, em.neg(magnitude), magnitude)
-    # negative finite x with non-integer (or NaN) y
-    invalid = em.b.and_(em.b.and_(em.cmp("<", x, 0.0), em.cmp(">", x, -_INF)),
-                        em.b.not_(y_integer))
-    result = em.sel(invalid, _NAN, result)
+    # negative finite x with a non-integer y: x86's invalid operation (the default NaN,
+    # sign bit set, and the invalid flag, as NumPy's pow); a NaN x or y propagates its bits
+    finite_negative = em.b.and_(em.cmp("<", x, 0.0), em.cmp(">", x, -_INF))
+    invalid = em.b.and_(em.b.and_(finite_negative, em.cmp("ord", y, y)), em.b.not_(y_integer))
+    result = em.sel(invalid, em.sqrt(em.sel(finite_negative, x, 1.0)), result)
+    result = em.sel(em.cmp("uno", x, x), x, result)
     # 1**y, x**0 and (-1)**+-inf are 1, even for NaN (y log|x| would give NaN or 0*inf)
     one = em.b.or_(em.b.or_(em.cmp("==", x, 1.0), em.cmp("==", y, 0.0)),
                    em.b.and_(em.cmp("==", x, -1.0), em.cmp("==", em.fabs(y), _INF)))
@@ -434,4 +436,21 @@ def emit_math(builder: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Valu
     if any(a.type != ty for a in args) or not isinstance(ty, (ir.FloatType, ir.DoubleType)):
         raise TypeError(f"{name}: arguments must all be float or all double, got "
                         f"{[str(a.type) for a in args]}")
-    return emit(Emit(builder, F64 if isinstance(ty, ir.DoubleType) else F32), *args)
+    em = Emit(builder, F64 if isinstance(ty, ir.DoubleType) else F32)
+    result = emit(em, *args)
+    if arity == 1:
+        own = _NAN if name in _NAN_ARGUMENT_GIVES_DEFAULT[em.fmt.name] else args[0]
+        result = em.sel(em.cmp("uno", args[0], args[0]), own, result)
+    return result
+
+
+# NaN bits: NumPy's result for a NaN argument is the argument itself (its sign and payload,
+# as x86 arithmetic propagates them; float16 always: see element_ops), except for these
+# functions, whose SIMD loops return the positive default NaN (measured, NumPy 2.4 on
+# AVX-512). NaN results of other arguments
+# come from the operation that makes them (sqrt of a negative: x86's default NaN, with its
+# sign bit set, as in NumPy).
+_NAN_ARGUMENT_GIVES_DEFAULT = {
+    "float32": frozenset({"log", "exp", "tanh", "sin", "cos"}),
+    "float64": frozenset({"tanh"}),
+}

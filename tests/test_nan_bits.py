@@ -1,0 +1,62 @@
+"""NaN bits as NumPy's (issue 8, item 5): where NumPy's result is NaN, a fused kernel gives
+the same bits: x86's default NaN (sign bit set) where an invalid operation makes one
+(log of a negative, sqrt of a negative, a negative base to a fractional power), the NaN
+argument itself (sign and payload) where one comes in, and the positive default NaN where
+NumPy's SIMD loop returns that for a NaN argument (float32 log, exp, tanh, sin, cos;
+float64 tanh). Compared as integers (.view), and through np.signbit.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tsjit
+
+UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+# a quiet NaN with a payload, and its negation, per dtype
+PAYLOAD_NANS = {np.float16: (0x7E03, 0xFE03), np.float32: (0x7FC00123, 0xFFC00123),
+                np.float64: (0x7FF8000000000123, 0xFFF8000000000123)}
+
+
+def log_(a): return np.log(a) * 1.0
+def log1p_(a): return np.log1p(a) * 1.0
+def log2_(a): return np.log2(a) * 1.0
+def log10_(a): return np.log10(a) * 1.0
+def power_three_halves(a): return a ** 1.5 * 1.0
+def power_half(a): return a ** 0.5 * 1.0
+def sqrt_(a): return np.sqrt(a) * 1.0
+def tanh_(a): return np.tanh(a) * 1.0
+def exp_(a): return np.exp(a) * 1.0
+def sin_(a): return np.sin(a) * 1.0
+def cos_(a): return np.cos(a) * 1.0
+def expm1_(a): return np.expm1(a) * 1.0
+
+
+FUNCTIONS = [log_, log1p_, log2_, log10_, power_three_halves, power_half, sqrt_, tanh_, exp_,
+             sin_, cos_, expm1_]
+
+
+def arguments(dtype) -> np.ndarray:
+    positive, negative = PAYLOAD_NANS[dtype]
+    nans = np.array([positive, negative], dtype=UINT[np.dtype(dtype).itemsize]).view(dtype)
+    values = np.array([-2.0, -1.0, -0.5, -np.inf, np.inf, 0.0, -0.0, 1.5], dtype=dtype)
+    return np.tile(np.concatenate([values, nans]), 13)   # vector loop and tail
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("fn", FUNCTIONS, ids=lambda f: f.__name__)
+def test_nan_results_have_numpys_bits(fn, dtype):
+    x = arguments(dtype)
+    with np.errstate(all="ignore"):
+        scripted = tsjit.script(fn)
+        for _ in range(3):
+            got = scripted(x)
+        want = fn(x)
+    assert scripted.stats()["kernel_launches"] > 0
+    assert got.dtype == want.dtype
+    bits = UINT[want.dtype.itemsize]
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan)
+    assert np.array_equal(got.view(bits)[nan], want.view(bits)[nan]), \
+        [hex(v) for v in got.view(bits)[nan][:10]]
+    assert np.array_equal(np.signbit(got), np.signbit(want))
