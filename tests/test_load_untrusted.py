@@ -3,12 +3,15 @@
 Each graph-text exploit is first shown to be well-formed text (it parses with the
 permissive parser tests use), so its refusal comes from the loader's rules.  Code that
 would run writes a canary file: no test may leave one, nor import a module it names.
+Long run of the mutation fuzzer: TSJIT_FUZZ_EXAMPLES=20000 pytest tests/test_load_untrusted.py
 """
 from __future__ import annotations
 
 import io
 import json
+import os
 import pickle
+import random
 import struct
 import sys
 import zipfile
@@ -180,6 +183,14 @@ def test_manifest_attribute_name_must_be_an_identifier(canary):
     attributes[INJECTED.format(path=str(canary))] = attributes.pop("scale")
     files["manifest.json"] = json.dumps(manifest).encode()
     refused(zipped(files), "not an identifier")
+
+
+def test_class_names_are_dotted_names():
+    files = archive_of(tsjit.script(Scaled()))
+    manifest = json.loads(files["manifest.json"])
+    next(iter(manifest["types"].values()))["qualname"] = "Scaled\nimport os"
+    files["manifest.json"] = json.dumps(manifest).encode()
+    refused(zipped(files), "not a dotted name")
 
 
 def test_parameter_name_and_function_name_injection(canary):
@@ -447,3 +458,45 @@ def test_casts_that_do_not_narrow():
     loaded = tsjit.load(function_graph("  %y : Tensor = prim::unchecked_cast(%x)\n",
                                        result="%y"))
     assert_same(loaded(np.ones(2)), np.ones(2))
+
+
+# ---- mutation fuzzing: whatever the damage, SerializationError or a loaded object
+
+FUZZ_EXAMPLES = int(os.environ.get("TSJIT_FUZZ_EXAMPLES", "1000"))
+_TEXT_BYTES = b"()[]{},:%=\"0123456789-.eE_ax\n\\"
+
+
+def _mutated(rng: random.Random, files: dict[str, bytes]) -> io.BytesIO:
+    """`files` zipped with a few bytes of the whole zip changed, or with one member's
+    bytes changed, cut or repeated (the member then still unzips)."""
+    if rng.random() < 0.25:
+        data = bytearray(zipped(files, zipfile.ZIP_DEFLATED).getvalue())
+        for _ in range(rng.randrange(1, 8)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        return io.BytesIO(bytes(data))
+    name = rng.choice(sorted(files))
+    data = bytearray(files[name])
+    for _ in range(rng.randrange(1, 6)):
+        at, kind = rng.randrange(len(data) + 1), rng.randrange(3)
+        if kind == 0 and data:
+            data[min(at, len(data) - 1)] = rng.choice(_TEXT_BYTES + bytes([rng.randrange(256)]))
+        elif kind == 1:
+            del data[at:at + rng.randrange(1, 20)]
+        else:
+            start = rng.randrange(len(data) + 1)
+            data[at:at] = data[start:start + rng.randrange(1, 40)]
+    return zipped({**files, name: bytes(data)})
+
+
+def test_mutated_archives_raise_only_serialization_error():
+    seeds = [archive_of(tsjit.script(Scaled())), archive_of(tsjit.script(double)),
+             archive_of(tsjit.script(label))]
+    rng = random.Random(20261126)
+    loaded = 0
+    for _ in range(FUZZ_EXAMPLES):
+        try:
+            tsjit.load(_mutated(rng, rng.choice(seeds)))
+            loaded += 1
+        except tsjit.SerializationError:
+            pass
+    assert loaded < FUZZ_EXAMPLES       # the mutations do damage

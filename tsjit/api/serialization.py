@@ -213,7 +213,11 @@ def _load_module(reader: ArchiveReader) -> ScriptModule:
 def _loaded_class(module: object, qualname: object) -> type:
     """A stand-in for the saved module's class: same names (so the graphs print as they
     did), no code of its own (the methods are the compiled graphs)."""
-    return type(_string(qualname).rpartition(".")[2], (Module,),
+    for name in (module, qualname):
+        if not all(part.isidentifier() or part == "<locals>" for part in _string(name).split(".")):
+            raise SerializationError(f"corrupt archive: class name {name!r:.80} is not a "
+                                     "dotted name")
+    return type(qualname.rpartition(".")[2], (Module,),
                 {"__module__": _string(module), "__qualname__": qualname,
                  "__doc__": "A module class loaded by tsjit.load."})
 
