@@ -8,6 +8,7 @@ from typing import List, Optional  # noqa: UP035 (string forward references)
 import numpy as np
 import pytest
 from _differential import check
+from test_frontend_modules import check_module
 
 import tsjit
 
@@ -235,3 +236,143 @@ def test_the_target_shapes_of_a_for_loop():
 def test_assigning_a_property_without_setter_is_a_compilation_error(fn):
     with pytest.raises(tsjit.CompilationError, match="has no setter"):
         tsjit.script(fn)
+
+
+# ---------------------------------------------------------------- module containers
+
+
+class AddConst(tsjit.Module):
+    def __init__(self, k: float):
+        super().__init__()
+        self.k = k
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        return x + self.k
+
+
+class Chain(tsjit.ModuleList):
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        for layer in self:
+            x = layer(x)
+        return x * float(len(self)) + self[0](x)
+
+
+class Named(tsjit.ModuleDict):
+    def forward(self, x: np.ndarray) -> tuple[np.ndarray, list[str]]:
+        seen: list[str] = []
+        for name, layer in self.items():
+            x = layer(x)
+            seen.append(name)
+        for key in self.keys():
+            seen.append(key)
+        return x, seen
+
+
+class Holder(tsjit.Module):
+    def __init__(self):
+        super().__init__()
+        self.branches = tsjit.ModuleDict({"a": AddConst(1.0), "b": AddConst(-3.0)})
+
+    def forward(self, x: np.ndarray, key: str) -> np.ndarray:
+        if "a" in self.branches:
+            x = x * 2.0
+        if "z" not in self.branches and key in self.branches:
+            x = x + 0.5
+        for item in self.branches.items():
+            if item[0] != key:
+                x = item[1](x)
+        return x
+
+
+def test_a_module_list_subclass_iterates_and_indexes_itself():
+    check_module(lambda: Chain([AddConst(1.0), AddConst(2.5)]), "forward",
+                 (np.arange(3.0),))
+
+
+def test_a_module_dict_subclass_iterates_its_items_and_keys():
+    check_module(lambda: Named({"first": AddConst(1.0), "second": AddConst(2.0)}), "forward",
+                 (np.ones(2),))
+
+
+def test_membership_and_indexed_items_of_a_module_dict():
+    check_module(Holder, "forward", (np.arange(2.0), "a"), (np.arange(2.0), "b"),
+                 (np.arange(2.0), "q"))
+
+
+def relu(x: np.ndarray) -> np.ndarray:
+    return np.maximum(x, 0.0)
+
+
+class WithActivation(tsjit.Module):
+    def __init__(self):
+        super().__init__()
+        self.activation = relu
+        self.w = np.array([1.0, -2.0, 3.0])
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        return self.activation(x * self.w)
+
+
+def test_a_module_attribute_holding_a_plain_function_is_called_without_self():
+    scripted = check_module(WithActivation, "forward", (np.array([1.0, 1.0, -1.0]),))
+    with pytest.raises(AttributeError, match="compiled into the code"):
+        scripted.activation = np.tanh
+
+
+class Base(tsjit.Module):
+    history: list[int]
+
+    def __init__(self):
+        super().__init__()
+        self.history = []
+        self.scale = 2
+
+
+class Derived(Base):
+    def __init__(self):
+        super().__init__()
+        self.extra = 1
+
+    def forward(self, x: int) -> int:
+        self.history.append(x * self.scale + self.extra)
+        return len(self.history)
+
+
+class InitAnnotatedBase(tsjit.Module):
+    def __init__(self):
+        super().__init__()
+        self.seen: dict[str, float] = {}
+
+
+class InitAnnotatedDerived(InitAnnotatedBase):
+    def forward(self, key: str, v: float) -> float:
+        self.seen[key] = self.seen.get(key, 0.0) + v
+        return self.seen[key]
+
+
+class Point2:
+    x: float
+
+    def __init__(self, x: float):
+        self.x = x
+        self.tags = []
+
+
+class Point3(Point2):
+    tags: list[str]
+
+    def tagged(self, tag: str) -> int:
+        self.tags.append(tag)
+        return len(self.tags)
+
+
+def inherited_class_annotation(x: float) -> int:
+    p = Point3(x)
+    p.tagged("a")
+    return p.tagged(str(p.x))
+
+
+def test_attribute_annotations_are_inherited_from_a_base_module_or_class():
+    check_module(Derived, "forward", (1,), (5,))
+    check_module(InitAnnotatedDerived, "forward", ("a", 1.5), ("b", 2.0), ("a", 0.25))
+    check(inherited_class_annotation, (1.5,), (0.0,))

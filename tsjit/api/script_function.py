@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import inspect
 import weakref
 
 from .. import config
@@ -233,6 +234,11 @@ class ScriptModule:
         if name in module_type.constants:
             raise AttributeError(f"cannot set constant (Final) attribute '{name}' of a "
                                  "scripted module: its value is compiled into the code")
+        current = vars(self._instance).get(name)
+        if inspect.isfunction(current) or isinstance(current, ScriptFunction):
+            raise AttributeError(f"cannot set attribute '{name}' of a scripted module: the "
+                                 "function it holds is compiled into the code; script the "
+                                 "module again after changing it")
         declared = module_type.attributes.get(name)
         if declared is not None and not value_has_type(value, declared):
             raise TypeError(f"attribute '{name}' of the scripted module has type "

@@ -50,12 +50,20 @@ def is_type_form(obj: object) -> bool:
     return isinstance(obj, type) or is_typing_form(obj)
 
 
+def class_annotations(cls: type) -> dict[str, object]:
+    """The evaluated annotations of a class body and of its bases' (a subclass inherits
+    `w: List[int]` declared on its base class)."""
+    if not any(vars(k).get("__annotations__") for k in cls.__mro__):
+        return {}
+    return typing.get_type_hints(cls)
+
+
 def is_namedtuple_class(obj: object) -> bool:
     return isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields")
 
 
 def namedtuple_type(cls: type) -> TupleType:
-    hints = typing.get_type_hints(cls) if getattr(cls, "__annotations__", None) else {}
+    hints = class_annotations(cls)
     elems = tuple(to_type(hints[f]) if f in hints else TENSOR for f in cls._fields)
     return TupleType(elems, tuple(cls._fields), cls)
 

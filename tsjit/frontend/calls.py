@@ -433,6 +433,7 @@ class CallMixin:
     def unrolled_items(self, iterable, src: SourceRange) -> list | None:
         """The elements of an iterable known at compile time (tuples, ModuleLists, enums,
         enumerate/zip of them): loops over it are unrolled.  None: iterate at run time."""
+        iterable = self.compiler.module_container(self, iterable, src)
         if isinstance(iterable, Sugared):
             items = iterable.unroll(self, src)
             return None if items is None else list(items)

@@ -13,7 +13,6 @@ import inspect
 import os
 import sys
 import sysconfig
-import typing
 import weakref
 from contextlib import contextmanager
 
@@ -32,7 +31,14 @@ from ..ir.types import (
     unify,
 )
 from ..ops.registry import NO_DEFAULT, Param
-from .annotations import AnnotationError, evaluate, is_final, parse_type_comment, to_type
+from .annotations import (
+    AnnotationError,
+    class_annotations,
+    evaluate,
+    is_final,
+    parse_type_comment,
+    to_type,
+)
 from .errors import CompilationError
 from .resolution import is_constant
 from .source import ParsedSource
@@ -369,7 +375,7 @@ class Compiler:
                 "@tsjit.ignore function")
         self.compiling_init.append(t)
         try:
-            hints = typing.get_type_hints(cls) if getattr(cls, "__annotations__", None) else {}
+            hints = class_annotations(cls)
             for name, ann in hints.items():
                 t.attributes[name] = to_type(ann, self.class_type_of)
             if has_own_init(cls):
@@ -409,6 +415,9 @@ class Compiler:
         if name in t.constants:
             return em.const_python(t.constants[name], src)
         instance = self.module_instances.get(t)
+        if name in ("items", "keys", "values") and isinstance(
+                container := self.module_container(em, base, src), ModuleListValue):
+            return container.attr(em, name, src)
         if instance is not None:
             found = self.module_member(em, base, instance, name, src)
             if found is not None:
@@ -489,8 +498,7 @@ class Compiler:
         cls = type(module)
         t = ClassType(cls, is_module=True)
         self.module_instances[t] = module
-        class_hints = typing.get_type_hints(cls) if getattr(cls, "__annotations__", None) \
-            else {}
+        class_hints = class_annotations(cls)
         init_hints = _init_annotations(cls, Module)
         constants = set(getattr(cls, "__constants__", ()))
         for name, ann in {**init_hints, **class_hints}.items():
@@ -551,22 +559,44 @@ class Compiler:
 
     def module_member(self, em, base: Value, instance, name: str, src: SourceRange):
         from ..api.module import ModuleDict, ModuleList
+        from ..api.script_function import ScriptFunction
         value = vars(instance).get(name)
         if isinstance(value, (ModuleList, ModuleDict)):
             container = em.insert("prim::GetAttr", [base], [AnyType], {"name": name},
                                   src).output
-            items = []
-            pairs = value.items() if isinstance(value, ModuleDict) else enumerate(value)
-            for key, sub in pairs:
-                sub_type = self.module_type_of(sub)
-                item = em.insert("aten::__getitem__", [container, em.const(key, src)],
-                                 [sub_type], src=src).output
-                items.append((key, item))
-            return ModuleListValue(items, isinstance(value, ModuleDict))
+            return self.container_items(em, container, value, src)
+        if inspect.isfunction(value) or isinstance(value, ScriptFunction):
+            # a plain function held by the module (`self.fn = relu`): called as stored,
+            # without `self`; compiled in, so the scripted module refuses a new one
+            return em.resolver.python_value(value, src, f"self.{name}")
         if name in base.type.attributes and isinstance(base.type.attributes[name], ClassType):
             sub_type = base.type.attributes[name]
             return em.insert("prim::GetAttr", [base], [sub_type], {"name": name}, src).output
         return None
+
+    def container_items(self, em, container: Value, modules, src: SourceRange
+                        ) -> ModuleListValue:
+        """A ModuleList / ModuleDict as the compile-time list of its submodules, each read
+        from `container` (the container at run time) by its constant index or key."""
+        from ..api.module import ModuleDict
+        items = []
+        pairs = modules.items() if isinstance(modules, ModuleDict) else enumerate(modules)
+        for key, sub in pairs:
+            item = em.insert("aten::__getitem__", [container, em.const(key, src)],
+                             [self.module_type_of(sub)], src=src).output
+            items.append((key, item))
+        return ModuleListValue(items, isinstance(modules, ModuleDict))
+
+    def module_container(self, em, value, src: SourceRange):
+        """`self` of a ModuleList / ModuleDict subclass as its compile-time list of
+        submodules (`for layer in self`, `self.items()`, `self[0]`); else `value`."""
+        from ..api.module import ModuleDict, ModuleList
+        if not (isinstance(value, Value) and isinstance(value.type, ClassType)):
+            return value
+        instance = self.module_instances.get(value.type)
+        if not isinstance(instance, (ModuleList, ModuleDict)):
+            return value
+        return self.container_items(em, value, instance, src)
 
     def module_type_of(self, module) -> ClassType:
         for t, instance in self.module_instances.items():
@@ -598,11 +628,18 @@ def has_own_init(cls: type) -> bool:
 
 
 def _init_annotations(cls: type, base: type) -> dict[str, object]:
-    """The annotations of `self.name: T = value` statements in a module's __init__: an
-    empty container's value alone cannot say its element type (`self.seen: List[int] =
-    []`).  Class-body annotations take precedence over these."""
-    init = getattr(cls, "__init__", None)
-    if not inspect.isfunction(init) or init is getattr(base, "__init__", None):
+    """The annotations of `self.name: T = value` statements in a module's __init__ and
+    its bases' (down to `base`): an empty container's value alone cannot say its
+    element type (`self.seen: List[int] = []`).  Class-body annotations take precedence
+    over these, and a subclass's over its base's."""
+    hints: dict[str, object] = {}
+    for k in reversed(cls.__mro__[:cls.__mro__.index(base)]):
+        hints.update(_own_init_annotations(vars(k).get("__init__")))
+    return hints
+
+
+def _own_init_annotations(init) -> dict[str, object]:
+    if not inspect.isfunction(init):
         return {}
     try:
         source = ParsedSource(init)

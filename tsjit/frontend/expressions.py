@@ -241,7 +241,13 @@ class ExpressionMixin:
         def chain(left_value: Value, index: int) -> Value:
             nonlocal refinements
             op, right_node = pairs[index]
-            right = self.expr(right_node)
+            right = self.sugared_expr(right_node)
+            if isinstance(op, (ast.In, ast.NotIn)):
+                right = self.compiler.module_container(self, right, src)
+                if isinstance(right, ModuleListValue):      # `"k" in self.layers`
+                    right = self.list_literal(right.unroll(self, src), None, src)
+            if isinstance(right, Sugared):
+                right = right.as_value(self, self.src(right_node))
             value, refine = self.compare_pair(op, left_value, right, node.left, right_node, src)
             if len(pairs) == 1:
                 refinements = refine
@@ -435,9 +441,13 @@ class ExpressionMixin:
     # ---- subscripts
     def expr_Subscript(self, node: ast.Subscript):
         src = self.src(node)
-        base = self.sugared_expr(node.value)
+        base = self.compiler.module_container(self, self.sugared_expr(node.value), src)
         if isinstance(base, ModuleListValue):
             return base.lookup(self.constant_index(node.slice, base, src), src)
+        if isinstance(base, CompileTimeTuple):      # `item[1]` over moduledict.items()
+            index = self.constant_index(node.slice, base, src)
+            return base.items[index] if isinstance(index, int) else CompileTimeTuple(
+                base.items[index])
         if is_type_form(getattr(base, "obj", None)):      # List[int] as a value (isinstance)
             try:
                 obj = evaluate(node, self.resolver.globals, self.resolver.closure)
