@@ -376,3 +376,23 @@ def test_attribute_annotations_are_inherited_from_a_base_module_or_class():
     check_module(Derived, "forward", (1,), (5,))
     check_module(InitAnnotatedDerived, "forward", ("a", 1.5), ("b", 2.0), ("a", 0.25))
     check(inherited_class_annotation, (1.5,), (0.0,))
+
+
+# ---------------------------------------------------------------- sorting
+
+
+def sort_unorderable(xs: list[int], n: int, sort_them: bool) -> tuple[list[int], int]:
+    maybe: list[int | None] = []
+    for _ in range(n):
+        maybe.append(None)
+    if sort_them:
+        maybe.sort()                # TypeError only when it runs with two elements or more
+    rows: list[dict[str, int]] = [{"a": i} for i in range(n)]
+    ordered = sorted(rows, reverse=True)
+    xs.sort()
+    return xs, len(maybe) + len(ordered)
+
+
+def test_sorting_elements_without_less_than_is_checked_when_the_sort_runs():
+    check(sort_unorderable, ([3, 1, 2], 5, False), ([3, 1], 1, True), ([2, 1], 0, True),
+          ([1], 2, True), ([1], 2, False))

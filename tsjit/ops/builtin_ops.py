@@ -182,9 +182,10 @@ def _ord_rule(types, attrs):
 
 
 def _sorted_rule(types, attrs):
+    """As list.sort: the elements' order is checked when the call runs."""
     iterable, reverse = types
     check_args("sorted", [reverse], [INDEX])
-    return ListType(require_orderable(iterated_type(iterable)))
+    return ListType(iterated_type(iterable))
 
 
 def _list_rule(types, attrs):
