@@ -3,7 +3,11 @@ runs eagerly and scripted, several calls (profiling, optimized), results or exce
 classes compared."""
 from __future__ import annotations
 
-from _differential import check
+from typing import Final
+
+import numpy as np
+import pytest
+from _differential import assert_same, check
 
 import tsjit
 
@@ -122,3 +126,70 @@ def test_a_class_without_init_called_with_arguments_raises_type_error():
 
 def test_an_inherited_init_runs():
     check(make_with_inherited_init, (1,), (5,))
+
+
+# ---------------------------------------------------------------- class variables
+
+
+class Config:
+    step = 2
+    label = "run"
+    LIMIT: Final[int] = 100
+
+
+def stepped(n: int) -> int:
+    step = Config.step
+    total = 0
+    for i in range(n):                  # a native loop: the step enters it as a value
+        total += i * step
+    return total + Config.LIMIT
+
+
+def labelled(n: int) -> str:
+    return Config.label + str(n)
+
+
+class Scaled(tsjit.Module):
+    factor = 3
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        return x * self.factor
+
+
+def test_a_class_variable_is_read_when_the_code_runs(tmp_path):
+    """Not frozen when compiled: `Config.step = ...` in Python is seen by script code on
+    every call (profiling, optimized, native), as by Python.  Final ones are constants."""
+    scripted, named = tsjit.script(stepped), tsjit.script(labelled)
+    try:
+        for step in (2, 5, -1, 7):
+            Config.step = step
+            Config.label = f"run{step}"
+            for n in (0, 3, 10, 10):
+                assert_same(scripted(n), stepped(n))
+                assert_same(named(n), labelled(n))
+        Config.step = 2.5           # typed code is not run on a value of another type
+        with pytest.raises(TypeError, match="class variable Config.step was int when"):
+            scripted(3)
+    finally:
+        Config.step, Config.label = 2, "run"
+
+
+def test_a_class_variable_of_a_module_is_read_through_the_instance(tmp_path):
+    scripted = tsjit.script(Scaled())
+    x = np.arange(3.0)
+    try:
+        for factor in (3, 4, -2):
+            Scaled.factor = factor
+            for _ in range(3):
+                assert_same(scripted(x), Scaled()(x))
+        scripted.save(tmp_path / "m.tsjit")
+        Scaled.factor = 10                  # the saved module holds the value it had
+        loaded = tsjit.load(tmp_path / "m.tsjit")
+        assert_same(loaded(x), x * -2)
+        Scaled.factor = 0.5
+        with pytest.raises(TypeError, match="class variable Scaled.factor was int"):
+            scripted(x)
+        scripted.factor = 2                 # the instance's own value shadows the class's
+        assert_same(scripted(x), x * 2)
+    finally:
+        Scaled.factor = 3

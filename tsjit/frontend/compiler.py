@@ -22,6 +22,7 @@ from ..ir.graph import SourceRange, Value
 from ..ir.types import (
     TENSOR,
     AnyType,
+    BoolType,
     ClassType,
     DictType,
     ListType,
@@ -39,6 +40,7 @@ from .annotations import (
     parse_type_comment,
     to_type,
 )
+from .emitter import constant_type
 from .errors import CompilationError
 from .resolution import is_constant
 from .source import ParsedSource
@@ -186,6 +188,8 @@ class Compiler:
         self.module_instances: weakref.WeakKeyDictionary[ClassType, object] = \
             weakref.WeakKeyDictionary()
         self.compiling_init: list[ClassType] = []
+        # module attributes that are class variables: checked where read (see class_level)
+        self.class_variables: set[tuple[ClassType, str]] = set()
 
     # ---- functions
     def function_value(self, fn, src: SourceRange, name: str) -> Sugared:
@@ -422,6 +426,8 @@ class Compiler:
             found = self.module_member(em, base, instance, name, src)
             if found is not None:
                 return found
+        if (t, name) in self.class_variables:
+            return self.class_variable(em, base, t, name, t.attributes[name], src)
         if name in t.attributes:
             return em.insert("prim::GetAttr", [base], [t.attributes[name]], {"name": name},
                              src).output
@@ -440,8 +446,9 @@ class Compiler:
         raise CompilationError(f"'{t.annotation}' object has no attribute '{name}'", src)
 
     def class_level(self, em, t: ClassType, name: str, src: SourceRange):
-        """A name defined on the class itself: a staticmethod (compiled like a function)
-        or a constant class variable (captured at compile time, like a global)."""
+        """A name defined on the class itself: a staticmethod or classmethod (compiled
+        like a function), or a class variable: a Final one is a constant, any other is
+        read when the code runs, so that a later `Cls.attr = ...` is seen as in Python."""
         member = inspect.getattr_static(t.py_class, name, None)
         if isinstance(member, staticmethod):
             return self.function_value(member.__func__, src,
@@ -455,8 +462,26 @@ class Compiler:
                 return ScriptFunctionRef(self.compile_function(member.__func__, t, qualname,
                                                                is_classmethod=True))
         if member is not None and not callable(member) and is_constant(member):
-            return em.const_python(member, src)
+            if is_final(class_annotations(t.py_class).get(name)):
+                return em.const_python(member, src)
+            return self.class_variable(em, em.const_python(t.py_class, src), t, name,
+                                       constant_type(member), src)
         return None
+
+    def class_variable(self, em, owner: Value, t: ClassType, name: str, type_: Type,
+                       src: SourceRange) -> Value:
+        """Read a class variable when the code runs (through the class or an instance).
+        The code was compiled for the type it had: a value of another type raises
+        TypeError, rather than run typed code on it."""
+        value = em.insert("prim::GetAttr", [owner], [AnyType], {"name": name}, src).output
+        matches = em.insert("prim::isinstance", [value], [BoolType], {"types": (type_,)},
+                            src).output
+        message = em.const(f"class variable {t.py_class.__qualname__}.{name} was "
+                           f"{type_.annotation} when the script code was compiled, and script "
+                           "code is typed: keep its type, or script the code again", src)
+        em.emit_if(matches, lambda: None,
+                   lambda: em.emit_raise(TypeError, [message], src), src)
+        return em.insert("prim::unchecked_cast", [value], [type_], src=src).output
 
     def set_class_attribute(self, em, base: Value, name: str, value: Value,
                             src: SourceRange) -> None:
@@ -504,10 +529,13 @@ class Compiler:
         for name, ann in {**init_hints, **class_hints}.items():
             if is_final(ann):
                 constants.add(name)
-        for name in constants - vars(module).keys():    # `k: Final[int] = 3` in the class body
-            value = inspect.getattr_static(cls, name, None)
-            if value is not None and not callable(value) and is_constant(value):
+        for name in _class_variables(cls, Module) - vars(module).keys():
+            value = inspect.getattr_static(cls, name)
+            if name in constants:                       # `k: Final[int] = 3` in the body
                 t.constants[name] = value
+            else:       # read through the instance when the code runs, and saved with it
+                t.attributes[name] = constant_type(value)
+                self.class_variables.add((t, name))
         for name, value in vars(module).items():
             if name.startswith("_") or isinstance(value, (ModuleList, ModuleDict)):
                 continue
@@ -534,7 +562,6 @@ class Compiler:
 
     def value_type(self, value) -> Type | None:
         """The static type of an attribute's Python value (None: not visible to script)."""
-        from .emitter import constant_type
         if isinstance(value, (np.ndarray, np.generic)):
             return TENSOR
         if isinstance(value, list):
@@ -615,6 +642,14 @@ def is_library_code(obj: object) -> bool:
     module = sys.modules.get(getattr(obj, "__module__", None) or "")
     path = getattr(module, "__file__", None)
     return path is not None and os.path.realpath(path).startswith(_LIBRARY_DIRS)
+
+
+def _class_variables(cls: type, base: type) -> set[str]:
+    """The constant values (numbers, strings, tuples of them) set in the bodies of `cls`
+    and its bases below `base`."""
+    return {name for k in cls.__mro__[:cls.__mro__.index(base)] for name, value in
+            vars(k).items() if not name.startswith("_") and not callable(value)
+            and is_constant(value)}
 
 
 def _generated(fn: object) -> bool:
