@@ -396,3 +396,56 @@ def sort_unorderable(xs: list[int], n: int, sort_them: bool) -> tuple[list[int],
 def test_sorting_elements_without_less_than_is_checked_when_the_sort_runs():
     check(sort_unorderable, ([3, 1, 2], 5, False), ([3, 1], 1, True), ([2, 1], 0, True),
           ([1], 2, True), ([1], 2, False))
+
+
+# ---------------------------------------------------------------- complex
+
+
+def complex_arithmetic(a: float, z: complex) -> tuple[complex, float, complex, bool]:
+    w = complex(a, 2.0)
+    v = w * w + 1j - z / (1 + 2j)
+    v += 3
+    v = -v ** 2
+    return v.conjugate(), abs(w) + w.real - w.imag, complex(a) + 0.5j, v == z
+
+
+def complex_loop(z: complex, n: int) -> tuple[complex, float]:
+    acc = 0j
+    for i in range(n):
+        acc = acc * z + i
+    return acc, abs(acc)
+
+
+def test_complex_values_in_arithmetic():
+    check(complex_arithmetic, (1.0, 2j), (0.5, 1 + 1j), (-2.0, 3), (0.0, -0.0j),
+          (1.0, 1.5))
+    check(complex_loop, (0.5 + 0.5j, 10), (1j, 0), (2.0, 5))
+
+
+def test_complex_round_trips_through_save_and_load(tmp_path):
+    scripted = tsjit.script(complex_arithmetic)
+    scripted.save(tmp_path / "f.tsjit")
+    loaded = tsjit.load(tmp_path / "f.tsjit")
+    assert loaded(1.0, 2j) == complex_arithmetic(1.0, 2j)
+    assert "complex z" in loaded.schema
+
+
+def complex_floor_division(z: complex) -> complex:
+    return z // 2
+
+
+def complex_ordering(z: complex, w: complex) -> bool:
+    return z < w
+
+
+@pytest.mark.parametrize("fn", [complex_floor_division, complex_ordering])
+def test_operators_python_does_not_define_on_complex_are_compilation_errors(fn):
+    with pytest.raises(tsjit.CompilationError, match="not supported|unsupported operand"):
+        tsjit.script(fn)
+
+
+def test_a_complex_parameter_takes_ints_and_floats_as_the_numeric_tower_allows():
+    scripted = tsjit.script(complex_loop)
+    assert scripted(2, 3) == complex_loop(2, 3)
+    with pytest.raises(TypeError, match="argument 'z'"):
+        scripted("1j", 3)

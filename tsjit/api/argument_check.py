@@ -5,10 +5,11 @@ runs on every call (the per-call budget is a few microseconds).
 
 What a parameter accepts is what Python's numeric tower and NumPy's scalars give, as in
 TorchScript: an `int` takes any integer (`np.int64` from `argmax`, `.sum()`, indexing), a
-`float` any real number (`int`, `np.float32`, `np.int64`), a `bool` also `np.bool_`; the
-same holds inside containers, and a `List` also takes a tuple. Values pass unchanged: the
-code runs on the NumPy scalar or the tuple as the Python function would (an `np.float32`
-promotes as NumPy 2 says, a tuple cannot be appended to), and the executor's guards send
+`float` any real number (`int`, `np.float32`, `np.int64`), a `bool` also `np.bool_`, a
+`complex` any number; the same holds inside containers, and a `List` also takes a
+tuple. Values pass unchanged: the code runs on the NumPy scalar or the tuple as the
+Python function would (an `np.float32` promotes as NumPy 2 says, a tuple cannot be
+appended to), and the executor's guards send
 a value that is not of the exact Python type a specialization assumed to code that was
 profiled with it.
 """
@@ -20,6 +21,7 @@ from ..interpreter.helpers import value_matches
 from ..ir.types import (
     AnyType,
     BoolType,
+    ComplexType,
     DictType,
     FloatType,
     IntType,
@@ -37,7 +39,8 @@ ARRAY_TYPES = (np.ndarray, np.generic)
 INTEGERS = (int, np.integer)
 REALS = (float, int, np.floating, np.integer)
 BOOLS = (bool, np.bool_)
-_NUMBERS = {IntType: INTEGERS, FloatType: REALS, BoolType: BOOLS}
+COMPLEXES = (complex, float, int, np.number)
+_NUMBERS = {IntType: INTEGERS, FloatType: REALS, BoolType: BOOLS, ComplexType: COMPLEXES}
 
 
 def _all_accepted(values, t: Type) -> bool:

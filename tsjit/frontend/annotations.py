@@ -13,6 +13,7 @@ from ..ir.types import (
     AnyType,
     BoolType,
     ClassType,
+    ComplexType,
     DictType,
     EnumType,
     FloatType,
@@ -26,7 +27,7 @@ from ..ir.types import (
     make_union,
 )
 
-_SCALARS = {int: IntType, float: FloatType, bool: BoolType, str: StrType,
+_SCALARS = {int: IntType, float: FloatType, bool: BoolType, str: StrType, complex: ComplexType,
             type(None): NoneType, None: NoneType}
 _DICT_KEYS = (StrType, IntType, FloatType, BoolType, AnyType)
 

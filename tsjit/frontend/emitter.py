@@ -17,6 +17,7 @@ from ..ir.types import (
     AnyType,
     BoolType,
     ClassType,
+    ComplexType,
     DictType,
     DTypeType,
     EnumType,
@@ -60,6 +61,8 @@ def constant_type(value: object) -> Type:
         return IntType
     if isinstance(value, float):
         return FloatType
+    if isinstance(value, complex):
+        return ComplexType
     if isinstance(value, str):
         return StrType
     if value is None:

@@ -15,6 +15,7 @@ from ..ir.types import (
     AnyType,
     BoolType,
     ClassType,
+    ComplexType,
     DictType,
     DTypeType,
     EnumType,
@@ -64,6 +65,7 @@ def _all_match(values, t: Type) -> bool:
 _SINGLETON_CHECKS = {
     IntType: lambda v: isinstance(v, int),
     FloatType: lambda v: isinstance(v, float),
+    ComplexType: lambda v: isinstance(v, complex),
     BoolType: lambda v: isinstance(v, bool),
     StrType: lambda v: isinstance(v, str),
     NoneType: lambda v: v is None,

@@ -32,6 +32,8 @@ def literal(value: object) -> str | None:
     kind = type(value)
     if kind in _LITERAL_ATOMS or (kind is float and math.isfinite(value)):
         return repr(value)
+    if kind is complex:
+        return repr(value) if _reads_back(value) else None
     if kind is tuple or kind is list:
         parts = [literal(v) for v in value]
         if None in parts:
@@ -40,6 +42,14 @@ def literal(value: object) -> str | None:
             return f"[{', '.join(parts)}]"
         return f"({parts[0]},)" if len(parts) == 1 else f"({', '.join(parts)})"
     return None
+
+
+def _reads_back(z: complex) -> bool:
+    """Whether the complex literal repr(z) is z bit for bit (not so for `(-0-1j)`: the real
+    part reads back as +0.0, nor for infinite or NaN parts)."""
+    back = complex(repr(z))
+    return all(math.isfinite(p) and math.copysign(1.0, p) == math.copysign(1.0, q) and p == q
+               for p, q in ((z.real, back.real), (z.imag, back.imag)))
 
 
 def _describe(value: object) -> str | None:

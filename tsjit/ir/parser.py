@@ -29,6 +29,7 @@ from .types import (
     AnyType,
     BoolType,
     ClassType,
+    ComplexType,
     DictType,
     DTypeType,
     EnumType,
@@ -59,7 +60,7 @@ class NodeFilter(Protocol):
     def attribute(self, kind: str, key: str, value: object) -> None: ...
 
 SINGLETON_TYPES = {t.name: t for t in (IntType, FloatType, BoolType, StrType, NoneType, AnyType,
-                                       DTypeType, NoReturnType, UninitializedType)}
+                                       DTypeType, NoReturnType, UninitializedType, ComplexType)}
 CLASS_PREFIX = "__tsjit__."
 
 _TOKEN = re.compile(r"""
@@ -404,6 +405,10 @@ class _Parser:
             if self.peek().text == "(":
                 raise self.error(f"an instance of {qualname} cannot be rebuilt from text", tok)
             value = self.resolve(qualname, tok)
+        elif form == "complex":                 # complex(real, imag)
+            real = self.attr_value()
+            self.expect(",")
+            value = complex(real, self.attr_value())
         elif form == "Array":
             dtype = self.numpy_dtype(numeric=True)
             self.expect(",")

@@ -57,6 +57,8 @@ def format_attr(value: object) -> str:
     if isinstance(value, float):
         return repr(value) if math.isfinite(value) else {"inf": "inf", "-inf": "-inf"}.get(
             repr(value), "nan")
+    if isinstance(value, complex):
+        return f"complex({format_attr(value.real)}, {format_attr(value.imag)})"
     if isinstance(value, str):
         return json.dumps(value)
     if isinstance(value, (tuple, list)):

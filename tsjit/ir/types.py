@@ -46,6 +46,7 @@ AnyType = _Singleton("Any")
 DTypeType = _Singleton("DType")          # np.float32, x.dtype
 NoReturnType = _Singleton("NoReturn")    # the value of an expression that always raises
 UninitializedType = _Singleton("Uninitialized")  # bottom: a value on a path that exits
+ComplexType = _Singleton("complex")      # a Python complex number (not a complex array)
 
 SCALAR_TYPES = (IntType, FloatType, BoolType)
 

@@ -1,6 +1,7 @@
 """The operator registry and the tables that fill it (importing this package loads them all)."""
 from . import (  # noqa: F401  (each module registers its ops on import)
     builtin_ops,
+    complex_ops,
     container_ops,
     executor_ops,
     iteration_ops,

@@ -28,6 +28,7 @@ from ..ir.types import (
     AnyType,
     BoolType,
     ClassType,
+    ComplexType,
     DictType,
     FloatType,
     IntType,
@@ -72,6 +73,8 @@ def _abs_rule(types, attrs):
         return TENSOR
     if t in (FloatType, AnyType):
         return t
+    if t == ComplexType:
+        return FloatType
     raise OpTypeError(f"bad operand type for abs(): '{t.annotation}'")
 
 

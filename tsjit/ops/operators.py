@@ -15,6 +15,7 @@ from ..ir.types import TENSOR as T
 from ..ir.types import (
     AnyType,
     BoolType,
+    ComplexType,
     DictType,
     FloatType,
     IntType,
@@ -82,7 +83,13 @@ def _unsupported(symbol: str, a: Type, b: Type) -> OpTypeError:
 
 
 def numeric_result(name: str, a: Type, b: Type) -> Type | None:
-    """Python's result type for int/float/bool operands, or None if not both numbers."""
+    """Python's result type for int/float/bool/complex operands, or None if not both
+    numbers (or Python has no such operator for them)."""
+    if ComplexType in (a, b):
+        other = b if a == ComplexType else a
+        if (is_number(other) or other == ComplexType) and name in _COMPLEX_OPERATORS:
+            return ComplexType
+        return None
     if not (is_number(a) and is_number(b)):
         return None
     if name == "truediv":
@@ -94,6 +101,10 @@ def numeric_result(name: str, a: Type, b: Type) -> Type | None:
             return None
         return FloatType
     return IntType
+
+
+# the operators Python defines on complex numbers (no //, %, bitwise or shifts)
+_COMPLEX_OPERATORS = ("add", "sub", "mul", "truediv", "pow")
 
 
 def _sequence_result(name: str, a: Type, b: Type) -> Type | None:
@@ -123,6 +134,9 @@ def binary_rule(name: str):
             other = b if isinstance(a, TensorType) else a
             if isinstance(other, TensorType) or is_number(other) or other == AnyType:
                 return T
+            if other == ComplexType:
+                raise OpTypeError(f"{symbol} of an array and a Python complex is not supported "
+                                  "in script code (complex numbers are scalars only)")
             raise _unsupported(symbol, a, b)
         if AnyType in (a, b):
             return AnyType
@@ -157,8 +171,9 @@ def ordering_rule(symbol: str):
         a, b = types
         if isinstance(a, TensorType) or isinstance(b, TensorType):
             return T
-        comparable = (is_number(a) and is_number(b)) or a == b or AnyType in (a, b) or (
-            isinstance(a, (TupleType, ListType)) and isinstance(b, (TupleType, ListType)))
+        comparable = (is_number(a) and is_number(b)) or (a == b != ComplexType) or AnyType in (
+            a, b) or (isinstance(a, (TupleType, ListType)) and isinstance(b, (TupleType,
+                                                                             ListType)))
         if not comparable:
             raise OpTypeError(f"'{symbol}' not supported between '{_type_name(a)}' "
                               f"and '{_type_name(b)}'")
@@ -192,8 +207,8 @@ def unary_rule(symbol: str):
         (a,) = types
         if isinstance(a, TensorType) or a == AnyType:
             return a
-        if a == FloatType and symbol != "~":
-            return FloatType
+        if a in (FloatType, ComplexType) and symbol != "~":
+            return a
         if a in (IntType, BoolType):
             return IntType
         raise OpTypeError(f"bad operand type for unary {symbol}: '{_type_name(a)}'")
