@@ -212,6 +212,10 @@ def for_targets(xs: list[int], pairs: list[tuple[int, tuple[int, int]]]) -> list
         out[1] += a * b - c
     for out[2], _ in pairs:         # a subscript as a target, as Python allows
         pass
+    for first, *rest in [xs, xs[1:]]:
+        out.append(first * len(rest))
+    for [a], *middle, last in (((1,), 2, 3), ((4,), 5)):
+        out.append(a + len(middle) + last)
     return out
 
 
@@ -228,7 +232,7 @@ def attribute_target(xs: list[int]) -> int:
 
 
 def test_the_target_shapes_of_a_for_loop():
-    check(for_targets, ([1, 2, 3], [(1, (2, 3)), (4, (5, 6))]), ([], []))
+    check(for_targets, ([1, 2, 3], [(1, (2, 3)), (4, (5, 6))]), ([7, 8], []))
     check(attribute_target, ([4, 5],), ([],))
 
 

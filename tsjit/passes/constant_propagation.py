@@ -117,7 +117,7 @@ def _folded_values(node: Node) -> list[object] | None:
     result = _evaluate(op, args, node.attrs)
     if result is _FAILED:
         return None
-    if len(node.outputs) == 1:
+    if len(node.outputs) == 1 and not op.attrs.get("unpacks"):
         values = [result]
     elif isinstance(result, tuple) and len(result) == len(node.outputs):
         values = list(result)
