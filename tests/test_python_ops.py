@@ -529,7 +529,6 @@ REJECTED = [
     ((("list", "extend"), LI, LS), "expected int, found str"),
     ((("list", "insert"), LI, StrType, IntType), "argument 1 must be int, not str"),
     ((("list", "pop"), LI, FloatType), "must be int, not float"),
-    ((("list", "sort"), ListType(DSI), BoolType), "'<' not supported"),
     ((("list", "index"), LI, IntType, StrType, IntType), "must be int, not str"),
     ((("dict", "get"), DSI, IntType, NoneType), "dict key must be str, found int"),
     ((("dict", "pop"), DSI, IntType), "dict key must be str, found int"),
