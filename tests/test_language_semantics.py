@@ -193,3 +193,28 @@ def test_a_class_variable_of_a_module_is_read_through_the_instance(tmp_path):
         assert_same(scripted(x), x * 2)
     finally:
         Scaled.factor = 3
+
+
+def stepped_inside(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += i * Config.step        # read once per call, at its start
+    return total
+
+
+def test_a_class_variable_read_in_a_loop_leaves_the_loop_native(default_settings):
+    tsjit.set_native_enabled(True)
+    scripted = tsjit.script(stepped_inside)
+    try:
+        for step in (2, 9):
+            Config.step = step
+            for n in (3, 10, 10):
+                assert_same(scripted(n), stepped_inside(n))
+        assert "prim::NativeCall" in str(scripted.graph_for(10))
+        Config.step = 1.5
+        with pytest.raises(TypeError, match="class variable Config.step"):
+            scripted(10)
+        Config.step = 4
+        assert_same(scripted(10), stepped_inside(10))
+    finally:
+        Config.step = 2

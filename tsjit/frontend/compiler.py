@@ -472,16 +472,35 @@ class Compiler:
                        src: SourceRange) -> Value:
         """Read a class variable when the code runs (through the class or an instance).
         The code was compiled for the type it had: a value of another type raises
-        TypeError, rather than run typed code on it."""
-        value = em.insert("prim::GetAttr", [owner], [AnyType], {"name": name}, src).output
-        matches = em.insert("prim::isinstance", [value], [BoolType], {"types": (type_,)},
-                            src).output
+        TypeError where it is used, rather than run typed code on it.
+
+        The read itself is made once, when the function starts (its owner, the class or
+        `self`, is known there): a loop that uses the variable stays native code."""
+        constant = owner.node.kind == "prim::Constant"
+        key = (owner.node.attrs["value"] if constant else owner, name)
+        found = em.class_reads.get(key)
+        if found is None and (constant or owner in em.graph.inputs):
+            found = em.at_entry(lambda: self._read_class_variable(
+                em, em.const_python(key[0], src) if constant else owner, name, type_, src))
+        elif found is None:
+            found = self._read_class_variable(em, owner, name, type_, src)
+        em.class_reads[key] = found
+        matches, value = found
         message = em.const(f"class variable {t.py_class.__qualname__}.{name} was "
                            f"{type_.annotation} when the script code was compiled, and script "
                            "code is typed: keep its type, or script the code again", src)
         em.emit_if(matches, lambda: None,
                    lambda: em.emit_raise(TypeError, [message], src), src)
-        return em.insert("prim::unchecked_cast", [value], [type_], src=src).output
+        return value
+
+    @staticmethod
+    def _read_class_variable(em, owner: Value, name: str, type_: Type,
+                             src: SourceRange) -> tuple[Value, Value]:
+        """(whether the value has the type compiled for, the value cast to that type)."""
+        value = em.insert("prim::GetAttr", [owner], [AnyType], {"name": name}, src).output
+        matches = em.insert("prim::isinstance", [value], [BoolType], {"types": (type_,)},
+                            src).output
+        return matches, em.insert("prim::unchecked_cast", [value], [type_], src=src).output
 
     def set_class_attribute(self, em, base: Value, name: str, value: Value,
                             src: SourceRange) -> None:

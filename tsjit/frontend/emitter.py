@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..ir.graph import Graph, Node, SourceRange, Value
+from ..ir.graph import Block, Graph, Node, SourceRange, Value
 from ..ir.types import (
     TENSOR,
     AnyType,
@@ -97,6 +97,10 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
         self.defaults: dict[str, object] = {}
         self.unannotated: set[str] = set()      # parameters taken as Tensor for want of one
         self.unannotated_inputs: dict[Value, str] = {}
+        # class variables read so far (see Compiler.class_variable), and where the next
+        # node emitted at the function's entry goes
+        self.class_reads: dict[tuple, tuple[Value, Value]] = {}
+        self.entry_index = 0
 
     # ---- helpers used by all mixins
     def src(self, node: ast.AST) -> SourceRange:
@@ -117,6 +121,21 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
             raise CompilationError(f"{e}{self.unannotated_hint(inputs)}", src) from None
         node = self.insert(kind, inputs, types, attrs, src)
         return node.outputs[0] if node.outputs else None
+
+    def at_entry(self, emit):
+        """Run `emit()` with its nodes placed at the start of the function, where they run
+        once per call, before anything else (their inputs must be parameters or constants
+        they make)."""
+        outer, self.frame = self.frame, Frame(Block(self.graph, None))
+        try:
+            result = emit()
+        finally:
+            entry, self.frame = self.frame, outer
+        for node in list(entry.block.nodes):
+            entry.block.nodes.remove(node)
+            self.graph.block.insert(self.entry_index, node)
+            self.entry_index += 1
+        return result
 
     def unannotated_hint(self, inputs: list) -> str:
         """What an error about these values adds when one is a parameter that is a
