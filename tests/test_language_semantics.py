@@ -218,3 +218,36 @@ def test_a_class_variable_read_in_a_loop_leaves_the_loop_native(default_settings
         assert_same(scripted(10), stepped_inside(10))
     finally:
         Config.step = 2
+
+
+class Inner(tsjit.Module):
+    gain = 2
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        return x * self.gain
+
+
+class Outer(tsjit.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = Inner()
+
+    def forward(self, x: np.ndarray, flag: bool) -> np.ndarray:
+        inner = self.inner
+        if flag:
+            y = x * inner.gain
+        else:
+            y = x - inner.gain
+        return y + inner(x)
+
+
+def test_a_class_variable_of_a_submodule_is_read_where_it_is_used():
+    scripted = tsjit.script(Outer())
+    x = np.arange(3.0)
+    try:
+        for gain in (2, 5):
+            Inner.gain = gain
+            for flag in (True, False, True):
+                assert_same(scripted(x, flag), Outer()(x, flag))
+    finally:
+        Inner.gain = 2

@@ -477,11 +477,10 @@ class Compiler(ModuleTypes):
         key = (owner.node.attrs["value"] if constant else owner, name)
         found = em.class_reads.get(key)
         if found is None and (constant or owner in em.graph.inputs):
-            found = em.at_entry(lambda: self._read_class_variable(
+            found = em.class_reads[key] = em.at_entry(lambda: self._read_class_variable(
                 em, em.const_python(key[0], src) if constant else owner, name, type_, src))
-        elif found is None:
+        elif found is None:         # through a submodule: read where it is used
             found = self._read_class_variable(em, owner, name, type_, src)
-        em.class_reads[key] = found
         matches, value = found
         message = em.const(f"class variable {t.py_class.__qualname__}.{name} was "
                            f"{type_.annotation} when the script code was compiled, and script "
