@@ -3,6 +3,7 @@ and points at the user's code (file, line and the marked source), not at a libra
 from __future__ import annotations
 
 import dataclasses
+import os
 import pdb
 import subprocess
 import sys
@@ -180,3 +181,14 @@ def test_an_ignored_function_without_return_annotation_returns_what_python_retur
     check(ignored_result_in_arithmetic, (2,), (5,), (-1,))
     check(ignored_array_result, (np.arange(3.0),), (np.ones((2, 2), np.float32),))
     check(ignored_str_result, ("a",), ("hey",))
+
+
+def process_id(x: int) -> int:
+    return os.getpid() + x
+
+
+def test_a_python_callable_without_an_op_says_to_call_it_from_an_ignored_function():
+    message = str(compile_error(process_id))
+    assert "'os.getpid' (a Python builtin_function_or_method) is not supported in script " \
+           "code; call it from a `@tsjit.ignore` function" in message
+    assert underlined(message) == ["os.getpid"]

@@ -193,7 +193,8 @@ class Compiler(ModuleTypes):
         fn = getattr(fn, "__func__", fn)
         if not inspect.isfunction(fn):
             raise CompilationError(f"'{name}' is not supported in script code: it is not a "
-                                   "Python function, and no op is registered for it", src)
+                                   "Python function, and no op is registered for it; call it "
+                                   "from a `@tsjit.ignore` function", src)
         if getattr(fn, "_tsjit_ignore", False):
             params, types, ret = self.signature(fn, None)
             return PythonCallback(fn, params, ret or AnyType)

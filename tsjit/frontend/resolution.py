@@ -114,7 +114,8 @@ class Resolver:
                 f"'{name}' is a global {type(obj).__name__}: only immutable globals (int, "
                 "float, bool, str, tuples of them) are captured; pass it as an argument", src)
         raise CompilationError(
-            f"'{name}' (a Python {type(obj).__name__}) is not supported in script code", src)
+            f"'{name}' (a Python {type(obj).__name__}) is not supported in script code; call "
+            "it from a `@tsjit.ignore` function", src)
 
 
 def _hashable(obj: object) -> bool:
