@@ -132,11 +132,9 @@ def binary_rule(name: str):
         a, b = types
         if isinstance(a, TensorType) or isinstance(b, TensorType):
             other = b if isinstance(a, TensorType) else a
-            if isinstance(other, TensorType) or is_number(other) or other == AnyType:
+            if isinstance(other, TensorType) or is_number(other) or other in (AnyType,
+                                                                                ComplexType):
                 return T
-            if other == ComplexType:
-                raise OpTypeError(f"{symbol} of an array and a Python complex is not supported "
-                                  "in script code (complex numbers are scalars only)")
             raise _unsupported(symbol, a, b)
         if AnyType in (a, b):
             return AnyType
