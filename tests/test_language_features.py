@@ -7,7 +7,7 @@ from typing import List, Optional  # noqa: UP035 (string forward references)
 
 import numpy as np
 import pytest
-from _differential import check
+from _differential import assert_same, check
 from test_frontend_modules import check_module
 
 import tsjit
@@ -317,10 +317,26 @@ class WithActivation(tsjit.Module):
         return self.activation(x * self.w)
 
 
-def test_a_module_attribute_holding_a_plain_function_is_called_without_self():
+class WithUfunc(tsjit.Module):
+    def __init__(self):
+        super().__init__()
+        self.activation = np.tanh
+        self.reduce = max
+
+    def forward(self, x: np.ndarray, a: int) -> tuple[np.ndarray, int]:
+        return self.activation(x) * 2.0, self.reduce(a, 3)
+
+
+def test_a_module_attribute_holding_a_function_is_called_without_self():
     scripted = check_module(WithActivation, "forward", (np.array([1.0, 1.0, -1.0]),))
     with pytest.raises(AttributeError, match="compiled into the code"):
         scripted.activation = np.tanh
+    scripted, eager = tsjit.script(WithUfunc()), WithUfunc()
+    for x, a in ((np.arange(3.0), 5), (np.ones(2, np.float32), 1), (np.arange(3.0), 5)):
+        for got, want in zip(scripted(x, a), eager(x, a)):
+            assert_same(got, want, ulps=4)
+    with pytest.raises(AttributeError, match="compiled into the code"):
+        scripted.reduce = min
 
 
 class Base(tsjit.Module):

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import copy
-import inspect
 import weakref
 
 from .. import config
 from ..executor import GraphExecutor
 from ..executor.pipeline import direct_entry
 from ..frontend.compiler import CompiledCallable
+from ..frontend.module_types import holds_function
 from ..interpreter import python_source
 from ..ir.graph import Graph
 from ..ops.registry import NO_DEFAULT
@@ -234,8 +234,7 @@ class ScriptModule:
         if name in module_type.constants:
             raise AttributeError(f"cannot set constant (Final) attribute '{name}' of a "
                                  "scripted module: its value is compiled into the code")
-        current = vars(self._instance).get(name)
-        if inspect.isfunction(current) or isinstance(current, ScriptFunction):
+        if holds_function(vars(self._instance).get(name)):
             raise AttributeError(f"cannot set attribute '{name}' of a scripted module: the "
                                  "function it holds is compiled into the code; script the "
                                  "module again after changing it")

@@ -25,6 +25,14 @@ from .source import ParsedSource
 from .sugared import ModuleListValue
 
 
+def holds_function(value: object) -> bool:
+    """Whether a module attribute is a function (Python, builtin, ufunc or scripted)
+    rather than data."""
+    from ..api.script_function import ScriptFunction
+    return inspect.isfunction(value) or inspect.isbuiltin(value) or isinstance(
+        value, (np.ufunc, ScriptFunction))
+
+
 class ModuleTypes:
     """Module instances as the compiler sees them (Compiler's methods for modules)."""
 
@@ -98,15 +106,15 @@ class ModuleTypes:
 
     def module_member(self, em, base: Value, instance, name: str, src: SourceRange):
         from ..api.module import ModuleDict, ModuleList
-        from ..api.script_function import ScriptFunction
         value = vars(instance).get(name)
         if isinstance(value, (ModuleList, ModuleDict)):
             container = em.insert("prim::GetAttr", [base], [AnyType], {"name": name},
                                   src).output
             return self.container_items(em, container, value, src)
-        if inspect.isfunction(value) or isinstance(value, ScriptFunction):
-            # a plain function held by the module (`self.fn = relu`): called as stored,
-            # without `self`; compiled in, so the scripted module refuses a new one
+        if holds_function(value):
+            # a function held by the module (`self.fn = relu`, `self.act = np.tanh`):
+            # called as stored, without `self`; compiled in, so the scripted module
+            # refuses a new one
             return em.resolver.python_value(value, src, f"self.{name}")
         if name in base.type.attributes and isinstance(base.type.attributes[name], ClassType):
             sub_type = base.type.attributes[name]
