@@ -293,6 +293,22 @@ def test_a_module_list_subclass_iterates_and_indexes_itself():
                  (np.arange(3.0),))
 
 
+class HoldsChain(tsjit.Module):
+    def __init__(self):
+        super().__init__()
+        self.chain = Chain([AddConst(1.0), AddConst(-0.5)])
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        total = self.chain(x)
+        for layer in self.chain:        # still a container of submodules
+            total = total + layer(x)
+        return total
+
+
+def test_a_module_list_subclass_held_by_a_module_is_callable_and_iterable():
+    check_module(HoldsChain, "forward", (np.arange(3.0),), (np.ones((2, 2)),))
+
+
 def test_a_module_dict_subclass_iterates_its_items_and_keys():
     check_module(lambda: Named({"first": AddConst(1.0), "second": AddConst(2.0)}), "forward",
                  (np.ones(2),))

@@ -25,6 +25,14 @@ from .source import ParsedSource
 from .sugared import ModuleListValue
 
 
+def is_plain_container(value: object) -> bool:
+    """A ModuleList / ModuleDict without a forward of its own: a compile-time list of
+    submodules.  A subclass with forward is a submodule (callable) that also unrolls."""
+    from ..api.module import ModuleDict, ModuleList
+    return isinstance(value, (ModuleList, ModuleDict)) and not callable(
+        getattr(type(value), "forward", None))
+
+
 def holds_function(value: object) -> bool:
     """Whether a module attribute is a function (Python, builtin, ufunc or scripted)
     rather than data."""
@@ -39,7 +47,7 @@ class ModuleTypes:
     def module_type(self, module) -> ClassType:
         """A fresh type per module instance: attribute types and constants come from
         the instance's values and the class's annotations."""
-        from ..api.module import Module, ModuleDict, ModuleList
+        from ..api.module import Module
         cls = type(module)
         t = ClassType(cls, is_module=True)
         self.module_instances[t] = module
@@ -57,7 +65,7 @@ class ModuleTypes:
                 t.attributes[name] = constant_type(value)
                 self.class_variables.add((t, name))
         for name, value in vars(module).items():
-            if name.startswith("_") or isinstance(value, (ModuleList, ModuleDict)):
+            if name.startswith("_") or is_plain_container(value):
                 continue
             if name in constants:
                 t.constants[name] = tuple(value) if isinstance(value, list) else value
@@ -105,9 +113,8 @@ class ModuleTypes:
         return None
 
     def module_member(self, em, base: Value, instance, name: str, src: SourceRange):
-        from ..api.module import ModuleDict, ModuleList
         value = vars(instance).get(name)
-        if isinstance(value, (ModuleList, ModuleDict)):
+        if is_plain_container(value):
             container = em.insert("prim::GetAttr", [base], [AnyType], {"name": name},
                                   src).output
             return self.container_items(em, container, value, src)
