@@ -185,8 +185,10 @@ class Compiler(ModuleTypes):
         self.module_instances: weakref.WeakKeyDictionary[ClassType, object] = \
             weakref.WeakKeyDictionary()
         self.compiling_init: list[ClassType] = []
-        # module attributes that are class variables: checked where read (see class_level)
-        self.class_variables: set[tuple[ClassType, str]] = set()
+        # a module type's attributes that are class variables: checked where read (see
+        # class_variable); weak, as module_instances
+        self.class_variables: weakref.WeakKeyDictionary[ClassType, set[str]] = \
+            weakref.WeakKeyDictionary()
 
     # ---- functions
     def function_value(self, fn, src: SourceRange, name: str) -> Sugared:
@@ -424,7 +426,7 @@ class Compiler(ModuleTypes):
             found = self.module_member(em, base, instance, name, src)
             if found is not None:
                 return found
-        if (t, name) in self.class_variables:
+        if name in self.class_variables.get(t, ()):
             return self.class_variable(em, base, t, name, t.attributes[name], src)
         if name in t.attributes:
             return em.insert("prim::GetAttr", [base], [t.attributes[name]], {"name": name},

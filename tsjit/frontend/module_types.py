@@ -63,7 +63,7 @@ class ModuleTypes:
                 t.constants[name] = value
             else:       # read through the instance when the code runs, and saved with it
                 t.attributes[name] = constant_type(value)
-                self.class_variables.add((t, name))
+                self.class_variables.setdefault(t, set()).add(name)
         for name, value in vars(module).items():
             if name.startswith("_") or is_plain_container(value):
                 continue
