@@ -58,7 +58,7 @@ def cross_entropy(x, labels):
 
 
 def l2_normalize(x):
-    return x / np.sqrt((x * x).sum(axis=-1, keepdims=True))
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
 
 def variance(x):
@@ -95,7 +95,7 @@ def cross_entropy_torch(x, labels):
 
 
 def l2_normalize_torch(x):
-    return x / torch.sqrt((x * x).sum(dim=-1, keepdim=True))
+    return x / torch.linalg.norm(x, dim=-1, keepdim=True)
 
 
 def variance_torch(x):

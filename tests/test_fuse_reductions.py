@@ -149,3 +149,28 @@ def test_a_reduction_without_keepdims_is_not_broadcast_over_rows():
     x = np.arange(16.0).reshape(4, 4)
     scripted, got = _scripted(centered, x)
     assert_same(got, centered(x))
+
+
+def norms(x):
+    return (np.linalg.norm(x * 1.0, axis=-1), np.linalg.norm(x, axis=1, keepdims=True, ord=1),
+            x / np.linalg.norm(x, axis=-1, keepdims=True),
+            np.linalg.norm(x - 1, ord=np.inf, axis=-1), np.linalg.norm(x + 1, ord=-np.inf, axis=-1))
+
+
+def truths(x):
+    return (np.any(x > 0.5, axis=-1), np.all(x < 2, axis=-1, keepdims=True), (x > 0).any(),
+            np.count_nonzero(x * 2, axis=-1), (x - 1).all())
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_norms_any_all_and_count_nonzero(dtype):
+    x = (np.random.default_rng(6).standard_normal((5, 300)) * 3).astype(dtype)
+    if dtype != np.int32:
+        x[1, 3], x[3, 7] = np.nan, np.inf
+        x[2] = 0
+    for fn in (norms, truths):
+        scripted, got = _scripted(fn, x)
+        assert_same(got, fn(x), fn.__name__)
+        stats = scripted.stats()
+        assert stats["kernel_launches"] >= 2 and stats["bailouts"] == 0, (fn.__name__, stats)

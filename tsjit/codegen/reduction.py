@@ -51,7 +51,7 @@ _PARALLEL_WORK = 1 << 16
 # A full reduction of at least this many elements is cut into 2**SUBTREE_DEPTH subtrees of
 # its summation tree, computed in parallel and added in the tree's order.
 SUBTREE_DEPTH = 4
-_PARALLEL_RUN = 1 << 16
+_PARALLEL_RUN = 1 << 18
 _TASK_TYPE = ir.FunctionType(ir.VoidType(), [PTR, I64, I64])
 # Rows up to this long keep the expensive values of a pass for the later passes in a
 # stack buffer (longer rows compute them again).
@@ -136,11 +136,17 @@ class _RowKernelBuilder:
         return first_use, cached
 
     # ------------------------------------------------------------------ helpers
-    def function(self, name: str, args: list[ir.Type], inline: bool = False) -> ir.Function:
+    def function(self, name: str, args: list[ir.Type], inline: bool = False,
+                 computes: set[int] = frozenset()) -> ir.Function:
+        """An internal function; its loops (and those inlined into it) use 512-bit vectors
+        when the values it ``computes`` include transcendental functions (compute-bound,
+        as in ``elementwise.vector_width``), else 256-bit ones."""
         fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), args), name=name)
         fn.attributes.add("nounwind")
         fn.linkage = "internal"
-        set_string_attribute(fn, "prefer-vector-width", "256")
+        expensive = any(self._op(v) is not None and self._op(v).op in _EXPENSIVE
+                        for v in computes)
+        set_string_attribute(fn, "prefer-vector-width", "512" if expensive else "256")
         if inline:
             fn.attributes.add("alwaysinline")
         return fn
@@ -245,7 +251,8 @@ class _RowKernelBuilder:
         loop(b, i64(0), n, one)
         b.ret_void()
 
-        fn = self.function(f"{self.name}_leaf{p}{suffix}", [PTR, PTR, I64, I64, PTR])
+        fn = self.function(f"{self.name}_leaf{p}{suffix}", [PTR, PTR, I64, I64, PTR],
+                           computes=wanted - set(loads))
         rowptrs, state, start, n, results = fn.args
         b = ir.IRBuilder(fn.append_basic_block())
         buffers = [stack_slot(b, ir.ArrayType(ty, BLOCK)) for ty in types]
@@ -293,7 +300,8 @@ class _RowKernelBuilder:
             b.store(b.load(slot, typ=llvm_type(self._op(r).dtype)),
                     element(b, results, i64(j), I64))
         b.ret_void()
-        fn = self.function(f"{self.name}_minmax{p}{suffix}", [PTR, PTR, I64, I64, PTR])
+        fn = self.function(f"{self.name}_minmax{p}{suffix}", [PTR, PTR, I64, I64, PTR],
+                           computes=wanted - set(loads))
         rowptrs, state, start, n, results = fn.args
         b = ir.IRBuilder(fn.append_basic_block())
         b.call(inner, self.pointers_from(b, rowptrs, cached) + [state, start, n, results])
@@ -462,7 +470,10 @@ class _RowKernelBuilder:
                 tree = self.build_tree(p, self.build_leaf(p, cached))
             trees.append(self.build_parallel_tree(p, tree) if parallel else tree)
         outputs = self.build_outputs(cached)
-        fn = self.function(f"{self.name}_row{'c' if cached else ''}", [PTR, PTR, I64])
+        loads, _ = self.scratch(len(self.passes), cached)
+        outputs_compute = self.needed([v for v in spec.outputs if self.levels[v]], loads)
+        fn = self.function(f"{self.name}_row{'c' if cached else ''}", [PTR, PTR, I64],
+                           computes=outputs_compute - set(loads))
         rowptrs, state, n = fn.args
         b = ir.IRBuilder(fn.append_basic_block())
         for p, reductions in enumerate(self.passes):

@@ -45,7 +45,9 @@ __all__ = ["ReductionCall", "build_fused_group", "build_row_group", "read_reduct
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _F64 = np.dtype(np.float64)
 _I64 = np.dtype(np.int64)
-_KINDS = ("sum", "mean", "max", "min", "var", "std")
+_KINDS = ("sum", "mean", "max", "min", "var", "std", "any", "all", "count_nonzero",
+          "linalg_norm")
+_NORM_ORDERS = (None, 1, 2, np.inf, -np.inf)
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class ReductionCall:
     axis: tuple[int, ...] | None
     keepdims: bool
     ddof: int = 0
+    order: object = None    # np.linalg.norm's ord
 
 
 def read_reduction(node: Node) -> ReductionCall | None:
@@ -69,18 +72,22 @@ def read_reduction(node: Node) -> ReductionCall | None:
         return None
     args = {p.name: constant_value(v) for p, v in zip(op.params, node.inputs)}
     defaults = {"dtype": None, "out": None, "initial": None, "where": True, "ddof": 0,
-                "keepdims": False}
+                "keepdims": False, "ord": None}
     if any(args.get(k, d) is NOT_CONSTANT or args.get(k, d) != d
-           for k, d in defaults.items() if k not in ("ddof", "keepdims")):
+           for k, d in defaults.items() if k not in ("ddof", "keepdims", "ord")):
         return None
     keepdims, ddof, axis = args.get("keepdims", False), args.get("ddof", 0), args["axis"]
-    if type(keepdims) is not bool or type(ddof) is not int:
+    order = args.get("ord")
+    if type(keepdims) is not bool or type(ddof) is not int or order is NOT_CONSTANT or \
+            type(order) not in (type(None), int, float) or order not in _NORM_ORDERS:
         return None
+    if axis is None and name in ("linalg_norm", "count_nonzero"):
+        return None   # a BLAS dot product; a Python int
     if type(axis) is int:
         axis = (axis,)
     elif axis is not None and not (type(axis) is tuple and all(type(a) is int for a in axis)):
         return None
-    return ReductionCall(name, node.inputs[0], axis, keepdims, ddof)
+    return ReductionCall(name, node.inputs[0], axis, keepdims, ddof, order)
 
 
 def _normalized(axis: tuple[int, ...] | None, rank: int) -> tuple[int, ...] | None:
@@ -214,6 +221,17 @@ class _RowBuilder(_Builder):
                 raise GroupError(f"{node.kind} of {dtype}")
             self.min_length = max(self.min_length, 1)
             return self.reduction(f"reduce_{kind}", x, dtype)
+        if kind in ("any", "all", "count_nonzero"):
+            truth = self.cast(x, np.dtype(bool))   # x != 0, NaN is true
+            if kind == "count_nonzero":
+                return self.reduction("reduce_sum", self.cast(truth, _I64), _I64)
+            self.min_length = max(self.min_length, 1)   # empty: NumPy's identity
+            small = np.dtype(np.uint8)
+            found = self.reduction("reduce_max" if kind == "any" else "reduce_min",
+                                   self.cast(truth, small), small)
+            return self.cast(found, np.dtype(bool))
+        if kind == "linalg_norm":
+            return self.norm(node, call, x, dtype)
         if dtype not in _FLOATS:
             raise GroupError(f"{node.kind} of {dtype} (NumPy sums it in buffered float64)")
         mean = self.mean(x, dtype)
@@ -228,6 +246,24 @@ class _RowBuilder(_Builder):
         self.min_length = max(self.min_length, call.ddof + 1)
         variance = self.divided(squares, count, dtype)
         return variance if kind == "var" else self.op("sqrt", (variance,), dtype)
+
+    def norm(self, node: Node, call: ReductionCall, x: int, dtype: np.dtype) -> int:
+        """np.linalg.norm along one axis: integers as float64 first, then by `ord`:
+        sqrt(sum(x * x)), sum(abs(x)), max or min of abs(x) (numpy/linalg/_linalg.py)."""
+        if dtype.kind in "biu":
+            dtype = _F64
+            x = self.cast(x, dtype)
+        if dtype not in _FLOATS:
+            raise GroupError(f"{node.kind} of {dtype}")
+        order = call.order
+        if order in (None, 2):
+            return self.op("sqrt", (self.reduction("reduce_sum", self.op("mul", (x, x), dtype),
+                                                   dtype),), dtype)
+        magnitude = self.op("abs", (x,), dtype)
+        if order == 1:
+            return self.reduction("reduce_sum", magnitude, dtype)
+        self.min_length = max(self.min_length, 1)
+        return self.reduction("reduce_max" if order > 0 else "reduce_min", magnitude, dtype)
 
     def reduction(self, name: str, x: int, dtype: np.dtype) -> int:
         n = self.op(name, (x,), dtype)
