@@ -47,6 +47,11 @@ def label(n: int) -> str:
     return f"{n!r:>4}"
 
 
+def tower_defaults(x: float = 1, pair: tuple[float, int] = (1, 2),
+                   xs: list[float] = [1, 2.5], n: int | None = None) -> float:  # noqa: B006
+    return x + pair[0] + xs[0] + (0 if n is None else n)
+
+
 @pytest.fixture
 def canary(tmp_path):
     path = tmp_path / "canary"
@@ -314,6 +319,13 @@ def test_ill_typed_manifest_values(edit):
     refused(zipped(files), "corrupt archive")
 
 
+def test_defaults_python_accepts_still_load():
+    """The default check takes what the call boundary takes (an int for a float)."""
+    loaded = tsjit.load(zipped(archive_of(tsjit.script(tower_defaults))))
+    assert_same(loaded(), tower_defaults())
+    assert_same(loaded(0.5, n=2), tower_defaults(0.5, n=2))
+
+
 def _bomb(size: int) -> bytes:
     return b" " * size
 
@@ -352,6 +364,15 @@ def test_total_size_limit(monkeypatch):
     files = archive_of(tsjit.script(Scaled()))
     monkeypatch.setattr(archive_format, "MAX_TOTAL_BYTES", len(files["manifest.json"]) + 100)
     refused(zipped(files), "limit")
+
+
+def test_member_count_limit(monkeypatch):
+    monkeypatch.setattr(archive_format, "MAX_MEMBERS", 50)
+    files = archive_of(tsjit.script(double))
+    refused(zipped({**files, **{f"junk/{k}": b"" for k in range(60)}}), "over the limit")
+    files = archive_of(tsjit.script(Scaled()))
+    files["data.npz"] = zipped({f"a{k}.npy": b"" for k in range(60)}).getvalue()
+    refused(zipped(files), "over the limit")
 
 
 def test_unused_members_are_not_read():

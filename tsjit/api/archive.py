@@ -37,6 +37,7 @@ ARRAYS = "data.npz"
 MAX_TEXT_BYTES = 64 << 20       # the manifest, and each graph's text
 MAX_TOTAL_BYTES = 4 << 30       # everything read from one archive, arrays included
 MAX_NESTING = 100               # lists in lists (values, JSON) in the manifest
+MAX_MEMBERS = 10_000            # zip entries (zipfile builds an object for each at once)
 
 PathOrFile = str | os.PathLike[str] | IO[bytes]
 
@@ -204,7 +205,7 @@ class ArchiveReader:
         self._npz: zipfile.ZipFile | None = None
         self._arrays: dict[str, np.ndarray] = {}
         try:
-            self._zip = self._guarded(zipfile.ZipFile, self._file or source)
+            self._zip = self._guarded(_open_zip, self._file or source)
             manifest = self._guarded(json.loads, self._read(self._zip, MANIFEST, MAX_TEXT_BYTES))
         except SerializationError:
             self.close()
@@ -283,11 +284,23 @@ class ArchiveReader:
         array = self._arrays.get(key)
         if array is None:
             if self._npz is None:
-                self._npz = self._guarded(zipfile.ZipFile, io.BytesIO(
+                self._npz = self._guarded(_open_zip, io.BytesIO(
                     self._read(self._zip, ARRAYS, MAX_TOTAL_BYTES)))
             data = self._read(self._npz, f"{key}.npy", MAX_TOTAL_BYTES)
             array = self._arrays[key] = self._guarded(_npy_array, data, key)
         return array
+
+
+def _open_zip(file: IO[bytes]) -> zipfile.ZipFile:
+    """The zip in `file`, once its end record shows at most MAX_MEMBERS entries (a
+    directory of millions of tiny entries would cost far more memory than the file)."""
+    end = zipfile._EndRecData(file)     # the end record zipfile itself reads first
+    if end is None:
+        raise zipfile.BadZipFile("no zip end record")
+    if end[zipfile._ECD_ENTRIES_TOTAL] > MAX_MEMBERS:
+        raise SerializationError(f"the archive has {end[zipfile._ECD_ENTRIES_TOTAL]} "
+                                 f"members, over the limit of {MAX_MEMBERS}")
+    return zipfile.ZipFile(file)
 
 
 def _npy_array(data: bytes, key: str) -> np.ndarray:

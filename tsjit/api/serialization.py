@@ -35,6 +35,7 @@ from .archive import (
     ValueEncoder,
     write_archive,
 )
+from .argument_check import value_has_type
 from .loadable import SavedCodeRules, allowed_object, check_loaded_graph, is_identifier
 from .module import Module, ModuleDict, ModuleList
 from .script_function import ScriptFunction, ScriptMethod, ScriptModule
@@ -297,7 +298,7 @@ def _compiled(record: dict, reader: ArchiveReader, decoder: ValueDecoder,
                                      "an identifier or is repeated")
         t = parse_type(_string(entry["type"]), allowed_object, class_types)
         default = decoder.decode(entry["default"]) if "default" in entry else NO_DEFAULT
-        if default is not NO_DEFAULT and not value_matches(default, t):
+        if default is not NO_DEFAULT and not value_has_type(default, t):
             raise SerializationError(f"corrupt archive: the default of parameter '{name}' "
                                      f"is not a {t.annotation}")
         params.append(Param(name, default))
