@@ -9,9 +9,8 @@ TorchScript: an `int` takes any integer (`np.int64` from `argmax`, `.sum()`, ind
 `complex` any number; the same holds inside containers, and a `List` also takes a
 tuple. Values pass unchanged: the code runs on the NumPy scalar or the tuple as the
 Python function would (an `np.float32` promotes as NumPy 2 says, a tuple cannot be
-appended to), and the executor's guards send
-a value that is not of the exact Python type a specialization assumed to code that was
-profiled with it.
+appended to), and the executor's guards send a value that is not of the exact Python
+type a specialization assumed to code that was profiled with it.
 """
 from __future__ import annotations
 
