@@ -251,3 +251,19 @@ def test_a_class_variable_of_a_submodule_is_read_where_it_is_used():
                 assert_same(scripted(x, flag), Outer()(x, flag))
     finally:
         Inner.gain = 2
+
+
+class Sized:
+    def __init__(self, n: int):
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+
+def truth_by_length(n: int) -> int:
+    return 1 if Sized(n) else 0
+
+
+def test_truth_by_a_negative_length_raises_value_error():
+    check(truth_by_length, (2,), (0,), (-1,), (3,))

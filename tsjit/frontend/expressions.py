@@ -203,8 +203,7 @@ class ExpressionMixin:
             if self.class_has_method(value.type, "__bool__"):
                 return self.checked_bool(self.call_method(value, "__bool__", [], {}, src), src)
             if self.class_has_method(value.type, "__len__"):
-                length = self.call_method(value, "__len__", [], {}, src)
-                return self.emit_op("aten::ne", [length, self.const(0, src)], src=src)
+                return self.checked_length(self.call_method(value, "__len__", [], {}, src), src)
             return self.const(True, src)
         if value.type == NoneType:
             return self.const(False, src)
@@ -226,6 +225,20 @@ class ExpressionMixin:
         self.emit_if(is_bool, lambda: None,
                      lambda: self.emit_raise(TypeError, [message], src), src)
         return self.insert("prim::unchecked_cast", [result], [BoolType], src=src).output
+
+    def checked_length(self, length: Value, src: SourceRange) -> Value:
+        """The truth of an object by its __len__, as Python takes it: the length must be
+        an int (else a compilation error: Python would raise TypeError on every call) and
+        not negative (ValueError when it runs)."""
+        if length.type not in (IntType, BoolType):
+            raise CompilationError(f"__len__ returns {length.type.annotation}, but Python "
+                                   "requires an int of it", src)
+        zero = self.const(0, src)
+        negative = self.emit_op("aten::lt", [length, zero], src=src)
+        self.emit_if(negative, lambda: self.emit_raise(
+            ValueError, [self.const("__len__() should return >= 0", src)], src),
+            lambda: None, src)
+        return self.emit_op("aten::ne", [length, zero], src=src)
 
     def expr_Compare(self, node: ast.Compare) -> Value:
         return self.compare(node)[0]
