@@ -8,8 +8,11 @@ with fresh arguments: a first call (which specializes), optimized calls, a call 
 other dtypes (a guard fails, a fallback specializes) and a call with the first types
 again.  Every result, every exception class
 and every argument's final contents must match NumPy's: bitwise for arithmetic,
-comparisons, casts and sqrt (NaN where NumPy has NaN), within 4 ulps for transcendental
-functions (whose results the generator never feeds into other ops, so errors cannot grow).
+comparisons, casts and sqrt, within 4 ulps for transcendental functions (whose results
+the generator never feeds into other ops, so errors cannot grow); NaN where NumPy has NaN,
+with NumPy's bits (sign and payload). Each program runs under a drawn NumPy error state
+(default, all "warn", "ignore", "raise" or "call"): the warnings (category and message),
+the FloatingPointError and the seterrcall handler's calls must be eager's.
 
 A few examples run in CI; a long run:
 
@@ -32,7 +35,13 @@ import tsjit
 
 EXAMPLES = int(os.environ.get("TSJIT_FUZZ_EXAMPLES", "25"))
 DTYPES = ("bool", "int32", "int64", "float32", "float64")
-FLOAT_SPECIALS = (0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e30, 0.5, -2.25, 3.0)
+# NaNs of both signs, one with a payload: results must carry NumPy's NaN bits.
+PAYLOAD_NAN = float(np.array(0x7FF8000000000123, dtype=np.uint64).view(np.float64))
+FLOAT_SPECIALS = (0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, PAYLOAD_NAN, 1e-40, -1e30, 0.5,
+                  -2.25, 3.0)
+# NumPy error states a program runs under: NumPy's default (warn, under ignored), every
+# kind warned, ignored, raised, or reported to a seterrcall handler.
+ERRSTATES = ("default", "warn", "ignore", "raise", "call")
 
 # fmax's sign on a +0/-0 tie is NumPy's loop position (the second operand in its vector
 # loop, the first at position 0 and in the tail): "+ 0.0" makes every zero +0.
@@ -86,6 +95,7 @@ class Program:
     scalar: float | int | None
     other_dtypes: tuple[str, ...]
     approximate: tuple[bool, ...]     # per result
+    errstate: str                     # see ERRSTATES
 
 
 @st.composite
@@ -128,7 +138,9 @@ def programs(draw) -> Program:
             expr = draw(st.sampled_from(APPROXIMATE_UNARY)).format(a=a)
         lines.append(f"    t{k} = {expr}")
         (approximate if kind == "approximate" else exact).append(f"t{k}")
-    results = [name for name in (exact[-1], *approximate[-1:]) if name not in names]
+    # Every value is returned: an unused op that warns in eager code is dropped by
+    # dead-code elimination in script code (a separate defect, issue 8's report).
+    results = [name for name in (*exact, *approximate) if name not in names]
     assume(results)
     if draw(st.booleans()):     # an in-place update of the first argument
         op = draw(st.sampled_from(("+=", "*=", "-=", "[...] =")))
@@ -137,8 +149,9 @@ def programs(draw) -> Program:
     source = (f"import numpy as np\nimport tsjit\n\n\ndef program({', '.join(params)}):\n"
               + "\n".join(lines) + f"\n    return ({', '.join(results)},)\n")
     other = tuple(draw(st.sampled_from(DTYPES)) for _ in arguments)
+    errstate = draw(st.sampled_from(ERRSTATES))
     return Program(source, tuple(arguments), scalar, other,
-                   tuple(r in approximate for r in results))
+                   tuple(r in approximate for r in results), errstate)
 
 
 _modules = itertools.count()
@@ -155,14 +168,21 @@ def load(source: str, directory) -> object:
     return module.program
 
 
-def run(fn, args: list) -> tuple[object, list]:
-    """(results or the exception class, the arguments afterwards)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+def run(fn, args: list, errstate: str = "ignore") -> tuple[object, list, list]:
+    """(results or the exception class, the arguments afterwards, the floating-point
+    reports: (category, message) of each warning, or (kind, flag) of each seterrcall
+    call) under the NumPy error state `errstate` (see ERRSTATES)."""
+    reports: list = []
+    modes = {"default": {}, "call": {"all": "call", "call": lambda *r: reports.append(r)}}
+    with warnings.catch_warnings(record=True) as caught, \
+            np.errstate(**modes.get(errstate, {"all": errstate})):
+        warnings.simplefilter("always")
         try:
-            return fn(*args), args
+            result = fn(*args)
         except Exception as e:   # the class is compared
-            return type(e), args
+            result = type(e)
+    reports += [(w.category, str(w.message)) for w in caught]
+    return result, args, reports
 
 
 def indistinguishable(got, want, approximate: bool) -> None:
@@ -178,6 +198,7 @@ def indistinguishable(got, want, approximate: bool) -> None:
     nan = np.isnan(want)
     np.testing.assert_array_equal(np.isnan(got), nan)
     ints = {2: np.int16, 4: np.int32, 8: np.int64}[want.dtype.itemsize]
+    np.testing.assert_array_equal(got[nan].view(ints), want[nan].view(ints))   # NaN bits
     g, w = got[~nan].view(ints).astype(np.int64), want[~nan].view(ints).astype(np.int64)
     if not approximate:
         np.testing.assert_array_equal(g, w)    # bitwise, signed zeros included
@@ -201,12 +222,15 @@ def test_random_elementwise_programs_match_numpy(tmp_path):
     @given(programs())
     def check(program: Program) -> None:
         fn = load(program.source, tmp_path)
-        expected, _ = run(fn, arguments_for(program))
+        expected, _, _ = run(fn, arguments_for(program))
         assume(not (isinstance(expected, type) and issubclass(expected, TypeError)))
         scripted = tsjit.script(fn)
         for dtypes in (None, None, None, program.other_dtypes, None):
-            want, want_args = run(fn, arguments_for(program, dtypes))
-            got, got_args = run(scripted, arguments_for(program, dtypes))
+            want, want_args, want_reports = run(fn, arguments_for(program, dtypes),
+                                                program.errstate)
+            got, got_args, got_reports = run(scripted, arguments_for(program, dtypes),
+                                              program.errstate)
+            assert got_reports == want_reports, (program.source, program.errstate)
             if isinstance(want, type):
                 assert got is want, (program.source, got, want)
             else:

@@ -28,9 +28,9 @@ at the resume point finishes the job.
 
 from __future__ import annotations
 
-from llvmlite import binding as llvm
 from llvmlite import ir
 
+from tsjit.codegen import fp_status
 from tsjit.codegen.elementwise_copies import LINE, copy_strided, store_fence, stream_copy
 from tsjit.codegen.engine import JitEngine, generator_fingerprint
 from tsjit.codegen.ir_util import (
@@ -100,7 +100,7 @@ WATCH_INTERRUPTS_MIN = 1 << 20
 # The status word: MXCSR's exception flags (invalid 0x1, denormal operand 0x2, divide by
 # zero 0x4, overflow 0x8, underflow 0x10, precision 0x20) in its low bits; a job stopped
 # by Ctrl-C adds (resume point + 1) << STATUS_RESUME_SHIFT.
-STATUS_FP_FLAGS = 0x3F
+STATUS_FP_FLAGS = fp_status.FP_FLAGS
 STATUS_RESUME_SHIFT = 8
 # A parallel job is cut into about this many blocks per thread, claimed one at a time: a
 # thread that shares its core with another process (or starts late) takes fewer blocks
@@ -155,7 +155,7 @@ class _Driver:
     def __init__(self, parallel: bool) -> None:
         self.module = ir.Module(name="tsjit_elementwise_driver")
         self.parallel = parallel
-        self.fp_status = llvm.get_process_triple().startswith(("x86_64", "i686", "i386"))
+        self.fp_status = fp_status.supported()
 
     def _function(self, name: str, args: list[ir.Type], internal: bool,
                   result: ir.Type = VOID) -> ir.Function:
@@ -249,29 +249,14 @@ class _Driver:
         unfinished = b.and_(stopped, b.icmp_signed("<", done, items))
         return b.or_(flags, b.select(unfinished, resume, i64(0)))
 
-    # ------------------------------------------------------------------ FP status
-    def mxcsr(self, b: ir.IRBuilder, name: str, slot: ir.Value) -> None:
-        intrinsic = self.module.globals.get(name) or ir.Function(
-            self.module, ir.FunctionType(ir.VoidType(), [PTR]), name)
-        b.call(intrinsic, [slot])
-
     def clear_fp_status(self, b: ir.IRBuilder) -> None:
-        """Clear this thread's sticky floating-point status flags (not its modes)."""
-        if not self.fp_status:
-            return
-        slot = stack_slot(b, I32)
-        self.mxcsr(b, "llvm.x86.sse.stmxcsr", slot)
-        b.store(b.and_(b.load(slot, typ=I32), ir.Constant(I32, ~STATUS_FP_FLAGS)), slot)
-        self.mxcsr(b, "llvm.x86.sse.ldmxcsr", slot)
+        if self.fp_status:
+            fp_status.clear(b)
 
     def collect_fp_status(self, b: ir.IRBuilder, job) -> None:
         """Or this thread's floating-point status flags into the job's."""
-        if not self.fp_status:
-            return
-        slot = stack_slot(b, I32)
-        self.mxcsr(b, "llvm.x86.sse.stmxcsr", slot)
-        flags = b.and_(b.load(slot, typ=I32), ir.Constant(I32, STATUS_FP_FLAGS))
-        b.atomic_rmw("or", self.field(b, job, JOB_FP_STATUS), flags, "monotonic")
+        if self.fp_status:
+            b.atomic_rmw("or", self.field(b, job, JOB_FP_STATUS), fp_status.read(b), "monotonic")
 
     def is_flat(self, b: ir.IRBuilder, job, operands, out_dims) -> ir.Value:
         """Every operand has the iteration shape and all are C- or all F-contiguous: element

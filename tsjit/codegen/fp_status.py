@@ -1,0 +1,47 @@
+"""Reading and clearing a thread's floating-point exception flags in generated code.
+
+x86's MXCSR register holds sticky status flags (invalid 0x1, denormal operand 0x2, divide
+by zero 0x4, overflow 0x8, underflow 0x10, precision 0x20) that every SSE/AVX operation
+sets and nothing clears. A kernel's threads clear them before their part of a job and
+collect them after it (elementwise_driver), so the job knows which errors its ops raised,
+on any thread, as NumPy knows after a ufunc loop. Elsewhere (``supported()`` false) no
+flags are collected and kernels report no floating-point errors.
+"""
+
+from __future__ import annotations
+
+from llvmlite import binding as llvm
+from llvmlite import ir
+
+from tsjit.codegen.ir_util import I32, PTR, VOID, stack_slot
+
+__all__ = ["FP_FLAGS", "clear", "read", "supported"]
+
+FP_FLAGS = 0x3F
+
+
+def supported() -> bool:
+    """Whether the host's status flags are read (x86 with SSE: MXCSR)."""
+    return llvm.get_process_triple().startswith(("x86_64", "i686", "i386"))
+
+
+def _mxcsr(b: ir.IRBuilder, name: str, slot: ir.Value) -> None:
+    module = b.module
+    intrinsic = module.globals.get(name) or ir.Function(module, ir.FunctionType(VOID, [PTR]),
+                                                        name)
+    b.call(intrinsic, [slot])
+
+
+def clear(b: ir.IRBuilder) -> None:
+    """Clear this thread's status flags (not its rounding or masking modes)."""
+    slot = stack_slot(b, I32)
+    _mxcsr(b, "llvm.x86.sse.stmxcsr", slot)
+    b.store(b.and_(b.load(slot, typ=I32), ir.Constant(I32, ~FP_FLAGS)), slot)
+    _mxcsr(b, "llvm.x86.sse.ldmxcsr", slot)
+
+
+def read(b: ir.IRBuilder) -> ir.Value:
+    """This thread's status flags (an i32 of FP_FLAGS bits)."""
+    slot = stack_slot(b, I32)
+    _mxcsr(b, "llvm.x86.sse.stmxcsr", slot)
+    return b.and_(b.load(slot, typ=I32), ir.Constant(I32, FP_FLAGS))
