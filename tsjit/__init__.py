@@ -5,7 +5,11 @@ and native code from LLVM for the hot paths.
     def gelu(x: tsjit.Tensor) -> tsjit.Tensor:
         return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
 """
+import os as _os
+
 import numpy as _np
+
+from . import config as _config
 
 # The first script and the first kernel need the front end's emitter and the kernel
 # launcher: imported here, not on first use, because where Python writes no bytecode
@@ -24,6 +28,9 @@ from .frontend import emitter as _emitter  # noqa: F401
 from .frontend.errors import CompilationError
 
 Tensor = _np.ndarray
+
+# TSJIT_LOG is read once every module tsjit imports has made its loggers (channels).
+_config.configure_logging(_os.environ.get(_config.LOG_ENV))
 
 __all__ = [
     "CompilationError", "Final", "Module", "ModuleDict", "ModuleList", "ScriptFunction",

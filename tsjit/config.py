@@ -19,21 +19,18 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import warnings
 from collections.abc import Callable
 
-from . import runtime  # reads the thread count's environment variables once, at import
+from . import (
+    environment,
+    runtime,  # reads the thread count's environment variables once, at import
+)
 
 PROFILING_RUNS_ENV = "TSJIT_PROFILING_RUNS"
 FUSION_ENV = "TSJIT_FUSION"
 NATIVE_ENV = "TSJIT_NATIVE"
 LOG_ENV = "TSJIT_LOG"
-
-
-def _flag(name: str, default: bool) -> bool:
-    value = os.environ.get(name)
-    if value is None or not value.strip():
-        return default
-    return value.strip().lower() not in ("0", "false", "no", "off")
 
 
 def _positive_int(name: str, default: int) -> int:
@@ -51,8 +48,8 @@ def _positive_int(name: str, default: int) -> int:
 
 _settings = {
     "profiling_runs": _positive_int(PROFILING_RUNS_ENV, 1),
-    "fusion": _flag(FUSION_ENV, True),
-    "native": _flag(NATIVE_ENV, True),
+    "fusion": environment.flag(FUSION_ENV, True),
+    "native": environment.flag(NATIVE_ENV, True),
 }
 _listeners: list[Callable[[], None]] = []
 
@@ -105,19 +102,53 @@ def set_num_threads(n: int) -> None:
     runtime.set_num_threads(n)
 
 
+# The channels TSJIT_LOG names: loggers tsjit.<channel>.  Those of modules imported later
+# than tsjit itself are listed here; the others are found among the loggers that exist.
+LOG_CHANNELS = ("executor", "fuser", "guards", "native", "passes")
+
+
+class _StderrUnlessConfigured(logging.StreamHandler):
+    """stderr, unless the application configured logging (a handler on the root logger,
+    as logging.basicConfig adds): then the records reach its handlers, and only those
+    print them (they printed twice, once here and once there)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not logging.getLogger().handlers:
+            super().emit(record)
+
+
+_handler = _StderrUnlessConfigured(sys.stderr)
+_handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
+
+
+def log_channels() -> list[str]:
+    """The channels TSJIT_LOG accepts (besides "all")."""
+    found = {name.split(".")[1] for name in logging.root.manager.loggerDict
+             if name.startswith("tsjit.")}
+    return sorted(found | set(LOG_CHANNELS))
+
+
 def configure_logging(spec: str | None) -> None:
     """Send the named tsjit loggers' DEBUG records to stderr: `spec` is a comma-separated
-    list such as "fuser,guards" (logger names under `tsjit.`), or "all"."""
+    list such as "fuser,guards" (channels: logger names under `tsjit.`), or "all".  An
+    unknown channel is reported with one RuntimeWarning listing the known ones."""
     if not spec:
         return
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
+    known, unknown = log_channels(), []
     for name in (part.strip() for part in spec.split(",")):
         if not name:
             continue
+        if name != "all" and name not in known:
+            unknown.append(name)
+            continue
         logger = logging.getLogger("tsjit" if name == "all" else f"tsjit.{name}")
         logger.setLevel(logging.DEBUG)
-        logger.addHandler(handler)
+        if _handler not in logger.handlers:
+            logger.addHandler(_handler)
+    if unknown:
+        warnings.warn(f"{LOG_ENV}={spec!r}: unknown channel{'s' * (len(unknown) > 1)} "
+                      f"{', '.join(map(repr, unknown))}; the channels are all, "
+                      f"{', '.join(known)}", RuntimeWarning, stacklevel=2)
 
 
-configure_logging(os.environ.get(LOG_ENV))
+

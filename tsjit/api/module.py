@@ -10,6 +10,32 @@ from collections.abc import Iterable, Iterator
 
 
 class Module:
+    """Base class of scriptable modules, as `torch.nn.Module` (arrays instead of tensors).
+
+    Set arrays, numbers, strings, containers and submodules as attributes in `__init__`
+    (annotate those whose type the value does not say: `self.seen: List[int] = []`),
+    define `forward`, and script an instance: `forward` and the methods marked
+    `@tsjit.export` are compiled for that instance, its attributes read from it on every
+    call (names in `__constants__` or annotated `tsjit.Final[...]` are compiled in)::
+
+        import numpy as np
+        import tsjit
+
+        class Linear(tsjit.Module):
+            def __init__(self, w: np.ndarray, b: np.ndarray):
+                super().__init__()
+                self.w, self.b = w, b
+
+            def forward(self, x: tsjit.Tensor) -> tsjit.Tensor:
+                return np.maximum(x @ self.w + self.b, 0.0)
+
+        layer = tsjit.script(Linear(np.ones((3, 2)), np.zeros(2)))
+        y = layer(np.ones((4, 3)))          # the compiled forward
+        layer.save("linear.tsjit")          # tsjit.load("linear.tsjit") in another process
+
+    `tsjit.ModuleList` and `tsjit.ModuleDict` hold submodules; script code indexes them
+    by constants and unrolls loops over them."""
+
     def __init__(self) -> None:
         pass
 

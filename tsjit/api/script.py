@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import inspect
-import os
 
+from .. import environment
+from ..environment import DISABLE_ENV
 from ..frontend.compiler import Compiler
 from ..frontend.errors import CompilationError
 from .module import Module
@@ -13,8 +14,30 @@ _compiler = Compiler()
 
 
 def script(obj):
-    """Compile `obj` now; invalid programs raise CompilationError from here."""
-    if os.environ.get("TSJIT_DISABLE") == "1":
+    """Compile a function, a class or a `tsjit.Module` instance to tsjit's typed IR, now.
+
+    A scripted function is still the Python function: every call returns what the plain
+    function returns (type, dtype, shape, values, effects, exceptions), while elementwise
+    NumPy chains run as fused native kernels and scalar loops as native code once the
+    first call showed the argument types.  A program outside the language (TorchScript's
+    typed subset of Python, `numpy.ndarray` as `Tensor`) raises `tsjit.CompilationError`
+    here, pointing at the source::
+
+        import numpy as np
+        import tsjit
+
+        @tsjit.script
+        def gelu(x: tsjit.Tensor) -> tsjit.Tensor:   # unannotated parameters are Tensors
+            return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+
+        y = gelu(np.linspace(-3, 3, 1_000_000, dtype=np.float32))
+        print(gelu.code, gelu.graph_for(np.ones(4, np.float32)), gelu.stats())
+
+    A class becomes a script class (compiled methods, instances stay instances of it); a
+    `tsjit.Module` instance becomes a `ScriptModule` running `forward` (and
+    `@tsjit.export` methods) compiled.  With TSJIT_DISABLE=1 `obj` comes back unchanged
+    (debug with pdb).  See also `tsjit.trace`, `tsjit.ignore`, `tsjit.save`/`load`."""
+    if environment.flag(DISABLE_ENV, False):
         return obj
     if isinstance(obj, (ScriptFunction, ScriptModule)):
         return obj

@@ -100,7 +100,14 @@ class ScriptFunction:
 
     @property
     def code(self) -> str:
-        return python_source(self.compiled.graph, self.name)
+        """The graph printed back as Python: valid (it compiles) and meant for reading."""
+        params = self.compiled.params
+        first_default = next((i for i, p in enumerate(params) if p.default is not NO_DEFAULT),
+                             len(params))
+        defaults = [p.default for p in params[first_default:]]
+        if len(params) != len(self.compiled.graph.inputs):   # no way to line them up
+            defaults = []
+        return python_source(self.compiled.graph, self.name, defaults)
 
     def _executor_args(self, args: tuple, kwargs: dict) -> tuple:
         """The executor's arguments for a call with `args` and `kwargs` (checked)."""
@@ -110,18 +117,22 @@ class ScriptFunction:
         return args
 
     def graph_for(self, *args, **kwargs) -> Graph:
-        """The optimized graph calls like this one run (guards, fusion groups, fallbacks);
-        the function runs with these arguments until it is specialized."""
+        """The optimized graph calls like this one run (guards, fusion groups, fallbacks).
+        The function runs with these arguments only if it has not specialized yet (its
+        profiling calls, with their effects); once it has, nothing runs."""
         return self.executor.graph_for(*self._executor_args(args, kwargs))
 
     def inspect_llvm(self, *args, **kwargs) -> str:
-        """LLVM IR of the native code a call with these arguments runs (the function
-        runs once more to see which)."""
+        """LLVM IR of the native code compiled for calls like this one.  Nothing runs
+        when a specialization for such arguments (dtypes, ranks, layouts, number types)
+        exists; else the function runs with them, with their effects, until it has one
+        (its profiling calls), or once when they take a fallback that has not."""
         kernels = self.executor.kernels_for(*self._executor_args(args, kwargs))
         return "".join(f"; {k.label}\n{k.kernel.llvm_ir}\n" for k in kernels)
 
     def inspect_asm(self, *args, **kwargs) -> str:
-        """Machine assembly of that native code (see inspect_llvm)."""
+        """Machine assembly of that native code (when the function runs: see
+        inspect_llvm)."""
         kernels = self.executor.kernels_for(*self._executor_args(args, kwargs))
         return "".join(f"# {k.label}\n{k.kernel.asm}\n" for k in kernels)
 

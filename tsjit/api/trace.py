@@ -15,9 +15,10 @@ traced module.  Other attributes (numbers, strings) are frozen at their traced v
 from __future__ import annotations
 
 import inspect
-import os
 from collections.abc import Callable
 
+from .. import environment
+from ..environment import DISABLE_ENV
 from ..frontend.compiler import CompiledCallable, Compiler
 from ..frontend.sugared import ModuleListValue
 from ..ir.graph import Graph, Value
@@ -32,9 +33,27 @@ from .tracer import ARRAY_TYPES, GraphRecorder, Tracer, TracerWarning, TracingEr
 
 def trace(fn_or_module: Callable | Module, example_inputs) -> ScriptFunction | ScriptModule:
     """Run `fn_or_module` once on `example_inputs` (a tuple of arrays, or one array) and
-    compile the NumPy operations it performed.  With TSJIT_DISABLE=1 (as for
-    `tsjit.script`) and for what is already compiled, the object comes back as is."""
-    if os.environ.get("TSJIT_DISABLE") == "1" or isinstance(
+    compile the NumPy operations it performed, as `torch.jit.trace` does.
+
+    Tracing records operations, not source: control flow is frozen to the path the
+    example took, and Python values computed from arrays become constants. Use it for
+    code `tsjit.script` cannot compile (any Python around NumPy calls); use
+    `tsjit.script` where the path depends on the data::
+
+        import numpy as np
+        import tsjit
+
+        def normalize(x):
+            return (x - x.mean()) / (x.std() + 1e-6)
+
+        traced = tsjit.trace(normalize, np.ones((4, 8)))
+        z = traced(np.random.rand(4, 8))     # runs the recorded NumPy operations
+        print(traced.graph)
+
+    A `tsjit.Module` instance is traced through its `forward`, giving a ScriptModule.
+    With TSJIT_DISABLE=1 (as for `tsjit.script`) and for what is already compiled, the
+    object comes back as is."""
+    if environment.flag(DISABLE_ENV, False) or isinstance(
             fn_or_module, (ScriptFunction, ScriptModule)):
         return fn_or_module
     args = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)

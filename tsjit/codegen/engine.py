@@ -26,7 +26,7 @@ import llvmlite
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from tsjit import forking
+from tsjit import environment, forking
 
 __all__ = [
     "CompiledModule",
@@ -71,7 +71,7 @@ class CompiledModule:
 def _default_cache_dir() -> Path | None:
     """TSJIT_CACHE_DIR, else $XDG_CACHE_HOME/tsjit or ~/.cache/tsjit; None (no disk cache)
     with TSJIT_DISK_CACHE=0 or when there is no home directory."""
-    if os.environ.get(DISK_CACHE_ENV, "1") == "0":
+    if not environment.flag(DISK_CACHE_ENV, True):
         return None
     if os.environ.get(CACHE_DIR_ENV):
         return Path(os.environ[CACHE_DIR_ENV])

@@ -240,8 +240,9 @@ class GraphExecutor:
             self(*args)
 
     def graph_for(self, *args) -> Graph:
-        """The graph run for calls like `args` (running the function until it is
-        specialized), nested fallbacks shown with their own specializations."""
+        """The graph run for calls like `args`, nested fallbacks shown with their own
+        specializations.  The function runs with `args` only while it has not specialized
+        yet (its profiling calls)."""
         self.specialize_for(*args)
         return display_graph(self)
 
@@ -249,11 +250,54 @@ class GraphExecutor:
         return [*self.kernels, *(k for f in self.fallbacks for k in f.all_kernels())]
 
     def kernels_for(self, *args) -> list:
-        """The kernels a call with `args` launches (the function runs once more)."""
+        """The kernels of the specialization that calls like `args` run.  The function
+        runs with `args` only when no code was compiled for such arguments yet (their
+        dtypes, ranks and layouts; the types of numbers): its profiling calls, and one
+        call when they take a fallback that has not specialized or reach native regions
+        that compile on their first call (then: the kernels that call launched)."""
         self.specialize_for(*args)
+        found = self._specialized_for(args)
+        if found is not None and not any(map(_compiles_on_first_call, found.kernels)):
+            return list(found.kernels)
+        if found is None and self.state == "interpreted" and not self.fallbacks:
+            return []
         before = {id(k): k.launches for k in self.all_kernels()}
         self(*args)
         return [k for k in self.all_kernels() if k.launches > before.get(id(k), 0)]
 
+    def _specialized_for(self, args: tuple) -> GraphExecutor | None:
+        """The executor of this tree whose optimized graph was specialized for arguments
+        like `args`, if any."""
+        if self.state == "optimized" and self.optimized is not None and all(
+                _same_kind(value.type, arg) for value, arg in zip(self.optimized.inputs, args)):
+            return self
+        for fallback in self.fallbacks:
+            found = fallback._specialized_for(args)
+            if found is not None:
+                return found
+        return None
+
     def stats(self) -> dict[str, int]:
         return self.counters.as_dict()
+
+
+def _compiles_on_first_call(kernel) -> bool:
+    """A native region that no call has reached yet (it compiles for the kinds of the
+    values it is called with)."""
+    variants = getattr(kernel, "compiled_variants", None)
+    return variants is not None and not variants()
+
+
+def _same_kind(specialized: Type, arg: object) -> bool:
+    """Whether `arg` is what a parameter specialized as `specialized` was specialized for:
+    an array of its dtype, rank and layout class, a Python number of its type."""
+    if isinstance(specialized, TensorType):
+        if specialized.dtype is None:
+            return True
+        seen = observed_type(arg)
+        return (seen.dtype == specialized.dtype and seen.ndarray == specialized.ndarray
+                and (specialized.sizes is None or len(seen.sizes or ()) == len(specialized.sizes))
+                and (specialized.layout is None or seen.layout == specialized.layout))
+    if specialized in PYTHON_NUMBERS.values():
+        return PYTHON_NUMBERS.get(type(arg)) == specialized
+    return True

@@ -118,6 +118,11 @@ class _Writer:
         attrs = self.renderer.attributes(node.attrs, op_def.attrs.get("names", ()))
         code = op_def.emit_python(args, attrs)
         targets = [self.vars[v] for v in node.outputs]
+        augmented = op_def.attrs.get("augmented")
+        if self.renderer.readable and augmented and args[0].isidentifier():
+            self.emit(f"{args[0]} {augmented} {args[1]}", node.source)   # x += y, as written
+            self.assign(targets, args[:len(targets)])
+            return
         if op_def.attrs.get("unpacks") or len(targets) > 1:
             lhs = ", ".join(targets) + ("," if len(targets) == 1 else "") if targets else "[]"
             self.emit(f"{lhs} = {code}", node.source)
@@ -166,8 +171,10 @@ class _Writer:
             self.depth += 1
         if cond_var is not None:
             self.emit(f"while {cond_var}:", node.source)
-        elif endless and form is not LoopForm.GENERAL:
+        elif endless and (form is not LoopForm.GENERAL or self.renderer.readable):
             self.emit("while True:", node.source)
+        elif self.renderer.readable and is_constant(loop.max_trip_count, INT64_MAX):
+            self.emit(f"for {self.vars[loop.counter]} in itertools.count():", node.source)
         else:
             counter = self.discard() if counter_unused else self.vars[loop.counter]
             self.emit(f"for {counter} in range({self.expr(loop.max_trip_count)}):", node.source)
@@ -213,16 +220,21 @@ class _Writer:
         return self.vars.fresh("cond")
 
     # ---- the function
-    def function(self, name: str, annotate: bool, handle_errors: bool
-                 ) -> tuple[str, dict[int, SourceRange]]:
-        """The source of `def name(...)`, and the script range of each line that has one."""
+    def function(self, name: str, annotate: bool, handle_errors: bool,
+                 defaults: Sequence[object] = ()) -> tuple[str, dict[int, SourceRange]]:
+        """The source of `def name(...)`, and the script range of each line that has one.
+        `defaults`: the values of the last parameters' defaults (written for `.code`)."""
         inputs = self.graph.inputs
-        params = [self.vars[v] + (f": {v.type.annotation}" if annotate else "") for v in inputs]
+        params = [self.vars[v] + (f": {_annotation(v.type)}" if annotate else "")
+                  for v in inputs]
+        first_default = len(params) - len(defaults)
+        for i, value in enumerate(defaults):
+            params[first_default + i] += f" = {self.renderer.expression(value)}"
         outputs = self.graph.outputs
         returns = ""
         if annotate:
-            returns = " -> " + (outputs[0].type.annotation if len(outputs) == 1 else
-                                f"Tuple[{', '.join(v.type.annotation for v in outputs)}]")
+            returns = " -> " + (_annotation(outputs[0].type) if len(outputs) == 1 else
+                                f"Tuple[{', '.join(_annotation(v.type) for v in outputs)}]")
         self.emit(f"def {_identifier(name)}({', '.join(params)}){returns}:")
         self.depth += 1
         if handle_errors:
@@ -242,6 +254,17 @@ class _Writer:
             self.emit(f"{_INDENT}raise {located} from None")
         sources = {i + 1: src for i, (_, _, src) in enumerate(self.lines) if src is not None}
         return "\n".join(_INDENT * depth + text for depth, text, _ in self.lines) + "\n", sources
+
+
+def _annotation(t) -> str:
+    """A type's annotation as a Python expression: a string literal when its spelling is
+    not one (a class defined in a function: `make.<locals>.Point`)."""
+    text = t.annotation
+    try:
+        compile(text, "<annotation>", "eval")
+    except SyntaxError:
+        return repr(text)
+    return text
 
 
 def _identifier(name: str) -> str:
@@ -300,9 +323,11 @@ def compile_graph(graph: Graph, name: str = "forward", filename: str = "<script>
     return CompiledGraph(graph, fn, source, sources)
 
 
-def python_source(graph: Graph, name: str) -> str:
+def python_source(graph: Graph, name: str, defaults: Sequence[object] = ()) -> str:
     """The graph as readable Python (`.code`): source variable names, objects written by
-    name, no memory-release `del`s and no error handler."""
+    name, `x += y` as written, `while True` / `itertools.count()` for loops without a
+    bound, the parameters' `defaults` (of the last ones), no memory-release `del`s and no
+    error handler.  It is valid Python (it compiles), to read rather than to run."""
     source, _ = _Writer(graph, Renderer(readable=True), release=False).function(
-        name, annotate=True, handle_errors=False)
+        name, annotate=True, handle_errors=False, defaults=defaults)
     return source

@@ -13,6 +13,7 @@ import enum
 import keyword
 import math
 import re
+import sys
 from collections.abc import Sequence
 
 import numpy as np
@@ -73,6 +74,8 @@ def _describe(value: object) -> str | None:
     prefix = {"builtins": "", "math": "math."}.get(module)
     if prefix is None and module.split(".")[0] == "numpy":
         prefix = "np."
+    if not all(part.isidentifier() for part in name.split(".")):
+        name = name.rpartition(".")[2]      # defined in a function: `make.<locals>.Point`
     return f"{prefix or ''}{name}"
 
 
@@ -88,6 +91,8 @@ class Renderer:
         self._name_of_id: dict[int, str] = {}
 
     def expression(self, value: object) -> str:
+        if self.readable and type(value) is int and value == sys.maxsize:
+            return "sys.maxsize"        # what list.index's `stop` defaults to, as help() says
         text = literal(value)
         if text is not None:
             return text

@@ -154,7 +154,7 @@ for _name, _sym in SYMBOLS.items():
 for _name, _sym in SYMBOLS.items():
     register(f"aten::i{_name.rstrip('_')}", "a, b", binary_rule(_name),
              f"_operator.i{_name.rstrip('_')}({{0}}, {{1}})", writes=(0,),
-             attrs=_elementwise(_name).get("attrs", {}))
+             attrs={**_elementwise(_name).get("attrs", {}), "augmented": f"{_sym}="})
 
 
 def compare_rule(types, attrs):
