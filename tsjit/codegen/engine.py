@@ -234,7 +234,7 @@ class JitEngine:
 
     @staticmethod
     def _optimize_and_emit(state: _Llvm, text: str, quick: bool) -> tuple[bytes, str]:
-        mod = llvm.parse_assembly(text, llvm.create_context())
+        mod = llvm.parse_assembly(text)
         mod.triple = state.triple
         mod.data_layout = state.data_layout
         mod.verify()

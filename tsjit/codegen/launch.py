@@ -81,6 +81,7 @@ class Kernel:
             "_finish": _finish,
             "_report": functools.partial(report_statically, spec) if _reads_and_writes(spec)
             else None,
+            "_code": compiled,      # whoever holds the call function keeps the code loaded
             "_broadcasts": _broadcasts,
             "_broadcast_shape": broadcast_shape,
             "_overlaps": np.may_share_memory,
