@@ -407,7 +407,9 @@ class FunctionEmitter:
                   ).set_weights([1, INTERRUPT_CHECK_INTERVAL])
         b.position_at_end(check_bb)
         b.store(ir.Constant(I64, INTERRUPT_CHECK_INTERVAL), self._interrupt_budget)
-        raised = b.icmp_signed("!=", cpython.call(b, "PyErr_CheckSignals"), ir.Constant(I32, 0))
+        check = cpython.declare(self.module, "PyErr_CheckSignals")
+        check.attributes.add("cold")  # keeps the loop's values out of its way (registers)
+        raised = b.icmp_signed("!=", b.call(check, []), ir.Constant(I32, 0))
         b.cbranch(raised, self.fail_block, go_on).set_weights([1, 1000])
         b.position_at_end(go_on)
 
