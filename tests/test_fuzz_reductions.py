@@ -83,12 +83,12 @@ def test_random_reduction_programs_match_numpy(tmp_path):
     def check(program) -> None:
         source, arguments = program
         fn = load(source, tmp_path)
-        expected, _ = run(fn, [a.make() for a in arguments])
+        expected, _, _ = run(fn, [a.make() for a in arguments])
         assume(not (isinstance(expected, type) and issubclass(expected, TypeError)))
         scripted = tsjit.script(fn)
         for _ in range(3):
-            want, _ = run(fn, [a.make() for a in arguments])
-            got, _ = run(scripted, [a.make() for a in arguments])
+            want, _, _ = run(fn, [a.make() for a in arguments])
+            got, _, _ = run(scripted, [a.make() for a in arguments])
             if isinstance(want, type):
                 assert got is want, (source, got, want)
                 continue
