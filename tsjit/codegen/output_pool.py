@@ -27,6 +27,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
+from numpy._core import _multiarray_umath  # its _ARRAY_API capsule: NumPy's C-API table
 
 __all__ = ["Allocator", "OutputPool", "memory_stats", "trim"]
 
@@ -51,16 +52,12 @@ def _handler_switch() -> tuple[Callable, object] | None:
         address = runtime.output_memory_handler()
     except runtime.RuntimeLibraryNotFound:
         return None
-    try:
-        from numpy._core import _multiarray_umath as multiarray
-    except ImportError:  # NumPy 1.x
-        from numpy.core import _multiarray_umath as multiarray
     api = ctypes.pythonapi
     api.PyCapsule_GetPointer.restype = ctypes.c_void_p
     api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
     api.PyCapsule_New.restype = ctypes.py_object
     api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-    table = api.PyCapsule_GetPointer(multiarray._ARRAY_API, None)
+    table = api.PyCapsule_GetPointer(_multiarray_umath._ARRAY_API, None)
     entry = (ctypes.c_void_p * (_SET_HANDLER_INDEX + 1)).from_address(table)[-1]
     set_handler = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.py_object)(entry)
     return set_handler, api.PyCapsule_New(address, _CAPSULE_NAME, None)
