@@ -52,6 +52,15 @@ def tower_defaults(x: float = 1, pair: tuple[float, int] = (1, 2),
     return x + pair[0] + xs[0] + (0 if n is None else n)
 
 
+def appended(x: float, seen: list[float] = []) -> int:  # noqa: B006  (one shared list)
+    seen.append(x)
+    return len(seen)
+
+
+def uses_a_shared_default(x: float) -> int:
+    return appended(x) + appended(x)
+
+
 @pytest.fixture
 def canary(tmp_path):
     path = tmp_path / "canary"
@@ -324,6 +333,11 @@ def test_defaults_python_accepts_still_load():
     loaded = tsjit.load(zipped(archive_of(tsjit.script(tower_defaults))))
     assert_same(loaded(), tower_defaults())
     assert_same(loaded(0.5, n=2), tower_defaults(0.5, n=2))
+
+
+def test_a_shared_mutable_default_loads_as_one_object():
+    loaded = tsjit.load(zipped(archive_of(tsjit.script(uses_a_shared_default))))
+    assert [loaded(1.0), loaded(2.0)] == [1 + 2, 3 + 4]
 
 
 def _bomb(size: int) -> bytes:

@@ -116,7 +116,7 @@ def _constant(value: object) -> bool:
 
 # op kind -> attribute -> what its value must be
 _ATTRIBUTES: dict[str, dict[str, Callable[[object], bool]]] = {
-    "prim::Constant": {"value": _constant},
+    "prim::Constant": {"value": _constant, "shared": _flag},
     "prim::GetAttr": {"name": is_identifier},
     "prim::SetAttr": {"name": is_identifier},
     "prim::RaiseException": {"cls": _exception_class},
