@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import copy
+import inspect
+import types
 import weakref
 
 from .. import config
@@ -17,14 +19,21 @@ from .tracer import TracingError, caller_source, tracing_recorder
 
 
 class ScriptFunction:
-    """A compiled function: call it like the Python function; inspect every stage."""
+    """A compiled function: call it like the Python function; inspect every stage.
+
+    It carries what functools.update_wrapper gives a wrapper (`__wrapped__`, `__name__`,
+    `__qualname__`, `__doc__`, `__module__`) and the Python function's signature, and it
+    is a method descriptor as a function is: help(), IDEs and Sphinx show the user's
+    function, and one stored on a class binds to instances as the function would. A
+    loaded or unpickled function has no Python function: its name, docstring and a
+    signature from the compiled parameters."""
 
     def __init__(self, compiled: CompiledCallable, python_function):
         self.compiled = compiled
         self.python_function = python_function
         self.name = compiled.name
-        self.__name__ = getattr(python_function, "__name__", compiled.name)
-        self.__doc__ = getattr(python_function, "__doc__", None)
+        self._signature = self._compiled_signature()
+        self._describe(python_function)
         filename = python_function.__code__.co_filename if hasattr(
             python_function, "__code__") else "<script>"
         self.executor = GraphExecutor(compiled.graph, compiled.name, filename)
@@ -77,14 +86,36 @@ class ScriptFunction:
             self.executor.counters.calls += int(self._direct_calls[0])
         self._direct_calls = None
 
+    def _describe(self, python_function) -> None:
+        """The wrapper metadata (see the class docstring)."""
+        self.__name__ = self.__qualname__ = self.name
+        self.__doc__ = None
+        self.__signature__ = self._signature
+        if python_function is None:
+            return
+        for attribute in ("__module__", "__name__", "__qualname__", "__doc__"):
+            if hasattr(python_function, attribute):
+                setattr(self, attribute, getattr(python_function, attribute))
+        self.__wrapped__ = python_function
+        self.__signature__ = inspect.signature(python_function)
+
+    def _compiled_signature(self) -> inspect.Signature:
+        """The parameters as compiled: names, defaults and types (as annotation text)."""
+        return inspect.Signature([
+            inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                              default=p.default if p.default is not NO_DEFAULT
+                              else inspect.Parameter.empty,
+                              annotation=t.annotation)
+            for p, (_, t) in zip(self.compiled.params, self.compiled.param_types)],
+            return_annotation=self.compiled.return_type.annotation)
+
+    def __get__(self, instance, owner=None):
+        """Bound to `instance` when stored on a class, as a Python function is."""
+        return self if instance is None else types.MethodType(self, instance)
+
     def _bind(self, args: tuple, kwargs: dict) -> tuple:
-        import inspect
-        sig = inspect.Signature([inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                                   default=p.default if p.default is not
-                                                   NO_DEFAULT else inspect.Parameter.empty)
-                                 for p in self.compiled.params])
         try:
-            bound = sig.bind(*args, **kwargs)
+            bound = self._signature.bind(*args, **kwargs)
         except TypeError as e:
             raise TypeError(f"{self.name}() {e}") from None
         bound.apply_defaults()
@@ -179,6 +210,10 @@ class ScriptMethod(ScriptFunction):
     def __init__(self, compiled: CompiledCallable, python_function, instance):
         super().__init__(compiled, python_function)
         self.instance = instance
+        if python_function is not None:     # the bound method's metadata
+            self.__wrapped__ = types.MethodType(python_function, instance)
+        self.__signature__ = self.__signature__.replace(
+            parameters=list(self.__signature__.parameters.values())[1:])
         self._arity -= 1
         self._check_all = self._check
         self._check = None
@@ -197,6 +232,9 @@ class ScriptMethod(ScriptFunction):
     def __deepcopy__(self, memo: dict) -> ScriptMethod:
         """The same method of a deep copy of its module (as for a bound method)."""
         return getattr(copy.deepcopy(self._module(), memo), self._module_methods[0])
+
+    def __get__(self, instance, owner=None):
+        return self     # already bound, as a bound method
 
     def __call__(self, *args, **kwargs):
         if kwargs or len(args) != self._arity:
@@ -226,6 +264,9 @@ class ScriptModule:
     def __init__(self, instance, methods: dict[str, ScriptMethod]):
         object.__setattr__(self, "_instance", instance)
         object.__setattr__(self, "_methods", methods)
+        # help() and inspect show the module's class and how to call it (forward).
+        object.__setattr__(self, "__doc__", type(instance).__doc__)
+        object.__setattr__(self, "__signature__", methods["forward"].__signature__)
         for name, method in methods.items():
             method._module_methods = (name, methods)
 
