@@ -12,7 +12,8 @@ a sum, ...) are computed once per row between passes, and the element-level outp
 last loop over the row.
 
 Module functions (``name`` is the entry point):
-- ``{name}(operands, scalars...)``: ``operands`` is the address of a tuple of the array
+- ``{name}(operands, scalars...) -> status``: the floating-point flags (MXCSR's) that the
+  job raised on any thread; ``operands`` is the address of a tuple of the array
   inputs, the outputs, and an int64 array ``[rows, n, row stride per operand (bytes)...]``
   (cffi charges per argument; the data pointers are read from NumPy's structs here).
   Elements within a row are contiguous.  Rows are split across
@@ -21,11 +22,13 @@ Module functions (``name`` is the entry point):
 """
 from __future__ import annotations
 
+import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
 from tsjit.codegen.element_ops import llvm_type, load_value, lower_op, memory_type, store_value
 from tsjit.codegen.elementwise import convert_scalar, entry_parameter_types
+from tsjit.codegen.elementwise_driver import STATUS_FP_FLAGS
 from tsjit.codegen.ir_util import (
     ARRAY_DATA_OFFSET,
     I32,
@@ -86,7 +89,9 @@ class _RowKernelBuilder:
         self.field = {v: k for k, v in enumerate(self.row_values)}
         scalar_types = [llvm_type(spec.inputs[i].dtype) for i in self.scalar_inputs]
         self.scalars_type = ir.LiteralStructType(scalar_types or [I64])
-        self.context_type = ir.LiteralStructType([PTR, PTR, PTR])  # data, block, scalars
+        # data, block, scalars, the job's floating-point status (i32)
+        self.context_type = ir.LiteralStructType([PTR, PTR, PTR, PTR])
+        self.fp_status = llvm.get_process_triple().startswith(("x86_64", "i686", "i386"))
 
     # ------------------------------------------------------------------ schedule
     def _op(self, v: int) -> KernelOp | None:
@@ -150,6 +155,47 @@ class _RowKernelBuilder:
         if inline:
             fn.attributes.add("alwaysinline")
         return fn
+
+    def _mxcsr(self, b: ir.IRBuilder, name: str, slot: ir.Value) -> None:
+        intrinsic = self.module.globals.get(name) or ir.Function(
+            self.module, ir.FunctionType(ir.VoidType(), [PTR]), name)
+        b.call(intrinsic, [slot])
+
+    def clear_fp_status(self, b: ir.IRBuilder) -> None:
+        """Clear this thread's sticky floating-point flags (a task's start)."""
+        if self.fp_status:
+            slot = stack_slot(b, I32)
+            self._mxcsr(b, "llvm.x86.sse.stmxcsr", slot)
+            b.store(b.and_(b.load(slot, typ=I32), ir.Constant(I32, ~STATUS_FP_FLAGS)), slot)
+            self._mxcsr(b, "llvm.x86.sse.ldmxcsr", slot)
+
+    def save_fp_status(self, b: ir.IRBuilder) -> ir.Value:
+        """This thread's flags, then cleared (a subtree task: on the calling thread it
+        must give them back, ``raise_fp_status``)."""
+        if not self.fp_status:
+            return ir.Constant(I32, 0)
+        slot = stack_slot(b, I32)
+        self._mxcsr(b, "llvm.x86.sse.stmxcsr", slot)
+        flags = b.and_(b.load(slot, typ=I32), ir.Constant(I32, STATUS_FP_FLAGS))
+        self.clear_fp_status(b)
+        return flags
+
+    def raise_fp_status(self, b: ir.IRBuilder, flags: ir.Value) -> None:
+        """Set ``flags`` in this thread's sticky status (they raise no trap: masked)."""
+        if self.fp_status:
+            slot = stack_slot(b, I32)
+            self._mxcsr(b, "llvm.x86.sse.stmxcsr", slot)
+            b.store(b.or_(b.load(slot, typ=I32), flags), slot)
+            self._mxcsr(b, "llvm.x86.sse.ldmxcsr", slot)
+
+    def collect_fp_status(self, b: ir.IRBuilder, status: ir.Value) -> None:
+        """Or this thread's floating-point flags into the job's ``status`` (a task's end):
+        the launcher has NumPy report them (see ``reduction_launch``)."""
+        if self.fp_status:
+            slot = stack_slot(b, I32)
+            self._mxcsr(b, "llvm.x86.sse.stmxcsr", slot)
+            flags = b.and_(b.load(slot, typ=I32), ir.Constant(I32, STATUS_FP_FLAGS))
+            b.atomic_rmw("or", status, flags, "monotonic")
 
     def state_slot(self, b: ir.IRBuilder, state: ir.Value, v: int) -> ir.Value:
         return b.gep(state, [ir.Constant(I32, 0), ir.Constant(I32, self.field[v])],
@@ -341,7 +387,7 @@ class _RowKernelBuilder:
         reductions = self.passes[p]
         count = 1 << SUBTREE_DEPTH
         job_type = ir.LiteralStructType([PTR, PTR, ir.ArrayType(I64, count),
-                                         ir.ArrayType(I64, count), PTR])
+                                         ir.ArrayType(I64, count), PTR, I32])
         task = self.function(f"{self.name}_subtrees{p}", [PTR, I64, I64])
         job, begin, end = task.args
         b = ir.IRBuilder(task.append_basic_block())
@@ -354,6 +400,7 @@ class _RowKernelBuilder:
         rowptrs = b.load(job_field(b, job, 0), typ=PTR)
         state = b.load(job_field(b, job, 1), typ=PTR)
         slots = b.load(job_field(b, job, 4), typ=PTR)
+        before = self.save_fp_status(b)
 
         def one(b: ir.IRBuilder, t: ir.Value) -> None:
             start = b.load(job_field(b, job, 2, t), typ=I64)
@@ -362,6 +409,8 @@ class _RowKernelBuilder:
             b.call(tree, [rowptrs, state, start, n, at])
 
         loop(b, begin, end, one)
+        self.collect_fp_status(b, job_field(b, job, 5))
+        self.raise_fp_status(b, before)
         b.ret_void()
 
         fn = self.function(f"{self.name}_run{p}", [PTR, PTR, I64, PTR])
@@ -373,7 +422,8 @@ class _RowKernelBuilder:
             with parallel:
                 job = stack_slot(b, job_type)
                 slots = stack_slot(b, ir.ArrayType(I64, count * len(reductions)))
-                for k, value in ((0, rowptrs), (1, state), (4, slots)):
+                for k, value in ((0, rowptrs), (1, state), (4, slots),
+                                 (5, ir.Constant(I32, 0))):
                     b.store(value, job_field(b, job, k))
                 # the subtrees, left to right: split every range SUBTREE_DEPTH times
                 ranges = [(i64(0), n)]
@@ -387,6 +437,8 @@ class _RowKernelBuilder:
                     self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64]),
                     PARALLEL_FOR)
                 b.call(parallel_for, [task, job, i64(count), i64(1)])
+                # the workers' flags become this thread's, which the rows task collects
+                self.raise_fp_status(b, b.load(job_field(b, job, 5), typ=I32))
                 level = [b.gep(slots, [i64(t * len(reductions))], source_etype=I64)
                          for t in range(count)]
                 while len(level) > 1:
@@ -538,7 +590,8 @@ class _RowKernelBuilder:
             return b.load(b.gep(context, [ir.Constant(I32, 0), ir.Constant(I32, k)],
                                 source_etype=self.context_type), typ=PTR)
 
-        data, block, scalars = field(0), field(1), field(2)
+        data, block, scalars, status = field(0), field(1), field(2), field(3)
+        self.clear_fp_status(b)
         n = b.load(element(b, block, i64(1), I64), typ=I64)
         bases = [b.load(element(b, data, i64(k), PTR), typ=PTR) for k in range(self.n_operands)]
         strides = [b.load(element(b, block, i64(2 + k), I64), typ=I64)
@@ -561,6 +614,7 @@ class _RowKernelBuilder:
             b.call(row, [rowptrs, state, n])
 
         loop(b, begin, end, one)
+        self.collect_fp_status(b, status)
         b.ret_void()
         return fn
 
@@ -568,10 +622,11 @@ class _RowKernelBuilder:
         spec = self.spec
         params = [ir.DoubleType() if c == "double" else I64
                   for c in row_entry_parameter_types(spec)]
-        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), params), name=self.name)
+        fn = ir.Function(self.module, ir.FunctionType(I64, params), name=self.name)
         fn.attributes.add("nounwind")
         b = ir.IRBuilder(fn.append_basic_block())
         scalars = stack_slot(b, self.scalars_type)
+        status = stack_slot(b, I32, ir.Constant(I32, 0))
         for s, i in enumerate(self.scalar_inputs):
             value = convert_scalar(b, fn.args[1 + s], np.dtype(spec.inputs[i].dtype))
             b.store(value, b.gep(scalars, [ir.Constant(I32, 0), ir.Constant(I32, s)],
@@ -584,7 +639,7 @@ class _RowKernelBuilder:
         block = load_field(b, tuple_item(b, operands, i64(self.n_operands)), ARRAY_DATA_OFFSET,
                            PTR)
         context = stack_slot(b, self.context_type)
-        for k, value in enumerate((data, block, scalars)):
+        for k, value in enumerate((data, block, scalars, status)):
             b.store(value, b.gep(context, [ir.Constant(I32, 0), ir.Constant(I32, k)],
                                  source_etype=self.context_type))
         rows = b.load(block, typ=I64)
@@ -595,12 +650,11 @@ class _RowKernelBuilder:
             passes = len(self.passes) + 1
             work = b.mul(b.add(n, i64(1)), i64(passes))
             grain = b.add(b.sdiv(i64(_PARALLEL_WORK), work), i64(1))
-            parallel_for = ir.Function(
+            parallel_for = self.module.globals.get(PARALLEL_FOR) or ir.Function(
                 self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64]),
-                PARALLEL_FOR) if PARALLEL_FOR not in self.module.globals else \
-                self.module.globals[PARALLEL_FOR]
+                PARALLEL_FOR)
             b.call(parallel_for, [task, context, rows, grain])
-        b.ret_void()
+        b.ret(b.zext(b.load(status, typ=I32), I64))
 
 
 def _identity(kind: str, dtype: np.dtype, ty: ir.Type) -> ir.Constant:

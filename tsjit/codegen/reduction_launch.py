@@ -9,6 +9,10 @@ NumPy then sums one run of all elements, which is what the kernel follows.  Anyt
 the group's launcher answers by running the group's ops in the interpreter: NumPy's own
 results and errors, never a wrong one.
 
+A kernel that raised floating-point flags which NumPy's error state does not ignore
+raises ``FloatingPointFlags`` (``launch._finish``): the launcher then runs the group's ops
+in NumPy, which warns or raises as eager code does.
+
 Outputs are fresh C-ordered arrays; a row-level output of rank 0 is returned as a NumPy
 scalar, as NumPy's full reductions do.
 """
@@ -22,7 +26,7 @@ import weakref
 import numpy as np
 
 from tsjit.codegen.engine import CompiledModule, generator_fingerprint, get_engine
-from tsjit.codegen.launch import _native_function, broadcast_shape
+from tsjit.codegen.launch import _finish, _native_function, broadcast_shape
 from tsjit.codegen.reduction import PARALLEL_FOR, build_row_kernel_module, row_entry_parameter_types
 from tsjit.codegen.reduction_spec import RowKernelSpec, element_level, row_supports
 
@@ -112,7 +116,9 @@ class RowKernel:
             results.append(out)
         block = np.array([rows, n, *strides], np.int64)
         operands = (*arrays, *results, block)
-        self.native(id(operands), *(args[i] for i in self.scalars))
+        status = self.native(id(operands), *(args[i] for i in self.scalars))
+        if status:   # flags NumPy's error state may report: FloatingPointFlags
+            _finish(status, None, operands, (), None)
         return tuple(r[()] if r.ndim == 0 else r for r in results)
 
     @property
