@@ -255,20 +255,20 @@ def test_profiles_follow_every_tensor_definition():
 
 
 def test_specialization_applies_profiles_and_widens_joins():
-    graph = parse_ir("""graph(%x : Tensor, %c : bool):
+    graph = parse_ir("""graph(%x : Tensor, %c : bool, %z : Tensor):
   %y : Tensor = prim::If(%c)
     block0():
       %a : Tensor = aten::neg(%x)
       -> (%a)
     block1():
-      %b : Tensor = aten::pos(%x)
+      %b : Tensor = aten::pos(%z)
       -> (%b)
   return (%y)
 """)
     insert_profiles(graph)
     seen = TensorType("float32", (4,), "C", True)
     for node in graph.nodes():
-        if node.kind == "prim::profile" and node.inputs[0].name != "b":   # else not taken
+        if node.kind == "prim::profile" and node.inputs[0].name not in ("b", "z"):  # not taken
             node.attrs["profiled_type"] = seen
     specialize_types(graph)
     verify(graph)
@@ -276,6 +276,23 @@ def test_specialization_applies_profiles_and_widens_joins():
     assert graph.inputs[0].type == seen
     # the If's result holds the untaken branch's value too: it stays a plain Tensor
     assert graph.outputs[0].type == TENSOR
+
+
+def test_values_derived_from_profiled_ones_are_typed_without_a_profile():
+    graph = parse_ir("""graph(%x : Tensor, %i : int):
+  %e : Tensor = aten::__getitem__(%x, %i)
+  %y : Tensor = aten::mul(%e, %e)
+  return (%y)
+""")
+    derived = {v for n in graph.nodes() for v in n.outputs}
+    insert_profiles(graph, known=derived)
+    FileCheck().check("prim::profile[slot=0](%x)").check_not("prim::profile[slot=1]") \
+        .run(graph)
+    seen = TensorType("float32", (4,), "C", True)
+    next(n for n in graph.nodes() if n.kind == "prim::profile").attrs["profiled_type"] = seen
+    specialize_types(graph)
+    verify(graph)
+    assert graph.outputs[0].type == TensorType("float32", (), None, False)
 
 
 def test_subgraph_labels_must_name_a_node():

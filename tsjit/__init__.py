@@ -22,7 +22,13 @@ from .api.script_function import ScriptFunction, ScriptModule
 from .api.serialization import load
 from .api.trace import trace
 from .codegen import launch as _launch  # noqa: F401
-from .config import set_fusion_enabled, set_native_enabled, set_num_threads, set_profiling_runs
+from .config import (
+    set_background_compilation,
+    set_fusion_enabled,
+    set_native_enabled,
+    set_num_threads,
+    set_profiling_runs,
+)
 from .decorators import Final, annotate, export, ignore, is_scripting, isinstance, unused
 from .frontend import emitter as _emitter  # noqa: F401
 from .frontend.errors import CompilationError
@@ -35,6 +41,7 @@ _config.configure_logging(_os.environ.get(_config.LOG_ENV))
 __all__ = [
     "CompilationError", "Final", "Module", "ModuleDict", "ModuleList", "ScriptFunction",
     "ScriptModule", "SerializationError", "Tensor", "annotate", "export", "ignore",
-    "is_scripting", "isinstance", "load", "script", "set_fusion_enabled",
+    "is_scripting", "isinstance", "load", "script", "set_background_compilation",
+    "set_fusion_enabled",
     "set_native_enabled", "set_num_threads", "set_profiling_runs", "trace", "unused",
 ]

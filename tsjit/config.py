@@ -8,6 +8,8 @@ with the fuser off without editing it) and a setter for use in code:
     TSJIT_NATIVE=0           set_native_enabled(b)    any LLVM code at all (1)
     TSJIT_NUM_THREADS=n      set_num_threads(n)       threads of native kernels (tsjit.runtime;
                                                       else OMP_NUM_THREADS, else usable CPUs)
+    TSJIT_BACKGROUND_COMPILE=0  set_background_compilation(b)
+                             compile on a worker thread while calls run interpreted (1)
     TSJIT_LOG=fuser,guards   logging of compile decisions ("all" for every tsjit logger)
 
 A setter does not touch compiled code behind the caller's back mid-call: it tells every
@@ -30,6 +32,7 @@ from . import (
 PROFILING_RUNS_ENV = "TSJIT_PROFILING_RUNS"
 FUSION_ENV = "TSJIT_FUSION"
 NATIVE_ENV = "TSJIT_NATIVE"
+BACKGROUND_ENV = "TSJIT_BACKGROUND_COMPILE"
 LOG_ENV = "TSJIT_LOG"
 
 
@@ -50,6 +53,7 @@ _settings = {
     "profiling_runs": _positive_int(PROFILING_RUNS_ENV, 1),
     "fusion": environment.flag(FUSION_ENV, True),
     "native": environment.flag(NATIVE_ENV, True),
+    "background": environment.flag(BACKGROUND_ENV, True),
 }
 _listeners: list[Callable[[], None]] = []
 
@@ -95,6 +99,17 @@ def set_native_enabled(enabled: bool) -> None:
 
 def native_enabled() -> bool:
     return _settings["native"]
+
+
+def set_background_compilation(enabled: bool) -> None:
+    """Compile specializations on a background thread while calls run in the interpreter
+    (True, the default), or in the call that decides them (False: deterministic, for
+    tests and benchmarks of the compiled code)."""
+    _set("background", bool(enabled))
+
+
+def background_compilation() -> bool:
+    return _settings["background"]
 
 
 def set_num_threads(n: int) -> None:

@@ -29,14 +29,16 @@ import logging
 import time
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from .. import config, forking
 from ..interpreter import compile_graph
-from ..ir.graph import Graph
+from ..ir.graph import Graph, Value
 from ..ir.types import TensorType, Type, is_subtype
 from ..passes.profile_insertion import insert_profiles
 from ..passes.propagate_types import propagate_types, unknown_operands
 from ..passes.specialize_types import specialize_types
+from . import background
 from .display import display_graph
 from .guards import make_type_check
 from .pipeline import LoweringContext, lower, native_passes_enabled, optimize
@@ -44,6 +46,10 @@ from .profiling import PYTHON_NUMBERS, ProfileRecorder, observed_number_type, ob
 from .stats import ExecutorStats
 
 MAX_SPECIALIZATION_DEPTH = 8
+# How long a first call whose types follow from its arguments waits for its compile before
+# it runs in the interpreter (gelu's kernel is ready in ~15 ms; a 150-statement function
+# takes seconds and should not hold its first result back).
+FIRST_CALL_WAIT_SECONDS = 0.05
 
 log = logging.getLogger("tsjit.executor")
 _executors: weakref.WeakSet[GraphExecutor] = weakref.WeakSet()
@@ -55,6 +61,17 @@ def _reset_all() -> None:
 
 
 config.on_change(_reset_all)
+
+
+@dataclass
+class _Specialization:
+    """What compiling a specialization produced, installed at once when it is done."""
+
+    run: Callable
+    state: str                          # "optimized" or "interpreted"
+    optimized: Graph | None = None
+    kernels: list = field(default_factory=list)
+    fallbacks: list[GraphExecutor] = field(default_factory=list)
 
 
 class GraphExecutor:
@@ -69,17 +86,21 @@ class GraphExecutor:
         self.counters = counters if counters is not None else ExecutorStats()
         self._lock = forking.rlock()
         self._interpreted: Callable | None = None
+        self._generation = 0
         self.reset()
         if depth == 0:
             _executors.add(self)
 
     def reset(self) -> None:
-        """Forget every specialization: the next call starts profiling again."""
+        """Forget every specialization: the next call starts profiling again (a compile
+        still running in the background is not installed)."""
         with self._lock:
-            self.state = "new"          # new -> profiling -> optimized | interpreted
+            self._generation += 1
+            self.state = "new"          # new -> profiling -> [compiling ->] optimized | interpreted
             self.optimized: Graph | None = None
             self.kernels: list = []
             self.fallbacks: list[GraphExecutor] = []
+            self._job: background.CompileJob | None = None
             self._run = self._first_call
 
     def __call__(self, *args):
@@ -92,32 +113,37 @@ class GraphExecutor:
 
     # ---- states
     def _first_call(self, *args):
+        job = None
         with self._lock:
             if self.state == "new":
                 self._run = self._start(args)
+                job = self._job
+        if job is not None:     # a first call whose types were known from its arguments
+            job.wait(FIRST_CALL_WAIT_SECONDS)
         return self._run(*args)
 
     def _start(self, args: tuple) -> Callable:
         if not native_passes_enabled() or self.depth >= MAX_SPECIALIZATION_DEPTH:
-            return self._interpret()
+            return self._install(self._interpreter_tier())
         numbers = [i for i, v in enumerate(self.graph.inputs[:len(args)])
                    if v.type in PYTHON_NUMBERS.values()]
         if any(type(args[i]) not in PYTHON_NUMBERS for i in numbers):
-            return self._interpret_numpy_numbers(numbers)
+            return self._install(self._interpret_numpy_numbers(numbers))
         if config.profiling_runs() == 1:
             typed = self._typed_by(args)
             if typed is not None:
                 self.counters.profiled_runs += 1
-                return self._specialize(typed)
+                return self._specialize(typed, "the argument types of its first call")
         graph = self.graph.copy()
-        insert_profiles(graph)
+        insert_profiles(graph, known=_derived_values(graph, args))
         profiles = [n for n in graph.nodes() if n.kind == "prim::profile"]
         if not profiles:
-            return self._specialize(graph)
+            return self._specialize(graph, "the argument types of its first call")
         recorder = ProfileRecorder(profiles)
         profiled = compile_graph(graph, self.name, self.filename).fn
         remaining = config.profiling_runs()
         self.state = "profiling"
+        generation = self._generation
 
         def profiling_run(*args):
             nonlocal remaining
@@ -131,68 +157,107 @@ class GraphExecutor:
                     self.counters.bailouts += 1
                 with self._lock:
                     remaining -= 1
-                    if remaining == 0 and self.state == "profiling":
+                    if remaining == 0 and self.state == "profiling" and \
+                            self._generation == generation:
                         recorder.write_back()
-                        self._run = self._specialize(graph)
+                        self._run = self._specialize(
+                            graph, f"the types profiled in {config.profiling_runs()} call(s)")
         return profiling_run
 
     def _typed_by(self, args: tuple) -> Graph | None:
         """A copy of the graph typed from the arguments' types, if these give the type of
         every operand the fuser needs (then no profiling run is needed)."""
         graph = self.graph.copy()
-        for value, arg in zip(graph.inputs, args):
-            if isinstance(value.type, TensorType):
-                seen = observed_type(arg)
-                if is_subtype(seen, value.type):
-                    value.type = seen
-            elif observed_number_type(arg, value.type) is not None:
-                # a float parameter may hold an int: NumPy promotes the two differently
-                value.type = observed_number_type(arg, value.type)
+        _type_inputs(graph, args)
         propagate_types(graph)
         return None if unknown_operands(graph) else graph
 
-    def _specialize(self, graph: Graph) -> Callable:
+    def _specialize(self, graph: Graph, why: str) -> Callable:
+        """What runs the calls from now on: the specialization of `graph`, compiled here
+        or (background compilation) on the worker thread while the interpreter serves the
+        calls; the first call after the code is ready runs it.  A first call whose types
+        follow from its arguments waits FIRST_CALL_WAIT_SECONDS for it (`_first_call`)."""
+        if not config.background_compilation():
+            return self._install(self._compile(graph, why))
+        self.state = "compiling"
+        generation, this = self._generation, weakref.ref(self)
+
+        def compile_and_install():
+            executor = this()      # a function dropped meanwhile compiles nothing
+            if executor is None or executor._generation != generation:
+                return
+            done = executor._compile(graph, why)
+            with executor._lock:
+                if executor._generation == generation:
+                    executor._install(done)
+
+        self._job = background.submit(compile_and_install)
+        self.counters.background_compiles += 1
+        interpreted, counters = self._interpreter(), self.counters
+
+        def interpreted_while_compiling(*args):
+            counters.interpreted_runs += 1
+            return interpreted(*args)
+        return interpreted_while_compiling
+
+    def _install(self, done: _Specialization) -> Callable:
+        self.state = done.state
+        self.optimized = done.optimized
+        self.kernels = done.kernels
+        self.fallbacks = done.fallbacks
+        self._job = None
+        self._run = done.run
+        return done.run
+
+    def _compile(self, graph: Graph, why: str) -> _Specialization:
+        """Optimize, lower and compile `graph` (no executor state changes here: in the
+        background, the result is installed only if no reset came in between)."""
         start = time.perf_counter()
-        context = LoweringContext(self.name, self.filename, self.counters, self._fallback)
+        fallbacks: list[GraphExecutor] = []
+        context = LoweringContext(self.name, self.filename, self.counters,
+                                  lambda subgraph: self._fallback(subgraph, fallbacks))
         try:
-            specialize_types(graph)
-            observed = [v.type for v in graph.inputs]
-            graph = optimize(graph)
-            if graph is None:
-                log.debug("%s: nothing to compile", self.name)
-                return self._interpret_while(observed, context)
-            lower(graph, context)
-            run = compile_graph(graph, self.name, self.filename).fn
+            with background.long_compile_notice(
+                    lambda: f"{self.name} (depth {self.depth}) for {why}"):
+                specialize_types(graph)
+                observed = [v.type for v in graph.inputs]
+                graph = optimize(graph)
+                if graph is None:
+                    log.debug("%s: nothing to compile", self.name)
+                    return _Specialization(self._interpret_while(observed, context),
+                                           "interpreted", fallbacks=fallbacks)
+                lower(graph, context)
+                run = compile_graph(graph, self.name, self.filename).fn
         except Exception:   # a bug in optimization must cost speed, never a wrong result
             log.warning("%s: optimization failed; the graph runs in the interpreter",
                         self.name, exc_info=True)
-            return self._interpret()
-        self.state = "optimized"
-        self.optimized = graph
-        self.kernels = context.kernels
+            return self._interpreter_tier()
         self.counters.specializations += 1
         log.debug("%s: specialized (depth %d, %d kernels) in %.1f ms", self.name, self.depth,
                   len(context.kernels), (time.perf_counter() - start) * 1e3)
-        return run
+        return _Specialization(run, "optimized", graph, context.kernels, fallbacks)
 
-    def _interpret(self) -> Callable:
-        self.state = "interpreted"
+    def _interpreter(self) -> Callable:
         if self._interpreted is None:
             self._interpreted = compile_graph(self.graph, self.name, self.filename).fn
+        return self._interpreted
+
+    def _interpreter_tier(self) -> _Specialization:
+        """The plain interpreter for good (a fallback's runs count as bailouts)."""
+        interpreted, counters = self._interpreter(), self.counters
         if not self.depth:
-            return self._interpreted
-        interpreted, counters = self._interpreted, self.counters
+            return _Specialization(interpreted, "interpreted")
 
         def bailout(*args):
             counters.bailouts += 1
             return interpreted(*args)
-        return bailout
+        return _Specialization(bailout, "interpreted")
 
     def _interpret_while(self, observed: list[Type], context: LoweringContext) -> Callable:
         """The interpreter, while the array arguments keep the dtype and rank observed:
         nothing was compiled for these (a first call with 0-d arrays, say), but other
         arrays may fuse, so they go to a fallback that profiles them."""
-        interpreted = self._interpret()
+        interpreted = self._interpreter_tier().run
         guarded = [(i, TensorType(dtype=t.dtype, sizes=(None,) * len(t.sizes), ndarray=t.ndarray))
                    for i, t in enumerate(observed)
                    if isinstance(t, TensorType) and t.dtype is not None and t.sizes is not None]
@@ -201,7 +266,7 @@ class GraphExecutor:
         positions = [i for i, _ in guarded]
         check = make_type_check(tuple(t for _, t in guarded), context.count_guard_failure,
                                 f"{self.name} #{context.next_label()}")
-        fallback = self._fallback(self.graph)
+        fallback = context.fallback(self.graph)
 
         def run(*args):
             if check(*[args[i] for i in positions]):
@@ -209,33 +274,38 @@ class GraphExecutor:
             return fallback(*args)
         return run
 
-    def _interpret_numpy_numbers(self, numbers: list[int]) -> Callable:
+    def _interpret_numpy_numbers(self, numbers: list[int]) -> _Specialization:
         """The interpreter for calls passing a NumPy scalar for a number parameter (at
         one of the positions `numbers`); calls passing Python numbers only go to a
         fallback that specializes for them."""
-        interpreted = self._interpret()
+        interpreted = self._interpreter_tier().run
         if self.depth + 1 >= MAX_SPECIALIZATION_DEPTH:
-            return interpreted
-        fallback = self._fallback(self.graph)
+            return _Specialization(interpreted, "interpreted")
+        fallbacks: list[GraphExecutor] = []
+        fallback = self._fallback(self.graph, fallbacks)
 
         def run(*args):
             for i in numbers:
                 if type(args[i]) not in PYTHON_NUMBERS:
                     return interpreted(*args)
             return fallback(*args)
-        return run
+        return _Specialization(run, "interpreted", fallbacks=fallbacks)
 
-    def _fallback(self, subgraph: Graph) -> Callable:
+    def _fallback(self, subgraph: Graph, fallbacks: list[GraphExecutor]) -> Callable:
         executor = GraphExecutor(subgraph, f"{self.name}_fallback", self.filename,
                                  depth=self.depth + 1, counters=self.counters)
-        self.fallbacks.append(executor)
+        fallbacks.append(executor)
         return executor.run
 
     # ---- inspection
     def specialize_for(self, *args) -> None:
-        """Call with `args` until the executor has specialized (profiling calls first)."""
+        """Call with `args` until the executor has specialized (profiling calls first,
+        then waiting for a background compile)."""
         for _ in range(config.profiling_runs() + 1):
-            if self.state not in ("new", "profiling"):
+            job = self._job
+            if job is not None:
+                job.wait()
+            if self.state not in ("new", "profiling", "compiling"):
                 return
             self(*args)
 
@@ -301,3 +371,48 @@ def _same_kind(specialized: Type, arg: object) -> bool:
     if specialized in PYTHON_NUMBERS.values():
         return PYTHON_NUMBERS.get(type(arg)) == specialized
     return True
+
+
+def _type_inputs(graph: Graph, args: tuple) -> None:
+    """Give the graph's inputs the refined types of `args` (where they fit)."""
+    for value, arg in zip(graph.inputs, args):
+        if isinstance(value.type, TensorType):
+            seen = observed_type(arg)
+            if is_subtype(seen, value.type):
+                value.type = seen
+        elif observed_number_type(arg, value.type) is not None:
+            # a float parameter may hold an int: NumPy promotes the two differently
+            value.type = observed_number_type(arg, value.type)
+
+
+def _derived_values(graph: Graph, args: tuple) -> set[Value]:
+    """The values whose types follow from the types of the arguments and of the values
+    that loops carry (`x[i, j]` of an array argument, `a * 2.0` of one, `peak - x[i]`):
+    specialization derives them again from the profiled ones (`propagate_types`), so
+    profiling them would only cost time.  The graph's types are left as they were."""
+    before = {v: v.type for v in _values(graph)}
+    _type_inputs(graph, args)
+    propagate_types(graph, assume_loops_keep_types=True)
+    # loop-carried values are profiled, and the values computed from them are derived
+    # from their profiled types
+    profiled = {p for n in graph.nodes() if n.kind == "prim::Loop" for p in n.blocks[0].params}
+    profiled.update(graph.inputs)
+    derived = {v for v, t in before.items()
+               if v.type != t and v not in profiled and isinstance(v.type, TensorType)
+               and v.type.is_refined}
+    for v, t in before.items():
+        v.type = t
+    return derived
+
+
+def _size(graph: Graph) -> int:
+    return sum(1 for _ in graph.nodes())
+
+
+def _values(graph: Graph) -> list[Value]:
+    values = list(graph.inputs)
+    for node in graph.nodes():
+        values += node.outputs
+        for block in node.blocks:
+            values += block.params
+    return values

@@ -12,18 +12,42 @@ from ..ir.graph import Node
 from ..ir.types import TENSOR, BoolType, FloatType, IntType, TensorType, Type, unify
 
 _UNSEEN = object()
+RECORDS_PER_RUN = 32
+
+
+# Profiling calls observe millions of values in loop code: the TensorType of a NumPy scalar
+# class, and of an array's (dtype, shape, layout), is built once (`dtype.name` alone costs
+# ~5 us in NumPy's Python code, the dataclass ~1.5 us).
+_SCALAR_TYPES: dict[type, TensorType] = {}
+_ARRAY_TYPES: dict[tuple, TensorType] = {}
+_MAX_CACHED_ARRAY_TYPES = 4096
 
 
 def observed_type(value: object) -> TensorType:
     """The refined type of one value: dtype, sizes, layout class and ndarray-ness of an
     ndarray, dtype of a NumPy scalar; plain Tensor for anything else (a Python number in
     a Tensor variable, an ndarray subclass)."""
-    if type(value) is np.ndarray:
+    cls = type(value)
+    if cls is np.ndarray:
         flags = value.flags
         layout = "C" if flags.c_contiguous else "F" if flags.f_contiguous else "strided"
-        return TensorType(value.dtype.name, value.shape, layout, True)
+        key = (value.dtype, value.shape, layout)
+        seen = _ARRAY_TYPES.get(key)
+        if seen is None:
+            seen = TensorType(value.dtype.name, value.shape, layout, True)
+            if len(_ARRAY_TYPES) < _MAX_CACHED_ARRAY_TYPES:
+                _ARRAY_TYPES[key] = seen
+        return seen
+    seen = _SCALAR_TYPES.get(cls)
+    if seen is not None:
+        return seen
     if isinstance(value, np.generic):
-        return TensorType(value.dtype.name, (), None, False)
+        seen = TensorType(value.dtype.name, (), None, False)
+        # a class of numbers has one dtype; strings, bytes and datetimes carry a length
+        # or unit in theirs
+        if isinstance(value, (np.number, np.bool_)):
+            _SCALAR_TYPES[cls] = seen
+        return seen
     return TENSOR
 
 
@@ -48,7 +72,12 @@ class ProfileRecorder:
     ndarray-ness are not merged, since a value typed as both could not be fused: the
     profile written back is the most common kind of run (the most recent on a tie) merged
     with the runs that agree with it.  Calls of the other kinds then fail its guards and
-    specialize a fallback of their own."""
+    specialize a fallback of their own.
+
+    A site records at most RECORDS_PER_RUN values per run (`budget`, which the generated
+    code tests before calling `record`): a loop over 200k elements would otherwise pay a
+    call per value and iteration.  Types seen are speculative anyway (code relying on one
+    is guarded), so the first iterations stand for the rest."""
 
     def __init__(self, nodes: list[Node]):
         self.nodes = sorted(nodes, key=lambda n: n.attrs["slot"])
@@ -56,14 +85,19 @@ class ProfileRecorder:
         self.runs: list[list[object]] = []
         self._current = threading.local()
         self._lock = forking.lock()
+        self._full_budget = bytes([RECORDS_PER_RUN]) * len(self.nodes)
+        self.budget = bytearray(self._full_budget)
         for node in self.nodes:
             node.attrs["runtime"] = self.record
+            node.attrs["budget"] = self.budget
 
     def begin(self) -> list[object] | None:
         """Start a run in this thread; returns what `end` needs to restore (a run that
         this thread had started, when a profiled call re-enters the function)."""
         outer = getattr(self._current, "run", None)
         self._current.run = [_UNSEEN] * len(self.nodes)
+        if outer is None:
+            self.budget[:] = self._full_budget
         return outer
 
     def end(self, outer: list[object] | None) -> None:
@@ -72,9 +106,13 @@ class ProfileRecorder:
             self.runs.append(run)
 
     def record(self, value: object, slot: int) -> None:
+        left = self.budget[slot]
+        if left:    # another thread may have used the budget up since the caller's test
+            self.budget[slot] = left - 1
         run = self._current.run
         seen, before = observed_type(value), run[slot]
-        run[slot] = seen if before is _UNSEEN or before == seen else unify(before, seen)
+        if before is not seen:
+            run[slot] = seen if before is _UNSEEN or before == seen else unify(before, seen)
 
     def write_back(self) -> None:
         """Store what each node saw in the chosen runs as its `profiled_type` attribute."""
@@ -83,6 +121,7 @@ class ProfileRecorder:
         chosen = _agreeing_runs(runs)
         for slot, node in enumerate(self.nodes):
             node.attrs.pop("runtime", None)
+            node.attrs.pop("budget", None)
             seen = [run[slot] for run in chosen if run[slot] is not _UNSEEN]
             if seen:
                 node.attrs["profiled_type"] = functools.reduce(unify, seen)

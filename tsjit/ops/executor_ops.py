@@ -30,7 +30,9 @@ def _call_runtime(args: list[str], attrs: dict) -> str:
 
 
 def _record(args: list[str], attrs: dict) -> str:
-    return f"{attrs['runtime']}({args[0]}, {attrs['slot']})"
+    slot = attrs["slot"]
+    # once the site's budget is spent, a profiled value costs one index and test
+    return f"{attrs['budget']}[{slot}] and {attrs['runtime']}({args[0]}, {slot})"
 
 
 register("prim::profile", "x", lambda types, attrs: None, _record, side_effect=True,

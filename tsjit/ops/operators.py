@@ -240,7 +240,7 @@ def getitem_rule(types, attrs):
     seq, index = types
     is_slice = attrs.get("slice", False)
     if isinstance(seq, TensorType):
-        return T
+        return _element_type(seq, index) or T
     if seq == AnyType:
         return AnyType
     if isinstance(seq, DictType):
@@ -273,6 +273,19 @@ def getitem_rule(types, attrs):
         except IndexError:
             raise OpTypeError(f"tuple index {const} out of range for {seq}") from None
     raise OpTypeError(f"'{_type_name(seq)}' object is not subscriptable")
+
+
+def _element_type(array: TensorType, index: Type) -> TensorType | None:
+    """The type of `x[i]`, `x[i, j]` (one int per dimension) when the array's dtype and
+    rank are known: a NumPy scalar of its dtype, for numbers and bools (an object array's
+    elements are anything; a datetime's unit and a string's length are not in the type)."""
+    indices = index.elems if isinstance(index, TupleType) else (index,)
+    if not (array.ndarray and array.dtype is not None and array.sizes is not None
+            and len(array.sizes) == len(indices) and all(t == IntType for t in indices)):
+        return None
+    if np.dtype(array.dtype).kind not in "biufc":
+        return None
+    return TensorType(array.dtype, (), None, False)
 
 
 def _common(elems: tuple[Type, ...]) -> Type | None:

@@ -231,6 +231,14 @@ class GroupError(Exception):
     """The nodes do not make one kernel; the message says why (for the fuser's log)."""
 
 
+class ScalarResult(GroupError):
+    """The op computes a NumPy scalar of `dtype` (no kernel: every operand is 0-d)."""
+
+    def __init__(self, message: str, dtype: np.dtype):
+        super().__init__(message)
+        self.dtype = dtype
+
+
 def build_group(nodes: list[Node], used_outside) -> FusedKernel:
     """The kernel computing `nodes` (in program order); `used_outside(value)` tells which
     of their results the rest of the program reads.  Raises GroupError."""
@@ -412,7 +420,10 @@ class _Builder:
         else:
             self.numbers[node.output] = result
         if self.rank(result) == 0:
-            raise GroupError(f"{node.kind} has a 0-d result (a NumPy scalar in NumPy)")
+            message = f"{node.kind} has a 0-d result (a NumPy scalar in NumPy)"
+            if call.target is None:
+                raise ScalarResult(message, self.dtypes[result])
+            raise GroupError(message)
 
     def prove_out_check(self, call: ElementwiseCall) -> None:
         """Run the out check on stand-ins of the group's types (see the module docstring):

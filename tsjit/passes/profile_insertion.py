@@ -10,33 +10,37 @@ recorder keeps observations in a flat list.
 """
 from __future__ import annotations
 
+from collections.abc import Container
+
 from ..ir.graph import Block, Graph, Node, Value
 from ..ir.types import TensorType
 
 
-def insert_profiles(graph: Graph) -> None:
-    """Insert `prim::profile[slot=k](%v)` after the definition of each used Tensor value."""
+def insert_profiles(graph: Graph, known: Container[Value] = ()) -> None:
+    """Insert `prim::profile[slot=k](%v)` after the definition of each used Tensor value,
+    but for the values in `known` (whose types the executor derives from the profiled
+    inputs' types instead: an element read of an array argument, say)."""
     slots = iter(range(1 << 62))
-    _profile_block(graph.block, slots)
+    _profile_block(graph.block, slots, known)
 
 
-def _profile_block(block: Block, slots) -> None:
-    at_start = [p for p in block.params if _profiled(p)]
+def _profile_block(block: Block, slots, known: Container[Value]) -> None:
+    at_start = [p for p in block.params if _profiled(p, known)]
     for position, value in enumerate(at_start):
         block.insert(position, _profile_node(value, next(slots)))
     for node in list(block.nodes):
         if node.kind == "prim::profile":
             continue
         for inner in node.blocks:
-            _profile_block(inner, slots)
+            _profile_block(inner, slots, known)
         after = node
         for value in node.outputs:
-            if _profiled(value):
+            if _profiled(value, known):
                 after = _profile_node(value, next(slots)).insert_after(after)
 
 
-def _profiled(value: Value) -> bool:
-    return isinstance(value.type, TensorType) and bool(value.uses)
+def _profiled(value: Value, known: Container[Value]) -> bool:
+    return isinstance(value.type, TensorType) and bool(value.uses) and value not in known
 
 
 def _profile_node(value: Value, slot: int) -> Node:

@@ -16,12 +16,17 @@ from ..ir.graph import Block, Graph, Node, Value
 from ..ir.types import TensorType, is_subtype, unify
 from ..ops import OPS
 from ..ops.registry import OpTypeError, infer_types
-from .elementwise_kernel import GroupError, build_group, read_call
+from .elementwise_kernel import GroupError, ScalarResult, build_group, read_call
 
 
-def propagate_types(graph: Graph) -> None:
-    """Refine the types of values computed from values of refined types."""
-    _propagate_block(graph.block)
+def propagate_types(graph: Graph, assume_loops_keep_types: bool = False) -> None:
+    """Refine the types of values computed from values of refined types.
+
+    assume_loops_keep_types: also give each loop-carried value its initial value's type,
+    which holds for most loops (`peak = x[0]; for ...: peak = max(peak, x[i])`), so that
+    the values computed from it are refined too.  Only a guess: the profiling executor
+    uses it to choose what it need not profile, never to type code."""
+    _propagate_block(graph.block, assume_loops_keep_types)
 
 
 def unknown_operands(graph: Graph) -> list[Value]:
@@ -40,18 +45,21 @@ def unknown_operands(graph: Graph) -> list[Value]:
     return unknown
 
 
-def _propagate_block(block: Block) -> None:
+def _propagate_block(block: Block, assume_loops: bool) -> None:
     for node in block.nodes:
         if node.kind == "prim::If":
             for inner in node.blocks:
-                _propagate_block(inner)
+                _propagate_block(inner, assume_loops)
             for k, out in enumerate(node.outputs):
                 branches = [inner.outputs[k].type for inner in node.blocks]
                 if all(isinstance(t, TensorType) for t in branches):
                     _refine(out, unify(*branches))
         elif node.blocks:
+            if assume_loops and node.kind == "prim::Loop":
+                for initial, param in zip(node.inputs[2:], node.blocks[0].params[1:]):
+                    _refine(param, initial.type)
             for inner in node.blocks:
-                _propagate_block(inner)
+                _propagate_block(inner, assume_loops)
         else:
             _propagate_node(node)
 
@@ -60,8 +68,11 @@ def _propagate_node(node: Node) -> None:
     if read_call(node) is not None:
         try:
             fused = build_group([node], lambda v: True)
+        except ScalarResult as scalar:     # arithmetic of NumPy scalars (loop code)
+            _refine(node.output, TensorType(scalar.dtype.name, (), None, False))
+            return
         except GroupError:
-            pass       # the registry's rule may still know (a NumPy scalar result)
+            pass       # the registry's rule may still know
         else:
             for v in node.outputs:
                 _refine(v, fused.value_types[v])

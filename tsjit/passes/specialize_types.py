@@ -12,17 +12,20 @@ from __future__ import annotations
 
 from ..ir.graph import Graph, Node, Value
 from ..ir.types import TENSOR, TensorType, is_subtype, unify
+from .propagate_types import propagate_types
 
 
 def specialize_types(graph: Graph) -> None:
-    """Give each profiled value its `profiled_type`, drop the profile nodes, and widen
-    the types at control-flow joins until they are consistent."""
+    """Give each profiled value its `profiled_type`, drop the profile nodes, derive the
+    types of the values computed from refined ones (which the executor does not profile),
+    and widen the types at control-flow joins until they are consistent."""
     for node in [n for n in graph.nodes() if n.kind == "prim::profile"]:
         seen = node.attrs.get("profiled_type")
         value = node.inputs[0]
         if isinstance(seen, TensorType) and is_subtype(seen, value.type):
             value.type = seen
         node.destroy()
+    propagate_types(graph)
     joins = [n for n in graph.nodes() if n.kind in ("prim::If", "prim::Loop")]
     changed = True
     while changed:

@@ -1,0 +1,240 @@
+"""Tiered execution: background compilation on and off gives the same results.
+
+The worker thread is held up by a job that waits for an event (`held_worker`), so that a
+test decides when a compile may run: calls made meanwhile are served by the interpreter
+tier, the first call after the compile is served by the compiled code.
+"""
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import subprocess
+import sys
+import threading
+import weakref
+from pathlib import Path
+
+import numpy as np
+import pytest
+from _differential import assert_same
+
+import tsjit
+from tsjit.executor import background
+from tsjit.executor import graph_executor as graph_executor_module
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def background_on(default_settings):
+    tsjit.set_background_compilation(True)
+    yield
+
+
+@pytest.fixture
+def held_worker(background_on):
+    """The worker thread blocked until `release()` (at the latest when the test ends)."""
+    gate = threading.Event()
+    background.submit(gate.wait)
+    yield gate.set
+    gate.set()
+
+
+def poly(x: tsjit.Tensor) -> tsjit.Tensor:     # + - * /: every tier agrees bit for bit
+    return 0.5 * x * (1.0 + 0.7978845608 * (x + 0.044715 * x * x * x)) / 3.0
+
+
+def drawdown(prices: tsjit.Tensor) -> float:
+    peak = prices[0]
+    worst = 0.0
+    for i in range(prices.shape[0]):
+        p = prices[i]
+        if p > peak:
+            peak = p
+        d = (peak - p) / peak
+        if d > worst:
+            worst = d
+    return float(worst)
+
+
+def scaled_sum(x: tsjit.Tensor, k: int) -> tsjit.Tensor:
+    s = x[0] * 0
+    for i in range(x.shape[0]):
+        s += x[i] * k
+    return s
+
+
+CASES = [
+    (poly, [(np.linspace(-3, 3, 101, dtype=np.float32),), (np.linspace(-2, 2, 7),),
+            (np.linspace(-3, 3, 101, dtype=np.float32),)]),
+    (drawdown, [(100 + np.cumsum(np.random.default_rng(1).standard_normal(500)),),
+                (np.array([3.0, 1.0, 2.0, 0.5], dtype=np.float32),),
+                (100 + np.cumsum(np.random.default_rng(2).standard_normal(50)),)]),
+    (scaled_sum, [(np.arange(20, dtype=np.int32), 3), (np.arange(5.0), 2),
+                  (np.arange(20, dtype=np.int32), -1)]),
+]
+
+
+def _results(fn, calls, finish=lambda: None) -> list:
+    scripted = tsjit.script(fn)
+    out = []
+    for k, args in enumerate(calls * 3):
+        out.append(scripted(*[a.copy() if isinstance(a, np.ndarray) else a for a in args]))
+        if k == len(calls):
+            finish()
+    return out, scripted
+
+
+@pytest.mark.parametrize("fn, calls", CASES, ids=[c[0].__name__ for c in CASES])
+def test_background_and_synchronous_compilation_give_the_same_results(default_settings, fn,
+                                                                       calls):
+    want = [fn(*args) for args in calls * 3]
+    synchronous, _ = _results(fn, calls)
+    tsjit.set_background_compilation(True)
+    gate = threading.Event()
+    background.submit(gate.wait)
+    try:
+        tiered, scripted = _results(fn, calls, finish=gate.set)
+    finally:
+        gate.set()
+    for k, (a, b, w) in enumerate(zip(synchronous, tiered, want)):
+        assert_same(a, w, f"synchronous call {k}")
+        assert_same(b, a, f"background call {k}")
+    stats = scripted.stats()
+    assert stats["background_compiles"] >= 1
+    assert stats["interpreted_runs"] >= 1       # the worker was held: the interpreter served
+
+
+def test_calls_switch_to_compiled_code_once_it_is_ready(held_worker):
+    x = np.linspace(-3, 3, 1000, dtype=np.float32)
+    f = tsjit.script(poly)
+    for _ in range(3):
+        assert_same(f(x), poly(x))
+    assert f.stats()["kernel_launches"] == 0
+    assert f.stats()["interpreted_runs"] == 3
+    held_worker()
+    f.executor._job.wait()
+    assert_same(f(x), poly(x))
+    stats = f.stats()
+    assert (stats["kernel_launches"], stats["interpreted_runs"], stats["specializations"]) \
+        == (1, 3, 1)
+
+
+def test_graph_for_waits_for_the_background_compile(held_worker):
+    f = tsjit.script(poly)
+    x = np.ones(8, np.float32)
+    f(x)
+    held_worker()
+    assert "prim::FusionGroup" in str(f.graph_for(x))
+
+
+def test_threads_racing_for_a_compile_compile_it_once(held_worker):
+    f = tsjit.script(drawdown)
+    prices = 100 + np.cumsum(np.random.default_rng(3).standard_normal(2000))
+    want = drawdown(prices)
+    start = threading.Barrier(4)
+    results: list = []
+
+    def caller():
+        start.wait()
+        for _ in range(5):
+            results.append(f(prices))
+
+    threads = [threading.Thread(target=caller) for _ in range(4)]
+    for t in threads:
+        t.start()
+    held_worker()
+    for t in threads:
+        t.join()
+    f.executor.specialize_for(prices)
+    results.append(f(prices))
+    assert len(results) == 21
+    for r in results:
+        assert_same(r, want)
+    stats = f.stats()
+    assert stats["background_compiles"] == 1
+    assert stats["specializations"] == 1
+
+
+def test_a_failing_background_compile_is_logged_and_the_function_runs_interpreted(
+        background_on, monkeypatch, caplog):
+    def broken(graph, context):
+        raise RuntimeError("lowering exploded")
+    monkeypatch.setattr(graph_executor_module, "lower", broken)
+    f = tsjit.script(poly)
+    x = np.linspace(-1, 1, 50)
+    with caplog.at_level(logging.WARNING, logger="tsjit.executor"):
+        f(x)
+        f.executor.specialize_for(x)
+        results = [f(x) for _ in range(3)]
+    for r in results:
+        assert_same(r, poly(x))
+    assert f.executor.state == "interpreted"
+    assert f.stats()["kernel_launches"] == 0
+    failures = [r for r in caplog.records if "optimization failed" in r.getMessage()]
+    assert len(failures) == 1
+    assert "lowering exploded" in str(failures[0].exc_info[1])
+
+
+def test_a_dropped_executor_is_not_kept_alive_by_its_queued_compile(held_worker):
+    executor = graph_executor_module.GraphExecutor(tsjit.script(poly).graph.copy(), "poly")
+    executor(np.ones(4))
+    job = executor._job
+    assert job is not None and not job.done
+    alive = weakref.ref(executor)
+    del executor
+    gc.collect()
+    assert alive() is None
+    held_worker()
+    assert job.wait(60)
+
+
+def test_a_reset_while_compiling_discards_the_stale_compile(held_worker):
+    f = tsjit.script(poly)
+    x = np.ones(4, np.float32)
+    f(x)
+    job = f.executor._job
+    tsjit.set_fusion_enabled(False)          # resets every executor
+    held_worker()
+    job.wait()
+    assert f.executor.state == "new"
+    assert_same(f(x), poly(x))
+    assert f.stats()["kernel_launches"] == 0
+
+
+def test_a_long_compile_says_so_once(monkeypatch, caplog, default_settings):
+    monkeypatch.setattr(background, "LONG_COMPILE_SECONDS", 0.0)
+    f = tsjit.script(drawdown)
+    with caplog.at_level(logging.INFO, logger="tsjit.compile"):
+        f(np.arange(1.0, 9.0))
+        f(np.arange(1.0, 9.0))
+    messages = [r.getMessage() for r in caplog.records if r.name == "tsjit.compile"]
+    assert any(m.startswith("compiled drawdown (depth 0) for ") for m in messages), messages
+
+
+def test_a_process_exiting_during_a_background_compile_exits_cleanly(tmp_path):
+    body = "\n".join(f"    y{k} = np.tanh(y{k - 1} * {k + 1}.5 + x) - y{k - 1} * 0.25"
+                     for k in range(1, 60))
+    program = tmp_path / "exit_mid_compile.py"
+    program.write_text(f"""
+import numpy as np
+import tsjit
+def big(x: tsjit.Tensor) -> tsjit.Tensor:
+    y0 = x * 0.5
+{body}
+    return y59
+f = tsjit.script(big)
+x = np.linspace(-1, 1, 1000)
+r = f(x)
+assert np.allclose(r, big(x))
+assert f.executor.state == "compiling", f.executor.state
+print("exiting", flush=True)
+""")
+    env = {**os.environ, "TSJIT_BACKGROUND_COMPILE": "1", "TSJIT_DISK_CACHE": "0",
+           "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, str(program)], env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "exiting"
+    assert done.stderr == ""

@@ -1,0 +1,131 @@
+"""Background compilation: the worker thread that builds specializations while calls run
+in the interpreter ("compiling is a tier, not a pause", ARCHITECTURE.md).
+
+One daemon thread takes jobs in order: LLVM serializes every compile behind one global
+lock anyway, and the thread releases the GIL while LLVM works, so a second worker would
+only compete with the calls for the GIL.  A job is a function of no arguments; what it
+compiles and where the result goes is the executor's business (it holds a weak reference
+to its executor, so a dropped function's job compiles nothing and keeps nothing alive).
+
+Exiting while a job runs: at exit (`atexit`) no queued job starts any more, and the
+exiting thread takes llvmlite's global lock, which waits for the LLVM call in progress and
+keeps the worker out of LLVM from then on, while the process tears LLVM down.  The worker
+is a daemon: the interpreter does not wait for it.
+
+A compile that takes longer than LONG_COMPILE_SECONDS says so once, while it runs, on the
+`tsjit.compile` logger (TSJIT_LOG=compile), with what it compiles and why.
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import queue
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+LONG_COMPILE_SECONDS = 1.0
+
+log = logging.getLogger("tsjit.compile")
+
+
+class CompileJob:
+    """One queued compile; `wait()` blocks until it has run (or was dropped at exit)."""
+
+    def __init__(self, work: Callable[[], None]):
+        self.work = work
+        self._done = threading.Event()
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._done.wait(timeout)
+
+    def run(self) -> None:
+        try:
+            self.work()
+        finally:
+            self._done.set()
+
+    def drop(self) -> None:
+        self._done.set()
+
+
+@contextlib.contextmanager
+def long_compile_notice(description: Callable[[], str]) -> Iterator[None]:
+    """Around a compile: if it is still running after LONG_COMPILE_SECONDS, log that once
+    (from a timer thread, while it runs), and how long it took in the end."""
+    start = time.perf_counter()
+    timer = threading.Timer(LONG_COMPILE_SECONDS, lambda: log.info(
+        "compiling %s: still running after %.1f s", description(), LONG_COMPILE_SECONDS))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        seconds = time.perf_counter() - start
+        if seconds > LONG_COMPILE_SECONDS:
+            log.info("compiled %s in %.1f s", description(), seconds)
+
+
+class _Worker:
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[CompileJob] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._exiting = False
+
+    def submit(self, job: CompileJob) -> None:
+        with self._lock:
+            if self._exiting:
+                job.drop()
+                return
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="tsjit-compile",
+                                                daemon=True)
+                self._thread.start()
+        self._jobs.put(job)
+
+    def _loop(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if self._exiting:
+                job.drop()
+                continue
+            try:
+                job.run()
+            except BaseException:   # the job logs its own failures; never kill the worker
+                log.exception("background compile job failed")
+
+    def exit(self) -> None:
+        """At interpreter exit: start no job, and hold LLVM's lock (waiting for the call
+        in progress) so that the worker cannot be inside LLVM while it is torn down."""
+        with self._lock:
+            self._exiting = True
+            started = self._thread is not None
+        if not started:
+            return
+        while True:
+            try:
+                self._jobs.get_nowait().drop()
+            except queue.Empty:
+                break
+        binding = sys.modules.get("llvmlite.binding.ffi")
+        if binding is not None:
+            binding.lib._lock._lock.acquire()    # never released: the process is ending
+
+
+_worker = _Worker()
+atexit.register(_worker.exit)
+
+
+def submit(work: Callable[[], None]) -> CompileJob:
+    """Queue `work` for the worker thread; the returned job tells when it has run."""
+    job = CompileJob(work)
+    _worker.submit(job)
+    return job
