@@ -1,20 +1,29 @@
-"""Time from compiling gelu to its first optimized result on 1M float32, in fresh processes.
+"""How long a user waits for a first result, in fresh processes with the disk cache off.
 
-    python bench/first_result.py [--processes N]
+    python bench/first_result.py [--processes N] [--only gelu|loops|large]
 
-What a user waits for once the modules are imported: for tsjit, `tsjit.script(gelu)` and
-then calls until the executor reports a launched kernel (`stats()["kernel_launches"]`;
-profiling calls come first; if none launches within 10 calls the figure is the first
-call's and marked "interpreter only"); for JAX, `jax.jit` and the first call; for Numba,
-`njit` of the loop and the first call. Each child process imports NumPy and its
-compiler first (reported apart), so no figure includes another's warm caches. Each
-figure is the median over N processes.
+1. gelu on 1M float32: from `tsjit.script(gelu)` to the first *optimized* result (calls
+   until the executor reports a launched kernel: profiling calls and calls served by the
+   interpreter while the kernel compiles come first; if none launches within 10 calls the
+   figure is the first call's and marked "interpreter only"); for JAX, `jax.jit` and the
+   first call; for Numba, `njit` of the loop and the first call.
+2. Loop programs (bench/loop_workloads.py): decorate plus first call, for CPython (the
+   plain function), tsjit and Numba `@njit` (its figure includes its whole compile). The
+   summary gives tsjit's sum over Numba's, and tsjit's first call over CPython's where
+   CPython takes 50 ms or more.
+3. A 150-statement elementwise function (large_elementwise): time to its first result,
+   and until its optimized code is in use (a kernel launched; calls repeat meanwhile).
+
+Each child process imports NumPy and its compiler first (reported apart for gelu), so no
+figure includes another's warm caches. Each figure is the median over N processes. The
+tsjit children run with TSJIT_DISK_CACHE=0 and the default background compilation.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -27,6 +36,8 @@ from harness import Record, format_seconds, write_results
 
 SIZE = 1 << 20
 MAX_CALLS = 10
+LARGE_STATEMENTS = 150
+LARGE_WAIT_SECONDS = 30.0
 
 
 def _time_tsjit() -> tuple[float, int, bool]:
@@ -73,39 +84,110 @@ MEASUREMENTS: dict[str, tuple[str, Callable[[], tuple[float, int, bool]]]] = {
     "numba njit": ("numba", _time_numba),
 }
 
+# loop programs: implementation -> (package imported first, decorator factory)
+LOOP_IMPLEMENTATIONS: dict[str, tuple[str | None, Callable[[], Callable]]] = {
+    "CPython": (None, lambda: (lambda fn: fn)),
+    "tsjit": ("tsjit", lambda: __import__("tsjit").script),
+    "numba njit": ("numba", lambda: __import__("numba").njit),
+}
 
-def _child(name: str) -> None:
-    package, measure = MEASUREMENTS[name]
-    for other in ("numba", "numexpr"):   # the workloads module imports them if it can: a
+
+def _block_other_compilers(package: str | None) -> None:
+    for other in ("numba", "numexpr"):   # the workloads modules import them if they can: a
         if other != package:             # compiler warming up LLVM here would help another
             sys.modules[other] = None    # (None in sys.modules makes the import fail)
+
+
+def _child(name: str) -> dict[str, object]:
+    package, measure = MEASUREMENTS[name]
+    _block_other_compilers(package)
     start = time.perf_counter()
     __import__(package)
     import_seconds = time.perf_counter() - start
     seconds, calls, optimized = measure()
-    print(json.dumps({"seconds": seconds, "calls": calls, "optimized": optimized,
-                      "import_seconds": import_seconds}))
+    return {"seconds": seconds, "calls": calls, "optimized": optimized,
+            "import_seconds": import_seconds}
 
 
-def _fresh_process(name: str) -> dict[str, object]:
-    completed = subprocess.run([sys.executable, __file__, "--child", name], capture_output=True,
-                               text=True, cwd=Path(__file__).parent, check=False)
+def _loop_child(implementation: str, program: str) -> dict[str, object]:
+    package, decorator = LOOP_IMPLEMENTATIONS[implementation]
+    _block_other_compilers(package)
+    if package:
+        __import__(package)
+    import loop_workloads
+    fn, inputs = loop_workloads.WORKLOADS[program]
+    args = inputs()
+    start = time.perf_counter()
+    result = decorator()(fn)(*args)
+    seconds = time.perf_counter() - start
+    want = fn(*inputs())
+    same = bool(np.array_equal(result, want)) if isinstance(want, np.ndarray) else \
+        result == want
+    return {"seconds": seconds, "same_as_cpython": same}
+
+
+def large_elementwise_source(statements: int) -> str:
+    """A function of `statements` elementwise statements, each reading the two before."""
+    lines = ["def large(x: np.ndarray) -> np.ndarray:", "    a0 = x * 0.5", "    a1 = x + 1.0"]
+    for k in range(2, statements):
+        op = ("+", "-", "*")[k % 3]
+        lines.append(f"    a{k} = a{k - 1} {op} a{k - 2} * {1 + k % 7}.0 / 8.0")
+    lines.append(f"    return a{statements - 1}")
+    return "\n".join(lines) + "\n"
+
+
+def _large_child() -> dict[str, object]:
+    import importlib
+    import tempfile
+
+    import tsjit
+    folder = tempfile.mkdtemp()       # tsjit.script reads the function's source file
+    Path(folder, "large_workload.py").write_text(
+        "import numpy as np\n\n\n" + large_elementwise_source(LARGE_STATEMENTS))
+    sys.path.insert(0, folder)
+    large = importlib.import_module("large_workload").large
+    x = np.random.default_rng(0).standard_normal(10_000)
+    start = time.perf_counter()
+    fn = tsjit.script(large)
+    fn(x)
+    first = time.perf_counter() - start
+    while fn.stats()["kernel_launches"] == 0 and time.perf_counter() - start < LARGE_WAIT_SECONDS:
+        fn(x)
+        time.sleep(0.005)
+    optimized = time.perf_counter() - start if fn.stats()["kernel_launches"] else None
+    return {"first_seconds": first, "optimized_seconds": optimized}
+
+
+def _fresh_process(*child_args: str) -> dict[str, object]:
+    env = {**os.environ, "TSJIT_DISK_CACHE": "0"}
+    env.pop("TSJIT_BACKGROUND_COMPILE", None)
+    completed = subprocess.run([sys.executable, __file__, "--child", *child_args],
+                               capture_output=True, text=True, cwd=Path(__file__).parent,
+                               env=env, check=False)
     if completed.returncode != 0:
         return {"error": (completed.stderr.strip().splitlines() or ["no output"])[-1]}
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
-def report(processes: int) -> list[Record]:
+def _installed(package: str | None) -> bool:
+    if package is None:
+        return True
+    try:
+        __import__(package)
+    except ImportError:
+        return False
+    return True
+
+
+def gelu_report(processes: int) -> list[Record]:
     print(f"\ngelu f32 1M: compile -> first optimized result, fresh processes "
           f"(median of {processes}; imports apart)")
     records = []
     for name, (package, _) in MEASUREMENTS.items():
-        try:
-            __import__(package)
-        except ImportError:
+        if not _installed(package):
             print(f"  {name:<12} not installed")
             continue
-        runs = [_fresh_process(name) for _ in range(processes)]
+        runs = [_fresh_process("gelu", name) for _ in range(processes)]
         errors = [run["error"] for run in runs if "error" in run]
         record = Record("first_result", "gelu f32 1M: compile -> first optimized result", name,
                         ours=name == "tsjit", samples=len(runs) - len(errors))
@@ -122,19 +204,107 @@ def report(processes: int) -> list[Record]:
                   f"call(s)  (import {format_seconds(imports)})"
                   + ("" if record.status == "ok" else f"  [{record.status}]"))
         records.append(record)
-    write_results("first_result", records, {"processes": processes, "max_calls": MAX_CALLS})
+    return records
+
+
+def loops_report(processes: int) -> list[Record]:
+    import loop_workloads
+    print(f"\nloop programs: decorate + first call, fresh processes, disk cache off "
+          f"(median of {processes})")
+    implementations = [i for i, (package, _) in LOOP_IMPLEMENTATIONS.items()
+                       if _installed(package)]
+    print("  " + f"{'program':<28}" + "".join(f"{i:>13}" for i in implementations))
+    records, totals = [], dict.fromkeys(implementations, 0.0)
+    slow_ratios = []
+    for program in loop_workloads.WORKLOADS:
+        seconds = {}
+        for implementation in implementations:
+            # interleaved: each round visits every implementation once
+            runs = []
+            for _ in range(processes):
+                runs.append(_fresh_process("loop", implementation, program))
+            errors = [r["error"] for r in runs if "error" in r]
+            record = Record("first_result", f"loop: {program}", implementation,
+                            ours=implementation == "tsjit", samples=len(runs) - len(errors))
+            if errors:
+                record.status = f"failed: {errors[0]}"
+            else:
+                record.first_call_seconds = statistics.median(r["seconds"] for r in runs)
+                if not all(r["same_as_cpython"] for r in runs):
+                    record.status = "result differs from CPython's"
+                seconds[implementation] = record.first_call_seconds
+                totals[implementation] += record.first_call_seconds
+            records.append(record)
+        peers = [s for i, s in seconds.items() if i != "tsjit"]
+        for record in records[-len(implementations):]:
+            if record.first_call_seconds is not None and peers:
+                record.ratio_to_best_peer = record.first_call_seconds / min(peers)
+        print("  " + f"{program:<28}" + "".join(
+            f"{format_seconds(seconds.get(i)):>13}" for i in implementations)
+            + "".join(f"  [{r.implementation}: {r.status}]"
+                      for r in records[-len(implementations):] if r.status != "ok"))
+        if "tsjit" in seconds and seconds.get("CPython", 0) >= 0.05:
+            slow_ratios.append((program, seconds["tsjit"] / seconds["CPython"]))
+    print("  " + f"{'sum':<28}" + "".join(f"{format_seconds(totals[i]):>13}"
+                                           for i in implementations))
+    if "tsjit" in totals and totals.get("numba njit"):
+        print(f"  tsjit / Numba, summed: {totals['tsjit'] / totals['numba njit']:.2f}")
+    for program, ratio in slow_ratios:
+        print(f"  tsjit / CPython, {program}: {ratio:.2f}")
+    return records
+
+
+def large_report(processes: int) -> list[Record]:
+    print(f"\n{LARGE_STATEMENTS}-statement elementwise function on 10k float64, fresh "
+          f"processes (median of {processes})")
+    runs = [_fresh_process("large") for _ in range(processes)]
+    errors = [r["error"] for r in runs if "error" in r]
+    first = Record("first_result", f"large elementwise ({LARGE_STATEMENTS} statements): first "
+                   "result", "tsjit", ours=True, samples=len(runs) - len(errors))
+    optimized = Record("first_result", f"large elementwise ({LARGE_STATEMENTS} statements): "
+                       "optimized code in use", "tsjit", ours=True,
+                       samples=len(runs) - len(errors))
+    if errors:
+        first.status = optimized.status = f"failed: {errors[0]}"
+        print(f"  {first.status}")
+        return [first, optimized]
+    first.first_call_seconds = statistics.median(r["first_seconds"] for r in runs)
+    done = [r["optimized_seconds"] for r in runs if r["optimized_seconds"] is not None]
+    if len(done) < len(runs):
+        optimized.status = f"no kernel launched within {LARGE_WAIT_SECONDS:.0f} s"
+    if done:
+        optimized.first_call_seconds = statistics.median(done)
+    print(f"  first result {format_seconds(first.first_call_seconds)}, optimized code in use "
+          f"after {format_seconds(optimized.first_call_seconds)}"
+          + ("" if optimized.status == "ok" else f"  [{optimized.status}]"))
+    return [first, optimized]
+
+
+SECTIONS = {"gelu": gelu_report, "loops": loops_report, "large": large_report}
+
+
+def report(processes: int, only: str | None = None) -> list[Record]:
+    records = []
+    for name, section in SECTIONS.items():
+        if only in (None, name):
+            records += section(processes)
+    write_results("first_result" if only is None else f"first_result_{only}", records,
+                  {"processes": processes, "max_calls": MAX_CALLS})
     return records
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--processes", type=int, default=3)
-    parser.add_argument("--child", choices=sorted(MEASUREMENTS), help=argparse.SUPPRESS)
+    parser.add_argument("--only", choices=sorted(SECTIONS))
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        _child(args.child)
+        kind, *rest = args.child
+        child = {"gelu": _child, "loop": _loop_child, "large": _large_child}[kind]
+        print(json.dumps(child(*rest)))
     else:
-        report(args.processes)
+        report(args.processes, args.only)
 
 
 if __name__ == "__main__":

@@ -73,7 +73,8 @@ def test_the_first_call_is_specialized_from_its_arguments():
     scripted, results = calls(triad, 2.5, x, y)
     for result in results:
         assert_same(result, triad(2.5, x, y))
-    assert scripted.stats() == {"calls": 3, "profiled_runs": 1, "specializations": 1,
+    assert scripted.stats() == {"calls": 3, "profiled_runs": 1, "interpreted_runs": 0,
+                                "background_compiles": 0, "specializations": 1,
                                 "guard_failures": 0, "bailouts": 0, "kernel_launches": 3,
                                 "kernels_compiled": 1}
 
