@@ -386,8 +386,8 @@ def _type_inputs(graph: Graph, args: tuple) -> None:
 
 
 def _derived_values(graph: Graph, args: tuple) -> set[Value]:
-    """The values whose types follow from the types of the arguments and of the values
-    that loops carry (`x[i, j]` of an array argument, `a * 2.0` of one, `peak - x[i]`):
+    """The NumPy scalars whose types follow from the types of the arguments and of the
+    values that loops carry (`x[i, j]` of an array argument, `x[i] * 2.0`, `peak - x[i]`):
     specialization derives them again from the profiled ones (`propagate_types`), so
     profiling them would only cost time.  The graph's types are left as they were."""
     before = {v: v.type for v in _values(graph)}
@@ -398,11 +398,16 @@ def _derived_values(graph: Graph, args: tuple) -> set[Value]:
     profiled = {p for n in graph.nodes() if n.kind == "prim::Loop" for p in n.blocks[0].params}
     profiled.update(graph.inputs)
     derived = {v for v, t in before.items()
-               if v.type != t and v not in profiled and isinstance(v.type, TensorType)
-               and v.type.is_refined}
+               if v.type != t and v not in profiled and _is_numpy_scalar(v.type)}
     for v, t in before.items():
         v.type = t
     return derived
+
+
+def _is_numpy_scalar(t: Type) -> bool:
+    """A type that says all there is to profile: a NumPy scalar of a known dtype (an
+    array's profile also gives its extents and layout, which propagation does not)."""
+    return isinstance(t, TensorType) and t.ndarray is False and t.dtype is not None
 
 
 def _size(graph: Graph) -> int:
