@@ -238,3 +238,38 @@ print("exiting", flush=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "exiting"
     assert done.stderr == ""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX only")
+def test_a_child_forked_while_a_compile_waits_finishes_it(tmp_path):
+    program = tmp_path / "fork_mid_compile.py"
+    program.write_text("""
+import os, threading
+import numpy as np
+import tsjit
+from tsjit.executor import background
+def poly(x: tsjit.Tensor) -> tsjit.Tensor:
+    return x * x + 1.0
+gate = threading.Event()
+background.submit(gate.wait)
+f = tsjit.script(poly)
+x = np.arange(5.0)
+f(x)
+assert f.executor.state == "compiling"
+pid = os.fork()
+if pid == 0:
+    gate.set()               # the child's copy of the held job may now finish
+    f.executor._job.wait(120)
+    ok = f.executor.state == "optimized" and np.array_equal(f(x), x * x + 1.0) \\
+        and f.stats()["kernel_launches"] == 1
+    os._exit(0 if ok else 3)
+gate.set()
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status))
+""")
+    env = {**os.environ, "TSJIT_BACKGROUND_COMPILE": "1", "TSJIT_DISK_CACHE": "0",
+           "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, str(program)], env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "0", done.stderr

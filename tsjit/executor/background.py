@@ -7,6 +7,8 @@ only compete with the calls for the GIL.  A job is a function of no arguments; w
 compiles and where the result goes is the executor's business (it holds a weak reference
 to its executor, so a dropped function's job compiles nothing and keeps nothing alive).
 
+A forked child gets a worker of its own, which restarts the parent's unfinished jobs.
+
 Exiting while a job runs: at exit (`atexit`) no queued job starts any more, and the
 exiting thread takes llvmlite's global lock, which waits for the LLVM call in progress and
 keeps the worker out of LLVM from then on, while the process tears LLVM down.  The worker
@@ -20,6 +22,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
+import os
 import queue
 import sys
 import threading
@@ -78,6 +81,7 @@ class _Worker:
         self._jobs: queue.SimpleQueue[CompileJob] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._running: CompileJob | None = None
         self._exiting = False
 
     def submit(self, job: CompileJob) -> None:
@@ -97,10 +101,23 @@ class _Worker:
             if self._exiting:
                 job.drop()
                 continue
+            self._running = job
             try:
                 job.run()
             except BaseException:   # the job logs its own failures; never kill the worker
                 log.exception("background compile job failed")
+            finally:
+                self._running = None
+
+    def unfinished(self) -> list[CompileJob]:
+        """The job running and those queued (in a forked child: its parent's, which no
+        thread of the child will finish)."""
+        jobs = [self._running] if self._running is not None else []
+        while True:
+            try:
+                jobs.append(self._jobs.get_nowait())
+            except queue.Empty:
+                return jobs
 
     def exit(self) -> None:
         """At interpreter exit: start no job, and hold LLVM's lock (waiting for the call
@@ -110,18 +127,33 @@ class _Worker:
             started = self._thread is not None
         if not started:
             return
-        while True:
-            try:
-                self._jobs.get_nowait().drop()
-            except queue.Empty:
-                break
+        for job in self.unfinished():
+            job.drop()
         binding = sys.modules.get("llvmlite.binding.ffi")
         if binding is not None:
             binding.lib._lock._lock.acquire()    # never released: the process is ending
 
 
 _worker = _Worker()
-atexit.register(_worker.exit)
+
+
+def _exit() -> None:
+    _worker.exit()
+
+
+def _restart_in_child() -> None:
+    """After fork(): the worker thread did not come along, so a new worker takes over the
+    parent's unfinished jobs (a job cut short there starts again: an executor installs
+    only a finished compile)."""
+    global _worker
+    unfinished, _worker = _worker.unfinished(), _Worker()
+    for job in unfinished:
+        _worker.submit(job)
+
+
+atexit.register(_exit)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_restart_in_child)
 
 
 def submit(work: Callable[[], None]) -> CompileJob:
