@@ -20,7 +20,7 @@ import pytest
 from _differential import assert_same
 
 import tsjit
-from tsjit.executor import background
+from tsjit.executor import background, pipeline
 from tsjit.executor import graph_executor as graph_executor_module
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -161,7 +161,7 @@ def test_a_failing_background_compile_is_logged_and_the_function_runs_interprete
         background_on, monkeypatch, caplog):
     def broken(graph, context):
         raise RuntimeError("lowering exploded")
-    monkeypatch.setattr(graph_executor_module, "lower", broken)
+    monkeypatch.setattr(pipeline, "lower", broken)
     f = tsjit.script(poly)
     x = np.linspace(-1, 1, 50)
     with caplog.at_level(logging.WARNING, logger="tsjit.executor"):

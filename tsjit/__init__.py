@@ -11,17 +11,16 @@ import numpy as _np
 
 from . import config as _config
 
-# The first script and the first kernel need the front end's emitter and the kernel
-# launcher: imported here, not on first use, because where Python writes no bytecode
-# caches (PYTHONDONTWRITEBYTECODE) they compile from source on import, ~35 ms that would
-# land on the first call (script -> first optimized gelu without .pyc files: 64 -> 15 ms).
+# The first script needs the front end's emitter: imported here, not on first use, because
+# where Python writes no bytecode caches (PYTHONDONTWRITEBYTECODE) it compiles from source
+# on import.  The native back end (code generators, llvmlite, the C runtime) is left to
+# the first compile, which runs on the compile worker thread (executor/background.py).
 from .api.archive import SerializationError
 from .api.module import Module, ModuleDict, ModuleList
 from .api.script import script
 from .api.script_function import ScriptFunction, ScriptModule
 from .api.serialization import load
 from .api.trace import trace
-from .codegen import launch as _launch  # noqa: F401
 from .config import (
     set_background_compilation,
     set_fusion_enabled,

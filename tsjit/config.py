@@ -119,7 +119,7 @@ def set_num_threads(n: int) -> None:
 
 # The channels TSJIT_LOG names: loggers tsjit.<channel>.  Those of modules imported later
 # than tsjit itself are listed here; the others are found among the loggers that exist.
-LOG_CHANNELS = ("executor", "fuser", "guards", "native", "passes")
+LOG_CHANNELS = ("compile", "executor", "fuser", "guards", "native", "passes")
 
 
 class _StderrUnlessConfigured(logging.StreamHandler):

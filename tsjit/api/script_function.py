@@ -8,7 +8,6 @@ import weakref
 
 from .. import config
 from ..executor import GraphExecutor
-from ..executor.pipeline import direct_entry
 from ..frontend.compiler import CompiledCallable
 from ..frontend.module_types import holds_function
 from ..interpreter import python_source
@@ -57,6 +56,7 @@ class ScriptFunction:
             return recorder.record_script_call(self, args, {})
         result = self.executor(*args)
         if self.executor.optimized is not self._direct_graph:
+            from ..executor.pipeline import direct_entry  # native code exists: loaded
             self._direct_graph = self.executor.optimized
             entry = direct_entry(self._direct_graph, self._call)
             if entry is not None:

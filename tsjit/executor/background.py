@@ -7,6 +7,9 @@ only compete with the calls for the GIL.  A job is a function of no arguments; w
 compiles and where the result goes is the executor's business (it holds a weak reference
 to its executor, so a dropped function's job compiles nothing and keeps nothing alive).
 
+`import tsjit` does not load the native back end (the pipeline, the code generators,
+llvmlite, the C runtime): the first compile does (`load_back_end`), on the worker thread.
+
 A forked child gets a worker of its own, which restarts the parent's unfinished jobs.
 
 Exiting while a job runs: at exit (`atexit`) no queued job starts any more, and the
@@ -28,6 +31,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+
+from .. import forking
 
 LONG_COMPILE_SECONDS = 1.0
 
@@ -154,6 +159,26 @@ def _restart_in_child() -> None:
 atexit.register(_exit)
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_restart_in_child)
+
+
+# Held while the back end's modules are imported, and taken by fork() (forking.py): a
+# child forked mid-import would inherit half-initialized modules it can never finish.
+_importing = threading.RLock()
+forking.hold_across_fork(_importing)
+_loaded = False
+
+
+def load_back_end() -> None:
+    """Import the optimization pipeline and the code generators (llvmlite with them), once:
+    `import tsjit` leaves them to the first compile, which runs on the worker thread while
+    the first calls run in the interpreter."""
+    global _loaded
+    if _loaded:
+        return
+    with _importing:
+        from ..codegen import launch, reduction_launch  # noqa: F401  (kernel generators)
+        from . import pipeline  # noqa: F401  (passes, native regions, llvmlite)
+        _loaded = True
 
 
 def submit(work: Callable[[], None]) -> CompileJob:

@@ -30,6 +30,7 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .. import config, forking
 from ..interpreter import compile_graph
@@ -41,9 +42,11 @@ from ..passes.specialize_types import specialize_types
 from . import background
 from .display import display_graph
 from .guards import make_type_check
-from .pipeline import LoweringContext, lower, native_passes_enabled, optimize
 from .profiling import PYTHON_NUMBERS, ProfileRecorder, observed_number_type, observed_type
 from .stats import ExecutorStats
+
+if TYPE_CHECKING:
+    from .pipeline import LoweringContext
 
 MAX_SPECIALIZATION_DEPTH = 8
 # How long a first call whose types follow from its arguments waits for its compile before
@@ -123,7 +126,9 @@ class GraphExecutor:
         return self._run(*args)
 
     def _start(self, args: tuple) -> Callable:
-        if not native_passes_enabled() or self.depth >= MAX_SPECIALIZATION_DEPTH:
+        # every optimization pass makes native code (pipeline.py, which is imported by the
+        # compile itself: loading the back end is work for the worker thread)
+        if not config.native_enabled() or self.depth >= MAX_SPECIALIZATION_DEPTH:
             return self._install(self._interpreter_tier())
         numbers = [i for i, v in enumerate(self.graph.inputs[:len(args)])
                    if v.type in PYTHON_NUMBERS.values()]
@@ -212,6 +217,8 @@ class GraphExecutor:
     def _compile(self, graph: Graph, why: str) -> _Specialization:
         """Optimize, lower and compile `graph` (no executor state changes here: in the
         background, the result is installed only if no reset came in between)."""
+        background.load_back_end()
+        from .pipeline import LoweringContext, lower, optimize
         start = time.perf_counter()
         fallbacks: list[GraphExecutor] = []
         context = LoweringContext(self.name, self.filename, self.counters,

@@ -90,11 +90,6 @@ LOWERINGS: dict[str, Lowering] = {
 }
 
 
-def native_passes_enabled() -> bool:
-    """Whether any pass that produces native code would run (else: nothing to profile)."""
-    return config.native_enabled() and any(p.enabled() for p in OPTIMIZATION_PASSES)
-
-
 def optimize(graph: Graph) -> Graph | None:
     """The specialized graph after the enabled passes, with what they compiled guarded
     and what they left dead dropped; None when it has no native code.  Each pass works on

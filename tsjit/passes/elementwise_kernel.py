@@ -32,6 +32,7 @@ must equal the iteration shape for the kernel to compute what NumPy computes.
 """
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass, field
 
@@ -225,6 +226,15 @@ class FusedKernel:
     range_checks: dict[int, tuple[int, int]] = field(default_factory=dict)  # Python ints
     value_types: dict[Value, TensorType] = field(default_factory=dict)
     raising: frozenset[Node] = frozenset()      # members that may raise ValueError
+    # the state after the members' ops, which `extend_group` continues from
+    builder: _Builder | None = field(default=None, repr=False, compare=False)
+
+
+@functools.cache
+def dtype_name(dtype: np.dtype) -> str:
+    """`dtype.name`, which NumPy computes in Python (~5 us) on every access: a group of
+    n ops asks for it about n times per join."""
+    return dtype.name
 
 
 class GroupError(Exception):
@@ -244,11 +254,25 @@ def build_group(nodes: list[Node], used_outside) -> FusedKernel:
     of their results the rest of the program reads.  Raises GroupError."""
     builder = _Builder()
     for node in nodes:
-        call = read_call(node)
-        if call is None:
-            raise GroupError(f"{node.kind} is not an elementwise array op")
-        builder.add(node, call)
+        builder.add(node, _call_of(node))
     return builder.finish(nodes, used_outside)
+
+
+def extend_group(group: FusedKernel, nodes: list[Node], node: Node,
+                 used_outside) -> FusedKernel:
+    """`build_group(nodes + [node], used_outside)`, where `group` is the kernel of `nodes`:
+    only `node`'s ops are added (the fuser grows groups one node at a time, and rebuilding
+    every group from its first node made fusion quadratic in the length of the code)."""
+    builder = group.builder.copy()
+    builder.add(node, _call_of(node))
+    return builder.finish([*nodes, node], used_outside)
+
+
+def _call_of(node: Node) -> ElementwiseCall:
+    call = read_call(node)
+    if call is None:
+        raise GroupError(f"{node.kind} is not an elementwise array op")
+    return call
 
 
 class _Builder:
@@ -271,6 +295,14 @@ class _Builder:
         self.raising: set[Node] = set()
         self.range_checks: dict[int, tuple[int, int]] = {}   # kernel input -> (lo, hi)
         self.checked_ints: list[tuple[Value, np.dtype]] = []  # Python ints out checks convert
+
+    def copy(self) -> _Builder:
+        """A builder that continues from this one's state, leaving this one as it is (the
+        containers are copied; what they hold is never changed in place)."""
+        twin = _Builder.__new__(_Builder)
+        for name, value in vars(self).items():
+            setattr(twin, name, value.copy())
+        return twin
 
     # ---- values
     def number(self, v: Value) -> int | None:
@@ -303,7 +335,7 @@ class _Builder:
         """How NumPy's promotion sees the operand (Python scalars weak, the rest strong)."""
         n = self.number(v)
         if n is not None:
-            return TensorType(self.dtypes[n].name)
+            return TensorType(dtype_name(self.dtypes[n]))
         c = constant_value(v)
         if c is not NOT_CONSTANT:
             return PYTHON_SCALARS[type(c)] if type(c) in PYTHON_SCALARS else TensorType(
@@ -595,7 +627,8 @@ class _Builder:
                            tuple(c for c in checks if c != arrays),
                            tuple(i for i in inplace if i is not None),
                            {v: self.input_type(v) for v in self.group_inputs},
-                           self.range_checks, value_types, frozenset(self.raising))
+                           dict(self.range_checks), value_types, frozenset(self.raising),
+                           self)
 
     def final(self, vid: int) -> int:
         """The KernelSpec value number of value id `vid` (inputs first, then ops)."""
@@ -611,4 +644,4 @@ class _Builder:
         return TensorType(t.dtype, (None,) * len(t.sizes), None, t.ndarray)
 
     def output_type(self, n: int, rank: int) -> TensorType:
-        return TensorType(self.dtypes[n].name, (None,) * rank, None, True)
+        return TensorType(dtype_name(self.dtypes[n]), (None,) * rank, None, True)

@@ -29,9 +29,21 @@ from ..ir.graph import Block, Graph, Node, Value, clone_node
 from ..ir.types import TensorType
 from ..ops import OPS
 from .analysis import has_effects, reads_mutable
-from .elementwise_kernel import FusedKernel, GroupError, build_group, is_constant_like, read_call
+from .elementwise_kernel import (
+    FusedKernel,
+    GroupError,
+    build_group,
+    extend_group,
+    is_constant_like,
+    read_call,
+)
 
 MIN_GROUP_SIZE = 2
+# Ops per kernel at most.  Each join is checked on the whole group, so unbounded groups
+# made fusion quadratic in the length of straight-line code (a 150-statement function
+# spent a minute here); and LLVM's O3 time grows faster than linearly in a kernel's size
+# while a longer kernel saves only the memory traffic of one more intermediate array.
+MAX_GROUP_SIZE = 48
 _NONE: frozenset = frozenset()
 _SHAPE_ERRORS = frozenset({ValueError})
 _ANY = None
@@ -57,6 +69,8 @@ class BlockFuser:
         self.position = {node: i for i, node in enumerate(self.nodes)}
         self.users = {node: self._users(node) for node in self.nodes}
         self.exceptions: dict[Node, frozenset | None] = {}
+        # id(group) -> (group, its kernel) for the groups checked last (see `_check`)
+        self.kernels: dict[int, tuple[list[Node], FusedKernel]] = {}
 
     def _users(self, node: Node) -> set[Node]:
         """The nodes of this block (or its return) that use a result of `node`,
@@ -75,6 +89,11 @@ class BlockFuser:
     def build(self, members: list[Node], used_outside) -> FusedKernel:
         return build_group(members, used_outside)
 
+    def extend(self, group: list[Node], kernel: FusedKernel, node: Node,
+               used_outside) -> FusedKernel:
+        """`build(group + [node])`, given `kernel`, the group's (only `node` is added)."""
+        return extend_group(kernel, group, node, used_outside)
+
     def wanted(self, group: list[Node]) -> bool:
         if len(group) < MIN_GROUP_SIZE:
             log.debug("not fused: %s alone (a kernel for one op does not beat NumPy)",
@@ -90,12 +109,13 @@ class BlockFuser:
                 continue
             joined = self._join(node, groups, group_of)
             if joined is None:
+                joined = [node]
                 try:
-                    self.build([node], self._outside_of({node}))
+                    self.kernels[id(joined)] = (joined,
+                                                self.build(joined, self._outside_of({node})))
                 except GroupError as e:
                     log.debug("not fused: %s: %s", _describe(node), e)
                     continue
-                joined = [node]
                 groups.append(joined)
             for member in joined:
                 group_of[member] = joined
@@ -117,9 +137,14 @@ class BlockFuser:
             producers = self._siblings(node, groups)
         options = ([producers] if len(producers) > 1 else []) + [
             [g] for g in sorted(producers, key=len, reverse=True)]
+        full = [o for o in options if sum(map(len, o)) >= MAX_GROUP_SIZE]
+        if full:
+            log.debug("not joined: %s to a group of %d: a kernel takes at most %d ops",
+                      _describe(node), sum(map(len, full[-1])), MAX_GROUP_SIZE)
+            options = [o for o in options if sum(map(len, o)) < MAX_GROUP_SIZE]
         for option in options:
             members = sorted([*(m for g in option for m in g), node], key=self.position.get)
-            reason = self._check(members)
+            reason = self._check(members, option[0] if len(option) == 1 else None)
             if reason is None:
                 for g in option:
                     groups.remove(g)
@@ -151,20 +176,31 @@ class BlockFuser:
             user = user.block.owner
         return user
 
-    def _check(self, members: list[Node]) -> str | None:
-        """Why `members` cannot be one group run at the last member's place, or None."""
+    def _check(self, members: list[Node], grown: list[Node] | None) -> str | None:
+        """Why `members` cannot be one group run at the last member's place, or None.
+        `grown`: the group `members` adds its last node to (its kernel is extended, and
+        only the moves past the nodes since its end are checked again)."""
         member_set = set(members)
+        used_outside = self._outside_of(member_set)
+        previous = self.kernels.get(id(grown)) if grown is not None else None
+        if previous is not None and previous[0] is not grown:
+            previous = None
         try:
-            fused = self.build(members, self._outside_of(member_set))
+            if previous is not None:
+                fused = self.extend(grown, previous[1], members[-1], used_outside)
+            else:
+                fused = self.build(members, used_outside)
         except GroupError as e:
             return str(e)
         end = self.position[members[-1]]
+        start = self.position[grown[-1]] if previous is not None else 0
         for member in members[:-1]:
-            for other in self.nodes[self.position[member] + 1:end]:
+            for other in self.nodes[max(self.position[member], start) + 1:end]:
                 if other not in member_set:
                     reason = self._blocks_move(member, other, member in fused.raising)
                     if reason is not None:
                         return reason
+        self.kernels[id(members)] = (members, fused)
         return None
 
     def _blocks_move(self, member: Node, other: Node, member_raises: bool) -> str | None:

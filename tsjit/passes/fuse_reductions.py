@@ -26,7 +26,9 @@ def fuse_reductions(graph: Graph) -> None:
     """Replace groups of reductions and elementwise ops by prim::FusionGroup nodes."""
     blocks = [graph.block, *(b for node in graph.nodes() for b in node.blocks)]
     for block in blocks:
-        _ReductionFuser(block).run()
+        # only groups holding a reduction are replaced: without one, grouping is wasted
+        if any(read_reduction(node) is not None for node in block.nodes):
+            _ReductionFuser(block).run()
 
 
 class _ReductionFuser(BlockFuser):
@@ -38,6 +40,10 @@ class _ReductionFuser(BlockFuser):
 
     def build(self, members: list[Node], used_outside) -> FusedKernel:
         return build_row_group(members, used_outside)
+
+    def extend(self, group: list[Node], kernel: FusedKernel, node: Node,
+               used_outside) -> FusedKernel:
+        return self.build([*group, node], used_outside)
 
     def wanted(self, group: list[Node]) -> bool:
         reductions = [m for m in group if read_reduction(m) is not None]
