@@ -12,8 +12,15 @@ from tsjit.ir.parser import IRParseError, parse_ir
 from tsjit.ir.printer import print_graph
 from tsjit.ir.types import TENSOR, TensorType
 from tsjit.ir.verifier import verify
-from tsjit.passes import fuse_elementwise, insert_guards, insert_profiles, specialize_types
-from tsjit.passes.elementwise_kernel import build_group, read_call
+from tsjit.passes import (
+    fuse_elementwise,
+    insert_guards,
+    insert_profiles,
+    propagate_types,
+    specialize_types,
+)
+from tsjit.passes.elementwise_kernel import build_group, extend_group, read_call
+from tsjit.passes.fuse_elementwise import MAX_GROUP_SIZE
 from tsjit.testing.filecheck import FileCheck
 
 F32 = "Tensor(dtype=float32, sizes=[*], ndarray=1)"
@@ -66,6 +73,39 @@ def test_a_chain_becomes_one_group_over_typed_parameters():
         (np.dtype("float32"), 0, True), (np.dtype("float32"), 1, False),
         (np.dtype("float32"), 1, False)]
     round_trips(graph)
+
+
+def _chain(ops: int) -> str:
+    """%v0 = %x * 1.5, then each op reading the two values before it (int32 promotes)."""
+    lines = [f"graph(%x : {F32}, %y : Tensor(dtype=int32, sizes=[*], ndarray=1)):",
+             "  %c : float = prim::Constant[value=1.5]()",
+             "  %v0 : Tensor = aten::mul(%x, %c)", "  %v1 : Tensor = aten::add(%v0, %y)"]
+    for k in range(2, ops):
+        op = ("aten::sub", "aten::mul", "aten::add")[k % 3]
+        lines.append(f"  %v{k} : Tensor = {op}(%v{k - 1}, %v{k - 2})")
+    return "\n".join([*lines, f"  return (%v{ops - 1})", ""])
+
+
+def test_a_group_extended_by_a_node_is_the_group_built_with_it():
+    graph = run(_chain(12))
+    nodes = [n for n in graph.nodes() if read_call(n) is not None]
+    kernel = build_group(nodes[:1], lambda v: True)
+    for k in range(1, len(nodes)):
+        outside = {nodes[k].outputs[0]}.__contains__
+        kernel = extend_group(kernel, nodes[:k], nodes[k], outside)
+        whole = build_group(nodes[:k + 1], outside)
+        assert (kernel.spec, kernel.value_types, kernel.input_types, kernel.raising) == \
+            (whole.spec, whole.value_types, whole.input_types, whole.raising)
+        assert len(kernel.spec.ops) > len(kernel.builder.ops) - 1
+
+
+def test_kernels_take_at_most_max_group_size_ops():
+    ops = 2 * MAX_GROUP_SIZE + 10
+    graph = run(_chain(ops), propagate_types, fuse_elementwise)
+    sizes = [sum(1 for n in g.attrs["subgraph"].nodes() if read_call(n) is not None)
+             for g in groups(graph)]
+    assert sum(sizes) == ops
+    assert max(sizes) == MAX_GROUP_SIZE and len(sizes) == 3, sizes
 
 
 def test_promotion_inserts_casts_as_numpy_would():
