@@ -50,9 +50,12 @@ if TYPE_CHECKING:
 
 MAX_SPECIALIZATION_DEPTH = 8
 # How long a first call whose types follow from its arguments waits for its compile before
-# it runs in the interpreter (gelu's kernel is ready in ~15 ms; a 150-statement function
-# takes seconds and should not hold its first result back).
-FIRST_CALL_WAIT_SECONDS = 0.05
+# it runs in the interpreter.  A small graph (gelu) compiles in tens of ms, or a little
+# more in the process's first compile, which loads the back end: interpreted calls
+# meanwhile would only compete with it for the GIL.  A large one (a 150-statement
+# function) compiles for seconds and must not hold its first result back.
+SMALL_GRAPH_NODES = 100
+FIRST_CALL_WAIT_SECONDS = {True: 2.0, False: 0.05}     # by whether the graph is small
 
 log = logging.getLogger("tsjit.executor")
 _executors: weakref.WeakSet[GraphExecutor] = weakref.WeakSet()
@@ -122,7 +125,7 @@ class GraphExecutor:
                 self._run = self._start(args)
                 job = self._job
         if job is not None:     # a first call whose types were known from its arguments
-            job.wait(FIRST_CALL_WAIT_SECONDS)
+            job.wait(FIRST_CALL_WAIT_SECONDS[_size(self.graph) <= SMALL_GRAPH_NODES])
         return self._run(*args)
 
     def _start(self, args: tuple) -> Callable:
@@ -181,7 +184,7 @@ class GraphExecutor:
         """What runs the calls from now on: the specialization of `graph`, compiled here
         or (background compilation) on the worker thread while the interpreter serves the
         calls; the first call after the code is ready runs it.  A first call whose types
-        follow from its arguments waits FIRST_CALL_WAIT_SECONDS for it (`_first_call`)."""
+        follow from its arguments may wait for it (`_first_call`)."""
         if not config.background_compilation():
             return self._install(self._compile(graph, why))
         self.state = "compiling"
