@@ -27,6 +27,7 @@ import numpy as np
 
 from tsjit.codegen.engine import CompiledModule, generator_fingerprint, get_engine
 from tsjit.codegen.launch import _finish, _native_function, broadcast_shape
+from tsjit.codegen.output_pool import OutputPool
 from tsjit.codegen.reduction import PARALLEL_FOR, build_row_kernel_module, row_entry_parameter_types
 from tsjit.codegen.reduction_spec import RowKernelSpec, element_level, row_supports
 
@@ -81,6 +82,11 @@ class RowKernel:
         levels = element_level(spec)
         self.outputs = [(spec.value_dtype(v), levels[v], rank)
                         for v, rank in zip(spec.outputs, spec.output_ranks)]
+        # element-level outputs come from the kernels' output memory (pages kept between
+        # calls: a fresh 16 MB array faults in every page)
+        pool = OutputPool.shared()
+        self.allocators = [pool.allocator(dtype, rank) if element else None
+                           for dtype, element, rank in self.outputs]
 
     def call(self, *args, shape=None) -> tuple:
         spec = self.spec
@@ -103,9 +109,9 @@ class RowKernel:
         if n < spec.min_length:
             raise LayoutError("rows too short for the reductions (NumPy raises or warns)")
         results = []
-        for dtype, element, rank in self.outputs:
+        for (dtype, element, rank), allocate in zip(self.outputs, self.allocators):
             if element:
-                out = np.empty(shape, dtype)
+                out = allocate(shape, None)
                 strides.append(n * dtype.itemsize)
             else:
                 kept = shape[:-1] if not spec.full else ()
