@@ -50,12 +50,13 @@ if TYPE_CHECKING:
 
 MAX_SPECIALIZATION_DEPTH = 8
 # How long a first call whose types follow from its arguments waits for its compile before
-# it runs in the interpreter.  A small graph (gelu) compiles in tens of ms, or a little
-# more in the process's first compile, which loads the back end: interpreted calls
-# meanwhile would only compete with it for the GIL.  A large one (a 150-statement
-# function) compiles for seconds and must not hold its first result back.
+# it runs in the interpreter.  Small straight-line array code (gelu) compiles in tens of
+# ms, or a little more in the process's first compile, which loads the back end:
+# interpreted calls meanwhile would only compete with it for the GIL.  A large graph (a
+# 150-statement function) compiles for seconds, and loop code runs its first call in the
+# interpreter about as fast as plain Python: neither should hold its first result back.
 SMALL_GRAPH_NODES = 100
-FIRST_CALL_WAIT_SECONDS = {True: 2.0, False: 0.05}     # by whether the graph is small
+FIRST_CALL_WAIT_SECONDS = {True: 2.0, False: 0.05}     # by whether it is small array code
 
 log = logging.getLogger("tsjit.executor")
 _executors: weakref.WeakSet[GraphExecutor] = weakref.WeakSet()
@@ -125,7 +126,9 @@ class GraphExecutor:
                 self._run = self._start(args)
                 job = self._job
         if job is not None:     # a first call whose types were known from its arguments
-            job.wait(FIRST_CALL_WAIT_SECONDS[_size(self.graph) <= SMALL_GRAPH_NODES])
+            small = _size(self.graph) <= SMALL_GRAPH_NODES and not any(
+                node.kind == "prim::Loop" for node in self.graph.nodes())
+            job.wait(FIRST_CALL_WAIT_SECONDS[small])
         return self._run(*args)
 
     def _start(self, args: tuple) -> Callable:
