@@ -7,7 +7,6 @@ turns scripting off."""
 from __future__ import annotations
 
 import inspect
-import os
 import re
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from _subprocess import child_environment
 
 import tsjit
 
@@ -607,9 +607,7 @@ DISABLED_PROGRAM = textwrap.dedent("""
 def test_tsjit_disable_returns_the_python_objects(tmp_path):
     program = tmp_path / "disabled.py"
     program.write_text(DISABLED_PROGRAM)
-    env = {**os.environ, "TSJIT_DISABLE": "1"}
-    root = os.path.dirname(os.path.dirname(os.path.abspath(tsjit.__file__)))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    env = child_environment(TSJIT_DISABLE="1")
     out = subprocess.run([sys.executable, str(program)], env=env, capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 0, out.stderr

@@ -7,15 +7,12 @@ with threads running."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
+from _subprocess import child_environment
 
 PROGRAM = """
 import multiprocessing
@@ -110,8 +107,7 @@ def test_forked_children_run_scripted_functions(tmp_path, busy, threads):
     program = tmp_path / "program.py"
     program.write_text(textwrap.dedent(PROGRAM).replace("BUSY", busy)
                        .replace("THREADS", str(threads)))
-    env = dict(os.environ, TSJIT_CACHE_DIR=str(tmp_path / "cache"),
-               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env = child_environment(TSJIT_CACHE_DIR=str(tmp_path / "cache"))
     result = subprocess.run([sys.executable, str(program)], env=env, capture_output=True,
                             text=True, timeout=400)
     assert result.returncode == 0, result.stderr[-3000:]

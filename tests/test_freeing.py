@@ -5,13 +5,12 @@ that ran before)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from _subprocess import child_environment
 
 PROGRAM = '''
 from typing import Dict, List
@@ -183,7 +182,7 @@ def _distinct_source(count: int) -> str:
 def _run(tmp_path: Path, cycles: int, measured_from: int, distinct: int) -> dict:
     (tmp_path / "program.py").write_text(PROGRAM)
     (tmp_path / "distinct.py").write_text(_distinct_source(distinct))
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TSJIT_CACHE_DIR": str(tmp_path / "cache")}
+    env = child_environment(TSJIT_CACHE_DIR=str(tmp_path / "cache"))
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(DRIVER), str(tmp_path),
                            str(cycles), str(measured_from)],
                           capture_output=True, text=True, env=env, timeout=600)

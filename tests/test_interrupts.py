@@ -17,8 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
+from _subprocess import child_environment
 
 SCALAR_CHILD = """
 import time
@@ -106,7 +105,7 @@ def interrupt(tmp_path: Path, source: str, delay: float = 0.3) -> list[str]:
     output lines."""
     script = tmp_path / "child.py"   # tsjit.script reads the functions' source file
     script.write_text(source)
-    child = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, text=True,
+    child = subprocess.Popen([sys.executable, str(script)], env=child_environment(), text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         assert child.stdout.readline().strip() == "ready", child.stderr.read()

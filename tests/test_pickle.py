@@ -9,7 +9,6 @@ import copy
 import gc
 import io
 import multiprocessing
-import os
 import pickle
 import pickletools
 import subprocess
@@ -22,6 +21,7 @@ import numpy as np
 import pytest
 from _differential import assert_same
 from _programs import imported_program
+from _subprocess import child_environment
 
 import tsjit
 from tsjit.api import pickling
@@ -104,9 +104,8 @@ def run_child(tmp_path: Path, payloads: dict) -> dict:
     """Unpickle each payload twice in a fresh process that cannot import the program."""
     jobs, report = tmp_path / "jobs.pkl", tmp_path / "report.pkl"
     jobs.write_bytes(pickle.dumps(payloads))
-    repo = Path(tsjit.__file__).resolve().parents[1]
     child = subprocess.run([sys.executable, "-c", CHILD.format(program=PROGRAM), str(jobs),
-                            str(report)], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(repo)},
+                            str(report)], cwd=tmp_path, env=child_environment(),
                            capture_output=True, text=True, timeout=120)
     assert child.returncode == 0, child.stderr
     return pickle.loads(report.read_bytes())

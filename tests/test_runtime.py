@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _subprocess import child_environment
 
 from tsjit import runtime
 
@@ -57,10 +58,9 @@ def run_python(code: str, env_update: dict[str, str] | None = None,
                script_dir: Path | None = None) -> subprocess.CompletedProcess:
     """Run `code` in a fresh interpreter without the thread count variables of this one
     (from a file in `script_dir` if given, so that it may script its own functions)."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in (runtime.NUM_THREADS_ENV, runtime.OMP_NUM_THREADS_ENV)}
-    env.update(env_update or {})
-    env["PYTHONPATH"] = os.pathsep.join([str(HEADER.parents[2]), env.get("PYTHONPATH", "")])
+    env = child_environment({k: v for k, v in os.environ.items()
+                             if k not in (runtime.NUM_THREADS_ENV, runtime.OMP_NUM_THREADS_ENV)},
+                            **(env_update or {}))
     command = ["-c", textwrap.dedent(code)]
     if script_dir is not None:
         (script_dir / "program.py").write_text(textwrap.dedent(code))

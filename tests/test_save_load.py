@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import pickle
 import subprocess
 import sys
@@ -22,6 +21,7 @@ import numpy as np
 import pytest
 from _differential import assert_same
 from _programs import imported_program
+from _subprocess import child_environment
 
 import tsjit
 from tsjit.api.archive import SerializationError
@@ -238,8 +238,7 @@ def fresh_process(program, tmp_path_factory):
     expected["net"] = eager_results(program.Net(), MODULE_CALLS)
     jobs_file, report_file = directory / "jobs.pkl", directory / "report.pkl"
     jobs_file.write_bytes(pickle.dumps(jobs))
-    repo = Path(tsjit.__file__).resolve().parents[1]
-    env = {**os.environ, "PYTHONPATH": str(repo)}
+    env = child_environment()
     child = subprocess.run([sys.executable, "-c", CHILD.format(program=PROGRAM),
                             str(jobs_file), str(report_file)],
                            cwd=directory, env=env, capture_output=True, text=True, timeout=120)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import os
 import re
 import subprocess
 import sys
@@ -15,17 +14,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _subprocess import child_environment
 
 import tsjit
 from tsjit import environment
 from tsjit.codegen import engine
 
-ROOT = Path(__file__).resolve().parent.parent
-
 
 def _python(*args: str, env: dict | None = None, cwd: Path | None = None
             ) -> subprocess.CompletedProcess:
-    environ = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    environ = child_environment(**(env or {}))
     return subprocess.run([sys.executable, *args], capture_output=True, text=True,
                           env=environ, cwd=cwd, timeout=300)
 
