@@ -6,7 +6,9 @@ Why these choices (see shared/design/LLVM_NOTES.md for the measurements):
   links a relocatable object in ~0.2 ms (MCJIT ~0.6 ms).
 - We run the optimizer and ``emit_object`` ourselves, then hand the object to the JIT: the
   same bytes go to the on-disk cache, so a fresh process skips parse, O3 and codegen
-  (~10-30 ms) and reloads a kernel in well under a millisecond.
+  (~10-30 ms) and reloads a kernel in well under a millisecond. Entries are verified
+  before they are linked (``disk_cache``): the key material includes everything that
+  shapes the object code.
 - LLVM is initialized lazily, on the first compile.
 """
 
@@ -28,6 +30,8 @@ from llvmlite import ir
 
 from tsjit import environment, forking
 
+from .disk_cache import DiskCache
+
 __all__ = [
     "CompiledModule",
     "JitEngine",
@@ -36,10 +40,8 @@ __all__ = [
 ]
 
 # Bump when the pipeline or code-generation options change, so stale objects are not loaded.
-_CACHE_FORMAT = "1"
+_CACHE_FORMAT = "2"
 CACHE_DIR_ENV = "TSJIT_CACHE_DIR"
-# The disk cache is trimmed (oldest files first) once per process when it outgrows this.
-_CACHE_MAX_BYTES = 256 << 20
 DISK_CACHE_ENV = "TSJIT_DISK_CACHE"
 # Modules kept loaded after their last user is gone, most recently used first: a program
 # that scripts the same function again and again does not relink (or, without the disk
@@ -108,7 +110,16 @@ class _Llvm:
         self.pass_builder = llvm.create_pass_builder(self.tm, self.pipeline_options)
         # The JIT gets its own target machine: never share one the JIT may own.
         self.lljit = llvm.create_lljit_compiler(self.new_target_machine())
-        self.host_id = "|".join((self.cpu, self.features, llvmlite.__version__, _CACHE_FORMAT))
+        # What, besides the kernel itself, determines the object code: part of every
+        # disk-cache entry's key material.
+        self.host_id = "\n".join((
+            f"format={_CACHE_FORMAT}",
+            f"generator={generator_fingerprint()}",
+            f"llvm={'.'.join(map(str, llvm.llvm_version_info))}",
+            f"llvmlite={llvmlite.__version__}",
+            f"cpu={self.cpu}",
+            f"features={self.features}",
+        ))
         # Every linked module gets its own JITDylib, named uniquely within the LLJIT.
         self.library_names = (f"tsjit_module_{i}" for i in itertools.count())
         # Quick mode (bookkeeping code, not hot loops): scalar cleanups and FastISel.
@@ -150,7 +161,8 @@ class JitEngine:
     drops functions does not grow."""
 
     def __init__(self, cache_dir: Path | None = None, use_disk_cache: bool = True) -> None:
-        self._cache_dir = (cache_dir or _default_cache_dir()) if use_disk_cache else None
+        directory = (cache_dir or _default_cache_dir()) if use_disk_cache else None
+        self._disk = DiskCache(directory) if directory is not None else None
         self._modules: weakref.WeakValueDictionary[str, CompiledModule] = \
             weakref.WeakValueDictionary()
         self._recent: deque[CompiledModule] = deque(maxlen=_RECENT_MODULES)
@@ -158,7 +170,6 @@ class JitEngine:
         self._lock = threading.RLock()
         forking.hold_across_fork(self._lock)
         self._symbols: dict[str, int] | None = None
-        self._cache_trimmed = False
 
     @property
     def symbols(self) -> dict[str, int]:
@@ -208,15 +219,16 @@ class JitEngine:
 
     def _build(self, key: str, build, wanted: tuple[str, ...], quick: bool) -> CompiledModule:
         state = _Llvm.get()
-        disk_key = hashlib.sha256(f"{state.host_id}|{key}".encode()).hexdigest()
-        cached = self._read_disk_cache(disk_key)
+        key_material = f"{state.host_id}\nkernel={key}"
+        cached = self._disk.load(key_material) if self._disk is not None else None
         if cached is not None:
             obj, optimized_ir = cached
         else:
             module = build()
             text = module if isinstance(module, str) else str(module)
             obj, optimized_ir = self._optimize_and_emit(state, text, quick)
-            self._write_disk_cache(disk_key, obj, optimized_ir)
+            if self._disk is not None:
+                self._disk.store(key_material, obj, optimized_ir)
         builder = llvm.JITLibraryBuilder().add_object_img(obj)
         for name in self._externals(optimized_ir):
             builder.import_symbol(name, self.symbols[name])
@@ -253,57 +265,6 @@ class JitEngine:
         with self._lock:
             mod = llvm.parse_assembly(optimized_ir)
             return state.tm.emit_assembly(mod)
-
-    def _read_disk_cache(self, key: str) -> tuple[bytes, str] | None:
-        if self._cache_dir is None:
-            return None
-        try:
-            obj = (self._cache_dir / f"{key}.o").read_bytes()
-            optimized_ir = (self._cache_dir / f"{key}.ll").read_text()
-        except OSError:
-            return None
-        return obj, optimized_ir
-
-    def _write_disk_cache(self, key: str, obj: bytes, optimized_ir: str) -> None:
-        """Best effort: a read-only or full disk only costs the cache. The IR is written
-        first and the object last, each through a rename, so a reader that finds the
-        object also finds complete IR."""
-        if self._cache_dir is None:
-            return
-        try:
-            self._cache_dir.mkdir(parents=True, exist_ok=True)
-            if not self._cache_trimmed:  # a scan of a big cache takes ~100 ms: not inline
-                self._cache_trimmed = True
-                threading.Thread(
-                    target=_trim_cache, args=(self._cache_dir, _CACHE_MAX_BYTES), daemon=True
-                ).start()
-            for suffix, data in ((".ll", optimized_ir.encode()), (".o", obj)):
-                final = self._cache_dir / f"{key}{suffix}"
-                partial = final.with_suffix(f"{suffix}.{os.getpid()}.tmp")
-                partial.write_bytes(data)
-                os.replace(partial, final)
-        except OSError:
-            pass
-
-
-def _trim_cache(directory: Path, max_bytes: int) -> None:
-    """Delete the least recently written files until the cache is 3/4 of ``max_bytes``.
-    Best effort: another process may be trimming or writing at the same time."""
-    try:
-        entries = []
-        for entry in os.scandir(directory):
-            info = entry.stat()
-            entries.append((info.st_mtime, info.st_size, entry.path))
-        total = sum(size for _, size, _ in entries)
-        if total <= max_bytes:
-            return
-        for _, size, path in sorted(entries):
-            os.remove(path)
-            total -= size
-            if total <= max_bytes * 3 // 4:
-                return
-    except OSError:
-        pass
 
 
 def _hash_sources() -> str:
