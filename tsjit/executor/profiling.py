@@ -34,7 +34,7 @@ def observed_type(value: object) -> TensorType:
         key = (value.dtype, value.shape, layout)
         seen = _ARRAY_TYPES.get(key)
         if seen is None:
-            seen = TensorType(value.dtype.name, value.shape, layout, True)
+            seen = TensorType(dtype_name(value.dtype), value.shape, layout, True)
             if len(_ARRAY_TYPES) < _MAX_CACHED_ARRAY_TYPES:
                 _ARRAY_TYPES[key] = seen
         return seen
@@ -42,13 +42,28 @@ def observed_type(value: object) -> TensorType:
     if seen is not None:
         return seen
     if isinstance(value, np.generic):
-        seen = TensorType(value.dtype.name, (), None, False)
+        seen = TensorType(dtype_name(value.dtype), (), None, False)
         # a class of numbers has one dtype; strings, bytes and datetimes carry a length
         # or unit in theirs
         if isinstance(value, (np.number, np.bool_)):
             _SCALAR_TYPES[cls] = seen
         return seen
     return TENSOR
+
+
+@functools.lru_cache(maxsize=256)
+def dtype_name(dtype: np.dtype) -> str | None:
+    """The dtype a TensorType records for ``dtype``: its name when the name gives the
+    dtype back, else None (any dtype). Names of str, bytes, void and structured dtypes
+    ('str32', 'void96') drop the length and fields, and a byte-swapped float64 is named
+    'float64'; tsjit compiles none of them, so such values are typed with an unknown
+    dtype: nothing is fused over them and the interpreter runs NumPy's own operations,
+    with NumPy's results and exceptions."""
+    name = dtype.name
+    try:
+        return name if np.dtype(name) == dtype else None
+    except TypeError:
+        return None
 
 
 PYTHON_NUMBERS = {bool: BoolType, int: IntType, float: FloatType}
