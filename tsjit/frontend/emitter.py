@@ -7,6 +7,7 @@ time and at run time can point at the user's code.
 from __future__ import annotations
 
 import ast
+import sys
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -201,7 +202,15 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
         method = getattr(self, f"stmt_{type(stmt).__name__}", None)
         if method is None:
             raise CompilationError(_unsupported_statement(stmt), self.src(stmt))
-        method(stmt)
+        try:
+            method(stmt)
+        except RecursionError:
+            # Chains of operators, signs and attributes are walked iteratively; other
+            # nestings (calls of calls, conditional expressions) thousands deep are not.
+            raise CompilationError(
+                "this statement nests expressions too deeply for tsjit's front end "
+                f"(Python's recursion limit is {sys.getrecursionlimit()}); split it into "
+                "several statements", self.src(stmt)) from None
 
     def stmt_Expr(self, stmt: ast.Expr) -> None:
         if isinstance(stmt.value, ast.Constant):

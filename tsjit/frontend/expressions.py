@@ -74,8 +74,14 @@ class ExpressionMixin:
         return self.const(node.value, self.src(node))
 
     def expr_Attribute(self, node: ast.Attribute):
-        base = self.sugared_expr(node.value)
-        return self.get_attr(base, node.attr, self.src(node))
+        """``x.a.b.c`` nests one Attribute per name: walked as a loop, not recursively."""
+        chain = [node]
+        while isinstance(chain[-1].value, ast.Attribute):
+            chain.append(chain[-1].value)
+        value = self.sugared_expr(chain[-1].value)
+        for link in reversed(chain):
+            value = self.get_attr(value, link.attr, self.src(link))
+        return value
 
     def expr_NamedExpr(self, node: ast.NamedExpr) -> Value:
         value = self.expr(node.value)
@@ -84,8 +90,24 @@ class ExpressionMixin:
 
     # ---- operators
     def expr_BinOp(self, node: ast.BinOp) -> Value:
-        name = BINARY[type(node.op)]
-        return self.binary(name, self.expr(node.left), self.expr(node.right), self.src(node))
+        """A tree of binary operators, walked with an explicit stack: a chain such as
+        ``a + 1.5 + ... + 1.5`` nests one BinOp per term, and recursion would stop at
+        Python's recursion limit long before CPython's parser does. Operands are emitted
+        left to right, as Python evaluates them."""
+        operands: list[Value] = []
+        pending: list[tuple[ast.expr, bool]] = [(node, False)]
+        while pending:
+            current, operands_ready = pending.pop()
+            if operands_ready:
+                right = operands.pop()
+                left = operands.pop()
+                name = BINARY[type(current.op)]
+                operands.append(self.binary(name, left, right, self.src(current)))
+            elif isinstance(current, ast.BinOp):
+                pending += [(current, True), (current.right, False), (current.left, False)]
+            else:
+                operands.append(self.expr(current))
+        return operands[0]
 
     def binary(self, name: str, a: Value, b: Value, src: SourceRange) -> Value:
         if name in MAGIC and (isinstance(a.type, ClassType) or isinstance(b.type, ClassType)):
@@ -115,12 +137,22 @@ class ExpressionMixin:
         return isinstance(value.type, ClassType) and self.class_has_method(value.type, method)
 
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Value:
+        """``- - ~x`` nests one UnaryOp per sign: the arithmetic ones are applied in a loop,
+        innermost first, so a long run does not recurse."""
         src = self.src(node)
         if isinstance(node.op, ast.Not):
             cond, _ = self.condition(node.operand)
             return self.negate(cond, src)
-        value = self.expr(node.operand)
-        name = UNARY[type(node.op)]
+        chain = [node]
+        while isinstance(chain[-1].operand, ast.UnaryOp) and \
+                not isinstance(chain[-1].operand.op, ast.Not):
+            chain.append(chain[-1].operand)
+        value = self.expr(chain[-1].operand)
+        for link in reversed(chain):
+            value = self.unary(UNARY[type(link.op)], value, self.src(link))
+        return value
+
+    def unary(self, name: str, value: Value, src: SourceRange) -> Value:
         if isinstance(value.type, ClassType) and name in MAGIC:
             return self.call_method(value, MAGIC[name], [], {}, src)
         return self.emit_op(f"aten::{name}", [value], src=src)

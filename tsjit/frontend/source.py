@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import inspect
 import re
+import sys
 import textwrap
 
 from ..ir.graph import SourceRange
@@ -22,11 +23,20 @@ class ParsedSource:
         self.text = textwrap.dedent("".join(lines))
         self.filename = filename
         self.first_line = first_line
-        self.tree = ast.parse(self.text, type_comments=True)
         self._lines = self.text.split("\n")
         self._line_starts = [0]
         for line in self._lines:
             self._line_starts.append(self._line_starts[-1] + len(line) + 1)
+        try:
+            self.tree = ast.parse(self.text, type_comments=True)
+        except RecursionError:
+            # CPython's parser, whose depth limit follows the recursion limit: Python
+            # itself could not compile this source at the current limit either.
+            where = SourceRange(self.text, filename, 0, len(self._lines[0]), first_line)
+            raise CompilationError(
+                "this function nests expressions deeper than Python's parser allows at the "
+                f"current recursion limit ({sys.getrecursionlimit()}); Python could not "
+                "compile this source either", where) from None
 
     def header(self) -> SourceRange:
         """The definition's first decorator, or its `def` line without decorators."""
