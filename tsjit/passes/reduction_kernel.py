@@ -212,6 +212,8 @@ class _RowBuilder(_Builder):
         """The ops computing `call` of value `x`; returns the result's value id."""
         kind = call.kind
         if kind == "sum":
+            if dtype.kind not in "biuf":   # object, datetime: np.sum gives no dtype or raises
+                raise GroupError(f"{node.kind} of {dtype}")
             total = np.sum(np.zeros(1, dtype)).dtype
             if total.kind not in "iuf" or total == np.float16:
                 raise GroupError(f"{node.kind} of {dtype}")
