@@ -112,3 +112,13 @@ def test_forked_children_run_scripted_functions(tmp_path, busy, threads):
                             text=True, timeout=400)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == "ok"
+
+
+def test_llvm_lock_is_held_across_fork_once_llvmlite_is_in_use():
+    # forking read llvmlite's lock from an attribute that llvmlite 0.50 does not have, so
+    # a fork could copy LLVM in the middle of another thread's call.
+    import llvmlite.binding.ffi as ffi
+
+    from tsjit import forking
+
+    assert forking._llvmlite_lock() is ffi.lib._lock._lock

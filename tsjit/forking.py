@@ -53,7 +53,7 @@ def hold_across_fork(held: threading.RLock) -> None:
 def _llvmlite_lock() -> Any:
     """llvmlite's lock around every LLVM call, once llvmlite.binding is in use."""
     ffi = sys.modules.get("llvmlite.binding.ffi")
-    return getattr(getattr(ffi, "lock", None), "_lock", None)
+    return getattr(getattr(getattr(ffi, "lib", None), "_lock", None), "_lock", None)
 
 
 def _before_fork() -> None:
