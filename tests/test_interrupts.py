@@ -90,7 +90,10 @@ print("usable", flush=True)
 print("handled", len(globals().get("caught", [])), flush=True)
 """
 
-NESTED_SINES = "np.sin(" * 20 + "x" + ")" * 20
+# One kernel (the fuser caps groups at 48 ops) long enough that the signal, sent 0.3 s in,
+# finds it running: with 20 sines two threads finished 2**24 elements in ~0.3 s, and the
+# interrupt came after the last block.
+NESTED_SINES = "np.sin(" * 45 + "x" + ")" * 45
 
 # A Python handler that does not raise: the kernel must resume and finish.
 COUNTING_HANDLER = """
