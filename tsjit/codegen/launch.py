@@ -28,13 +28,11 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
-import weakref
 from collections.abc import Callable
 
 import _cffi_backend
 import numpy as np
 
-from tsjit import forking
 from tsjit.codegen.elementwise import (
     build_kernel_module,
     entry_parameter_types,
@@ -47,6 +45,7 @@ from tsjit.codegen.elementwise_driver import (
 )
 from tsjit.codegen.engine import CompiledModule, generator_fingerprint, get_engine
 from tsjit.codegen.fp_errors import CATEGORIES, report_statically
+from tsjit.codegen.kernel_cache import KernelCache
 from tsjit.codegen.kernel_spec import KernelSpec, supports
 from tsjit.codegen.output_pool import OutputPool
 
@@ -54,8 +53,7 @@ __all__ = ["FloatingPointFlags", "Kernel", "broadcast_shape", "compile_kernel"]
 
 # Kernels of equal specs are shared while some executor holds one (weak: dropped with the
 # last, and their code unloaded with them).
-_kernels: weakref.WeakValueDictionary[KernelSpec, Kernel] = weakref.WeakValueDictionary()
-_kernels_lock = forking.lock()
+_kernels: KernelCache[KernelSpec, Kernel] = KernelCache(supports, "kernel")
 
 
 class Kernel:
@@ -300,23 +298,16 @@ def _kernel_name(spec: KernelSpec) -> str:
 def compile_kernel(spec: KernelSpec) -> Kernel:
     """The compiled kernel for ``spec`` (compiled on first request, then cached while it
     is in use)."""
-    kernel = _kernels.get(spec)
-    if kernel is not None:
-        return kernel
-    ok, reason = supports(spec)
-    if not ok:
-        raise ValueError(f"cannot compile this kernel: {reason}")
-    with _kernels_lock:
-        kernel = _kernels.get(spec)
-        if kernel is None:
-            engine = get_engine()
-            ensure_driver(engine)
-            name = _kernel_name(spec)
-            compiled = engine.compile_keyed(
-                f"{generator_fingerprint()}|kernel|{spec!r}",
-                lambda: build_kernel_module(spec, name),
-                [name, resume_symbol(name)],
-            )
-            kernel = Kernel(spec, name, compiled)
-            _kernels[spec] = kernel
-    return kernel
+    return _kernels.get(spec, _build_kernel)
+
+
+def _build_kernel(spec: KernelSpec) -> Kernel:
+    engine = get_engine()
+    ensure_driver(engine)
+    name = _kernel_name(spec)
+    compiled = engine.compile_keyed(
+        f"{generator_fingerprint()}|kernel|{spec!r}",
+        lambda: build_kernel_module(spec, name),
+        [name, resume_symbol(name)],
+    )
+    return Kernel(spec, name, compiled)

@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import hashlib
 import math
-import threading
-import weakref
 
 import numpy as np
 
 from tsjit.codegen.engine import CompiledModule, generator_fingerprint, get_engine
+from tsjit.codegen.kernel_cache import KernelCache
 from tsjit.codegen.launch import _finish, _native_function, broadcast_shape
 from tsjit.codegen.output_pool import OutputPool
 from tsjit.codegen.reduction import PARALLEL_FOR, build_row_kernel_module, row_entry_parameter_types
@@ -34,8 +33,7 @@ from tsjit.codegen.reduction_spec import RowKernelSpec, element_level, row_suppo
 __all__ = ["RowKernel", "compile_row_kernel"]
 
 # Shared while some executor holds one (weak: see launch._kernels).
-_kernels: weakref.WeakValueDictionary[RowKernelSpec, RowKernel] = weakref.WeakValueDictionary()
-_lock = threading.Lock()
+_kernels: KernelCache[RowKernelSpec, RowKernel] = KernelCache(row_supports, "row kernel")
 
 
 class LayoutError(ValueError):
@@ -139,21 +137,14 @@ class RowKernel:
 def compile_row_kernel(spec: RowKernelSpec) -> RowKernel:
     """The compiled kernel for ``spec`` (compiled on first request, then cached while it
     is in use)."""
-    kernel = _kernels.get(spec)
-    if kernel is not None:
-        return kernel
-    ok, reason = row_supports(spec)
-    if not ok:
-        raise ValueError(f"cannot compile this row kernel: {reason}")
-    with _lock:
-        kernel = _kernels.get(spec)
-        if kernel is None:
-            engine = get_engine()
-            parallel = PARALLEL_FOR in engine.symbols
-            name = "tsjit_rows_" + hashlib.sha256(repr(spec).encode()).hexdigest()[:20]
-            compiled = engine.compile_keyed(
-                f"{generator_fingerprint()}|rows|{parallel}|{spec!r}",
-                lambda: build_row_kernel_module(spec, name, parallel), [name])
-            kernel = RowKernel(spec, name, compiled)
-            _kernels[spec] = kernel
-    return kernel
+    return _kernels.get(spec, _build_row_kernel)
+
+
+def _build_row_kernel(spec: RowKernelSpec) -> RowKernel:
+    engine = get_engine()
+    parallel = PARALLEL_FOR in engine.symbols
+    name = "tsjit_rows_" + hashlib.sha256(repr(spec).encode()).hexdigest()[:20]
+    compiled = engine.compile_keyed(
+        f"{generator_fingerprint()}|rows|{parallel}|{spec!r}",
+        lambda: build_row_kernel_module(spec, name, parallel), [name])
+    return RowKernel(spec, name, compiled)
