@@ -97,9 +97,8 @@ INTERRUPT_PENDING = "tsjit_interrupt_pending"
 # Jobs of at least this many items (rows or elements) make sure that Ctrl-C reaches them
 # (tsjit_watch_interrupts, a system call): a shorter job ends soon enough on its own.
 WATCH_INTERRUPTS_MIN = 1 << 20
-# The status word: MXCSR's exception flags (invalid 0x1, denormal operand 0x2, divide by
-# zero 0x4, overflow 0x8, underflow 0x10, precision 0x20) in its low bits; a job stopped
-# by Ctrl-C adds (resume point + 1) << STATUS_RESUME_SHIFT.
+# The status word: MXCSR's flags of NumPy's error kinds (fp_status.FP_FLAGS) in its low
+# bits; a job stopped by Ctrl-C adds (resume point + 1) << STATUS_RESUME_SHIFT.
 STATUS_FP_FLAGS = fp_status.FP_FLAGS
 STATUS_RESUME_SHIFT = 8
 # A parallel job is cut into about this many blocks per thread, claimed one at a time: a
