@@ -166,3 +166,34 @@ def test_power_by_a_scalar_exponent_is_exact_where_numpy_is(exponent):
     if exponent.is_integer():
         stats = check_calls(np_power_by_argument, lambda: [values, int(exponent)])
         assert stats["kernel_launches"] > 0
+
+
+def cube(x: tsjit.Tensor) -> tsjit.Tensor:
+    return x ** 3 + 0.0
+
+
+def test_float32_cube_overflows_where_numpys_pow_does():
+    """float32 `x ** 3` is x*x*x in float64, rounded once: in float32 the products
+    overflowed to inf at x = cbrt(largest float32), where NumPy's pow on AVX2 gives the
+    largest float (its correctly rounded value)."""
+    edge = np.cbrt(np.finfo(np.float32).max)
+    x = np.array([edge, -edge, np.nextafter(edge, np.float32(0)),
+                  np.nextafter(edge, np.float32(np.inf)), 1.5, -3e-15, 1e-13, 7.0], np.float32)
+    scripted = tsjit.script(cube)
+    with np.errstate(all="ignore"):   # (a flag NumPy reports makes the kernel re-run in NumPy)
+        for _ in range(3):
+            got = scripted(x)
+        want = cube(x)
+    assert scripted.stats()["kernel_launches"] > 0
+    assert np.array_equal(np.isfinite(got), np.isfinite(want)), (got, want)
+    finite = np.isfinite(want)
+    ulps = np.abs(got[finite].view(np.int32).astype(np.int64)
+                  - want[finite].view(np.int32).astype(np.int64))
+    assert ulps.max() <= 4   # the contract's bound for pow
+    with warnings.catch_warnings(record=True) as got_warnings:
+        warnings.simplefilter("always")
+        scripted(x)
+    with warnings.catch_warnings(record=True) as want_warnings:
+        warnings.simplefilter("always")
+        cube(x)
+    assert [str(w.message) for w in got_warnings] == [str(w.message) for w in want_warnings]

@@ -1,9 +1,10 @@
 """NaN bits as NumPy's (issue 8, item 5): where NumPy's result is NaN, a fused kernel gives
-the same bits: x86's default NaN (sign bit set) where an invalid operation makes one
-(log of a negative, sqrt of a negative, a negative base to a fractional power), the NaN
-argument itself (sign and payload) where one comes in, and the positive default NaN where
-NumPy's SIMD loop returns that for a NaN argument (float32 log, exp, tanh, sin, cos;
-float64 tanh). Compared as integers (.view), and through np.signbit.
+the same bits as NumPy on the running machine. Which NaN that is depends on the loops NumPy
+dispatched for the CPU (tsjit.codegen.numpy_nans asks NumPy): an invalid operation's default
+NaN (sign bit set on x86; some loops clear it: float64 log on AVX2, log10), the NaN
+argument itself (sign and payload), or the positive default NaN for a NaN argument (float32
+log, exp, tanh, sin, cos; float64 tanh). Compared as integers (.view), and through
+np.signbit.
 """
 from __future__ import annotations
 
@@ -60,3 +61,11 @@ def test_nan_results_have_numpys_bits(fn, dtype):
     assert np.array_equal(got.view(bits)[nan], want.view(bits)[nan]), \
         [hex(v) for v in got.view(bits)[nan][:10]]
     assert np.array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_numpys_nans_are_part_of_the_disk_cache_key():
+    """Kernels copy NumPy's NaNs, so an entry compiled under another NumPy (or CPU
+    dispatch) that answers differently must not be loaded."""
+    from tsjit.codegen import engine, numpy_nans
+
+    assert f"numpy_nans={numpy_nans.fingerprint()}" in engine._Llvm.get().host_id

@@ -552,8 +552,9 @@ F32 = "Tensor(dtype=float32, sizes=[*], layout=C, ndarray=1)"
 
 @pytest.mark.parametrize("type_, exponent, result, muls", [
     (F32, 2, F32, 1),
-    (F32, 3, F32, 2),
+    (F32, 3, F32, 0),       # x*x*x overflows where pow is finite (the fuser uses float64)
     (F32, 2.0, F32, 1),
+    ("Tensor(dtype=float16, ndarray=1)", 3, "Tensor(dtype=float16, ndarray=1)", 2),
     ("Tensor(dtype=float64)", 3, "Tensor(dtype=float64)", 2),
     ("Tensor(dtype=int32, ndarray=1)", 3, "Tensor(dtype=int32, ndarray=1)", 2),
     ("int", 2, "int", 1),

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 from llvmlite import ir
 
-from tsjit.codegen import vmath
+from tsjit.codegen import numpy_nans, vmath
 from tsjit.codegen.ir_util import fcmp_quiet
 from tsjit.codegen.kernel_spec import MATH_FUNCTIONS, SCALAR_OPERANDS, KernelOp
 
@@ -475,11 +475,16 @@ def lower_op(
         name = "pow_scalar_exponent"  # x ** 0.5 is sqrt(x) for half too: (-0.0) ** 0.5 = -0.0
     if operand_dtype == _F16:  # NumPy computes half ops in float and rounds each result
         widened = [b.fpext(v, ir.FloatType()) for v in args]
-        result = _HALF_OPS.get(name, _table(_F32)[name])(b, widened)
+        if name in MATH_FUNCTIONS:  # NaN results as NumPy's half loops give them
+            result = vmath.emit_math(b, name, widened, like="float16")
+        else:
+            result = _HALF_OPS.get(name, _table(_F32)[name])(b, widened)
         if dtype != _F16:
             return result
         result = b.fptrunc(result, ir.HalfType())
-        if name in MATH_FUNCTIONS and len(args) == 1:  # NumPy's half loops return a NaN
+        if name in MATH_FUNCTIONS and len(args) == 1 and \
+                numpy_nans.nan_bits(name, "float16").argument is None:
+            # the NaN argument itself, bit for bit (widening would quiet a signaling one)
             result = b.select(b.fcmp_unordered("uno", args[0], args[0]), args[0], result)
         return result
     return _table(operand_dtype)[name](b, args)

@@ -30,6 +30,7 @@ from llvmlite import ir
 
 from tsjit import environment, forking
 
+from . import numpy_nans
 from .disk_cache import DiskCache
 
 __all__ = [
@@ -119,6 +120,7 @@ class _Llvm:
             f"llvmlite={llvmlite.__version__}",
             f"cpu={self.cpu}",
             f"features={self.features}",
+            f"numpy_nans={numpy_nans.fingerprint()}",  # NumPy's NaNs, which kernels copy
         ))
         # Every linked module gets its own JITDylib, named uniquely within the LLJIT.
         self.library_names = (f"tsjit_module_{i}" for i in itertools.count())

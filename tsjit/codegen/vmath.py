@@ -29,15 +29,14 @@ from fractions import Fraction
 
 from llvmlite import ir
 
+from tsjit.codegen import numpy_nans, vmath_trig
 from tsjit.codegen import vmath_poly as K
-from tsjit.codegen import vmath_trig
 from tsjit.codegen.vmath_emit import F32, F64, Emit
 
 __all__ = ["SUPPORTED", "emit_math"]
 
 
 _INF = float("inf")
-_NAN = float("nan")
 
 
 # ---------------------------------------------------------------- exp family
@@ -212,14 +211,14 @@ def _log_base(em: Emit, x, base: _LogBase):
 def _log_special(em: Emit, x, value):
     """``value`` where x is finite and positive, else log's value at 0, +inf, < 0, NaN,
     computed as x86 and NumPy compute them, flags and NaN bits included: -|1/x| at +-0
-    (divide by zero), sqrt(x) below 0 (invalid, the default NaN: sign bit set), and a NaN
+    (divide by zero), ``em.invalid(x)`` below 0 (the invalid flag, NumPy's NaN), and a NaN
     argument itself (its own bits, no flag). Every lane computes 1/x (x normalized) and
     sqrt(x): for the others they raise nothing but underflow for |x| > 2**(emax - 2),
     which NumPy does not raise (a flag NumPy would not report makes the caller re-run the
     ops in NumPy: slower, never wrong)."""
     positive = em.b.and_(em.cmp(">", x, 0.0), em.cmp("<", x, _INF))
     at_zero = em.neg(em.fabs(em.div(1.0, _normalized(em, x))))
-    negative = em.sqrt(x)
+    negative = em.invalid(x)
     special = em.sel(em.cmp("==", x, 0.0), at_zero, em.sel(
         em.cmp("==", x, _INF), _INF, em.sel(em.cmp("uno", x, x), x, negative)))
     return em.sel(positive, value, special)
@@ -299,11 +298,11 @@ def _pow(em: Emit, x, y):
     y_odd = em.b.and_(y_integer, em.cmp("!=", em.floor(half), half))
     negative = em.b.and_(em.b.icmp_signed("<", em.bits(x), em.int(0)), y_odd)
     result = em.sel(negative, em.neg(magnitude), magnitude)
-    # negative finite x with a non-integer y: x86's invalid operation (the default NaN,
-    # sign bit set, and the invalid flag, as NumPy's pow); a NaN x or y propagates its bits
+    # negative finite x with a non-integer y: an invalid operation (the invalid flag and
+    # NumPy's NaN, as NumPy's pow); a NaN x or y propagates its bits
     finite_negative = em.b.and_(em.cmp("<", x, 0.0), em.cmp(">", x, -_INF))
     invalid = em.b.and_(em.b.and_(finite_negative, em.cmp("ord", y, y)), em.b.not_(y_integer))
-    result = em.sel(invalid, em.sqrt(em.sel(finite_negative, x, 1.0)), result)
+    result = em.sel(invalid, em.invalid(em.sel(finite_negative, x, 1.0)), result)
     result = em.sel(em.cmp("uno", x, x), x, result)
     # 1**y, x**0 and (-1)**+-inf are 1, even for NaN (y log|x| would give NaN or 0*inf)
     one = em.b.or_(em.b.or_(em.cmp("==", x, 1.0), em.cmp("==", y, 0.0)),
@@ -421,12 +420,14 @@ _FUNCTIONS: dict[str, tuple[int, Callable[..., ir.Value]]] = {
 SUPPORTED: frozenset[str] = frozenset(_FUNCTIONS)
 
 
-def emit_math(builder: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Value:
+def emit_math(builder: ir.IRBuilder, name: str, args: list[ir.Value],
+              like: str | None = None) -> ir.Value:
     """Emit `name` applied to scalar float/double values (all args same type: ir.FloatType() or
     ir.DoubleType()); returns a value of the same type. Select-based code that the loop
     vectorizer can widen: no libm calls, no loops. sin, cos and tan branch (rarely) to a
     function they define in the builder's module, so the builder may end in a new block:
-    callers continue at ``builder.block``."""
+    callers continue at ``builder.block``. NaN results have the bits of NumPy's loop for
+    the dtype ``like`` (default: the arguments' own type), as numpy_nans finds them."""
     if name not in _FUNCTIONS:
         raise ValueError(f"vmath has no function {name!r}; supported: {sorted(SUPPORTED)}")
     arity, emit = _FUNCTIONS[name]
@@ -436,21 +437,13 @@ def emit_math(builder: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Valu
     if any(a.type != ty for a in args) or not isinstance(ty, (ir.FloatType, ir.DoubleType)):
         raise TypeError(f"{name}: arguments must all be float or all double, got "
                         f"{[str(a.type) for a in args]}")
-    em = Emit(builder, F64 if isinstance(ty, ir.DoubleType) else F32)
+    fmt = F64 if isinstance(ty, ir.DoubleType) else F32
+    nans = numpy_nans.nan_bits(name, like or fmt.name)
+    em = Emit(builder, fmt, invalid_nan_positive=nans.invalid_positive)
     result = emit(em, *args)
     if arity == 1:
-        own = _NAN if name in _NAN_ARGUMENT_GIVES_DEFAULT[em.fmt.name] else args[0]
+        own = args[0] if nans.argument is None else em.from_bits(em.int(
+            numpy_nans.converted(nans.argument, like or fmt.name, fmt.name)))
         result = em.sel(em.cmp("uno", args[0], args[0]), own, result)
     return result
 
-
-# NaN bits: NumPy's result for a NaN argument is the argument itself (its sign and payload,
-# as x86 arithmetic propagates them; float16 always: see element_ops), except for these
-# functions, whose SIMD loops return the positive default NaN (measured, NumPy 2.4 on
-# AVX-512). NaN results of other arguments
-# come from the operation that makes them (sqrt of a negative: x86's default NaN, with its
-# sign bit set, as in NumPy).
-_NAN_ARGUMENT_GIVES_DEFAULT = {
-    "float32": frozenset({"log", "exp", "tanh", "sin", "cos"}),
-    "float64": frozenset({"tanh"}),
-}

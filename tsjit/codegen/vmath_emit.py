@@ -70,12 +70,16 @@ def _mangled(ty: ir.Type) -> str:
 class Emit:
     """Arithmetic in one float format on an IRBuilder, on scalars (``lanes`` None) or on
     vectors of ``lanes`` elements. Python numbers stand for constants of that format (splat
-    across the lanes), which keeps the algorithms readable as formulas."""
+    across the lanes), which keeps the algorithms readable as formulas.
+    ``invalid_nan_positive``: ``invalid`` gives NaNs with the sign bit clear (as the NumPy
+    loop being mimicked does, see numpy_nans)."""
 
-    def __init__(self, builder: ir.IRBuilder, fmt: Format, lanes: int | None = None):
+    def __init__(self, builder: ir.IRBuilder, fmt: Format, lanes: int | None = None,
+                 invalid_nan_positive: bool = False):
         self.b = builder
         self.fmt = fmt
         self.lanes = lanes
+        self.invalid_nan_positive = invalid_nan_positive
         self.ftype = self.shaped(fmt.ftype)
         self.itype = self.shaped(fmt.itype)
 
@@ -90,7 +94,7 @@ class Emit:
         return ir.Constant(ir.VectorType(ty, self.lanes), [value] * self.lanes)
 
     def in_format(self, fmt: Format) -> Emit:
-        return Emit(self.b, fmt, self.lanes)
+        return Emit(self.b, fmt, self.lanes, self.invalid_nan_positive)
 
     def promoted(self) -> Emit:
         return self.in_format(F64)
@@ -144,6 +148,13 @@ class Emit:
 
     def sqrt(self, x):
         return self._intrinsic("llvm.sqrt", x)
+
+    def invalid(self, negative):
+        """The NaN of an invalid operation, from a ``negative`` (non-NaN) argument: sqrt of
+        it raises the invalid flag and gives x86's default NaN (sign bit set), which fabs
+        (a bit operation: no flag) turns positive where the mimicked loop's NaN is."""
+        nan = self.sqrt(negative)
+        return self.fabs(nan) if self.invalid_nan_positive else nan
 
     def _intrinsic(self, name: str, *args):
         return self.call_intrinsic(name, self.ftype, [self.v(a) for a in args], [self.ftype])

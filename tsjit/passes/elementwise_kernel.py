@@ -64,7 +64,8 @@ from .analysis import NOT_CONSTANT, constant_value
 PYTHON_SCALARS = {bool: BoolType, int: IntType, float: FloatType}
 _PYTHON_CLASSES = {t: cls for cls, t in PYTHON_SCALARS.items()}
 # Exponents of `x ** c` whose NumPy result the kernel computes without pow: NumPy's own
-# fast paths for float arrays (bitwise), and x*x*x for 3 (within 2 ulp of pow).
+# fast paths for float arrays (bitwise), and x*x*x for 3 (computed in float64: within an
+# ulp of pow).
 _POWERS = {2: ("square",), 0.5: ("sqrt",), -1: ("reciprocal",), 3: ("square", "mul")}
 
 
@@ -549,11 +550,15 @@ class _Builder:
         c = constant_value(exponent)
         if type(c) not in (int, float) or c not in _POWERS:
             return None
-        x = self.use(base, out)
+        # x*x*x rounds twice: in float32 it overflows where pow's result is the finite
+        # largest float; in float64 (exact square, then one rounding) and rounded once to
+        # float32 it is within 1 ulp of pow and overflows as pow does.
+        work = np.dtype(np.float64) if c == 3 else out
+        x = self.cast(self.use(base, out), work)
         n = x
         for name in _POWERS[c]:
-            n = self.op(name, (n, x) if name == "mul" else (n,), out)
-        return n
+            n = self.op(name, (n, x) if name == "mul" else (n,), work)
+        return self.cast(n, out)
 
     def write(self, node: Node, call: ElementwiseCall, result: int) -> None:
         target = call.target
