@@ -23,7 +23,7 @@ from _differential import assert_same
 
 import tsjit
 from tsjit.api import archive as archive_format
-from tsjit.api import pickling
+from tsjit.api import loadable, pickling
 from tsjit.ir.parser import parse_ir
 
 CANARY_CODE = "__import__('pathlib').Path({path!r}).touch()"
@@ -37,6 +37,15 @@ class Scaled(tsjit.Module):
 
     def forward(self, x: np.ndarray) -> np.ndarray:
         return x * self.weight * self.scale
+
+
+class WithHelper(tsjit.Module):
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        return self.helper(x) * 2.0
+
+    @tsjit.export
+    def helper(self, x: np.ndarray) -> np.ndarray:
+        return x + 1.0
 
 
 def double(x: np.ndarray) -> np.ndarray:
@@ -216,8 +225,28 @@ def test_parameter_name_and_function_name_injection(canary):
     manifest["function"]["params"][0]["name"] = "x"
     manifest["function"]["name"] = f"f(x): pass\n{CANARY_CODE.format(path=str(canary))}\ndef g"
     files["manifest.json"] = json.dumps(manifest).encode()
-    loaded = tsjit.load(zipped(files))     # the name is data: it stays a label
-    assert_same(loaded(np.ones(2)), np.full(2, 2.0))
+    refused(zipped(files), "not a dotted name")
+
+
+@pytest.mark.parametrize("name", ["ｎp", "_ｌocate", "ﬁ", "a\x00b", "\ud800", "x\u202ey"])
+def test_function_names_python_would_read_as_another_name(name):
+    """`def ｎp(...)` defines `np` (NFKC), which the generated code's own globals use; a
+    NUL made every call fail in compile() (and the next one recurse)."""
+    files = archive_of(tsjit.script(double))
+    manifest = json.loads(files["manifest.json"])
+    manifest["function"]["name"] = name
+    files["manifest.json"] = json.dumps(manifest).encode()
+    refused(zipped(files), "not a dotted name")
+
+
+@pytest.mark.parametrize("name", ["ｎp", "_ｌocate", "_ｋ0", "ｅｘｅｃ"])
+def test_generated_function_names_are_read_as_written(name):
+    """Graphs not loaded get the same protection: the generated def's name is made of
+    characters Python keeps as they are."""
+    from tsjit.interpreter import compile_graph
+    graph = parse_ir("graph(%x : Tensor):\n  %c : float = prim::Constant[value=2.0]()\n"
+                     "  %y : Tensor = aten::mul(%x, %c)\n  return (%y)\n")
+    assert_same(compile_graph(graph, name)(np.ones(2)), np.full(2, 2.0))
 
 
 # ---- ops and attributes the registry does not have for saved code
@@ -271,6 +300,66 @@ def test_deeply_nested_types_and_blocks():
     files = archive_of(tsjit.script(double))
     files["code/function.ir"] = text.encode()
     refused(zipped(files), "nested more than")
+
+
+def _text_bomb(body: str) -> io.BytesIO:
+    """double's archive with a graph of `body`, deflated (text compresses ~1000:1)."""
+    files = archive_of(tsjit.script(double))
+    files["code/function.ir"] = f"graph(%x : Tensor):\n{body}  return (%x)\n".encode()
+    return zipped(files, zipfile.ZIP_DEFLATED)
+
+
+@pytest.mark.parametrize("body", [
+    "  %y : List[Tensor] = prim::ListConstruct(" + "%x," * 500_000 + ")\n",
+    "".join(f"  %v{k} : int = aten::len(%x)\n" for k in range(150_000)),
+    '  %c : Any = prim::Constant[value=[' + "0," * 500_000 + "])()\n",
+    "  " + ",".join(f"%v{k} : int" for k in range(500_000)) + " = prim::ListUnpack(%x)\n",
+], ids=["inputs", "nodes", "constant", "outputs"])
+def test_graphs_past_the_element_budget(monkeypatch, body):
+    """A 16 KiB archive of `%x,` repeated took 211 s and 1.7 GB to load (~300 bytes per
+    value once parsed); each graph element now counts against one budget per archive."""
+    monkeypatch.setattr(loadable, "MAX_GRAPH_ELEMENTS", 400_000)
+    refused(_text_bomb(body), "more than 400000 nodes, values")
+
+
+def test_the_element_budget_is_for_the_whole_archive(monkeypatch):
+    """Each of the two methods fits in 25 elements, both do not; save refuses what load
+    would refuse."""
+    files = archive_of(tsjit.script(WithHelper()))
+    monkeypatch.setattr(loadable, "MAX_GRAPH_ELEMENTS", 25)
+    refused(zipped(files), "more than 25 nodes, values")
+    with pytest.raises(tsjit.SerializationError, match="more than 25 nodes, values"):
+        archive_of(tsjit.script(WithHelper()))
+    monkeypatch.setattr(loadable, "MAX_GRAPH_ELEMENTS", 50)
+    assert tsjit.load(zipped(files)) is not None
+
+
+def test_graph_text_is_never_held_as_a_token_list():
+    """8 MiB of commas made 8 million token objects (905 MB) before the first error."""
+    import tracemalloc
+    tracemalloc.start()
+    with pytest.raises(ValueError, match="expected a value"):
+        parse_ir("graph(" + "," * (8 << 20))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 64 << 20
+
+
+def test_one_graph_member_for_two_methods():
+    files = archive_of(tsjit.script(WithHelper()))
+    manifest = json.loads(files["manifest.json"])
+    manifest["methods"]["helper"]["graph"] = manifest["methods"]["forward"]["graph"]
+    files["manifest.json"] = json.dumps(manifest).encode()
+    refused(zipped(files), "used twice")
+
+
+@pytest.mark.parametrize("value, type_", [('"abc"', "int"), ("(1, 2)", "float"),
+                                          ("None", "Tensor"), ("2.5", "bool"),
+                                          ("Py(builtins.ValueError)", "int")])
+def test_constants_hold_values_of_their_type(value, type_):
+    """The passes and native code take a constant's declared type as given."""
+    refused(function_graph(f"  %c : {type_} = prim::Constant[value={value}]()\n"),
+            "constant of type")
 
 
 # ---- malformed files
@@ -418,7 +507,10 @@ def _npy(header: dict, data: bytes) -> bytes:
     ({"descr": [("a", "|O")], "fortran_order": False, "shape": (1,)}, b"\x00" * 8),
     ({"descr": "<f8", "fortran_order": False, "shape": (-3,)}, b""),
     ({"descr": "<f8", "shape": (3,)}, b"\x00" * 24),
-], ids=["10^12 elements", "short data", "object", "object field", "negative", "no order"])
+    ({"descr": [], "fortran_order": False, "shape": (10**12,)}, b""),
+    ({"descr": [("a", "<f8", (0,))], "fortran_order": False, "shape": (2**30, 2**30)}, b""),
+], ids=["10^12 elements", "short data", "object", "object field", "negative", "no order",
+        "10^12 elements of no bytes", "2^60 empty subarrays"])
 def test_npy_headers_that_lie(header, data):
     files = archive_of(tsjit.script(Scaled()))
     with zipfile.ZipFile(io.BytesIO(files["data.npz"])) as npz:
@@ -427,6 +519,15 @@ def test_npy_headers_that_lie(header, data):
     arrays[weight] = _npy(header, data)
     files["data.npz"] = zipped(arrays).getvalue()
     refused(zipped(files))
+
+
+def test_an_array_of_a_few_elements_of_no_bytes_loads():
+    """The limit on elements of no bytes (which made numpy loop ~forever over 10^12 of
+    them) leaves such arrays of sane sizes loadable."""
+    module = Scaled()
+    module.weight = np.zeros(5, dtype=[])
+    scripted = tsjit.script(module)
+    assert tsjit.load(zipped(archive_of(scripted))).weight.shape == (5,)
 
 
 def test_an_honest_npy_rebuilt_by_hand_loads():

@@ -273,3 +273,17 @@ print(os.waitstatus_to_exitcode(status))
                           text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "0", done.stderr
+
+
+def test_a_first_call_whose_graph_does_not_compile_leaves_the_next_call_a_fresh_start(
+        background_on, monkeypatch):
+    """A first call that failed half-way into background compilation left the executor
+    'compiling' with no code to run: every later call recursed into itself until
+    RecursionError.  Now each call fails as the first did."""
+    def refuse(*args, **kwargs):
+        raise ValueError("no code for this graph")
+    monkeypatch.setattr(graph_executor_module, "compile_graph", refuse)
+    scripted = tsjit.script(poly)
+    for _ in range(3):
+        with pytest.raises(ValueError, match="no code for this graph"):
+            scripted(np.ones(3))

@@ -9,12 +9,16 @@ payload]`, so that each loads back as the same Python type it was saved as: a tu
 stays a tuple, a float64 scalar stays a NumPy scalar, a bool is not an int.  Only plain
 data is written: the loading process must not need any of the saving program's code.
 
-Loading reads only what the manifest refers to, within limits (MAX_TEXT_BYTES per text
-member, MAX_TOTAL_BYTES in all, MAX_NESTING levels of values), and checks every size a
+Loading reads only what the manifest refers to, each member once, within limits
+(MAX_TEXT_BYTES for the manifest and for each graph, MAX_GRAPH_BYTES for all graphs
+together, MAX_TOTAL_BYTES in all, MAX_NESTING levels of values), and checks every size a
 member or an array header claims against the bytes actually there, so a crafted file
 costs no more memory than its limits and raises `SerializationError`, never another
-error.  Writing is deterministic (fixed timestamps): the same program saves to the same
-bytes, which pickling uses as a content hash.
+error.  Text gets the tight limits because it grows when it is read: JSON becomes Python
+objects worth up to ~25 times its bytes (graphs are bounded by their element count, see
+`loadable.py`), while an array's bytes are its size.  Writing is deterministic (fixed
+timestamps): the same program saves to the same bytes, which pickling uses as a content
+hash.
 """
 from __future__ import annotations
 
@@ -34,10 +38,12 @@ VERSION = 1
 MANIFEST = "manifest.json"
 ARRAYS = "data.npz"
 
-MAX_TEXT_BYTES = 64 << 20       # the manifest, and each graph's text
+MAX_TEXT_BYTES = 16 << 20       # the manifest, and each graph's text
+MAX_GRAPH_BYTES = 16 << 20      # all graphs' text together
 MAX_TOTAL_BYTES = 4 << 30       # everything read from one archive, arrays included
 MAX_NESTING = 100               # lists in lists (values, JSON) in the manifest
 MAX_MEMBERS = 10_000            # zip entries (zipfile builds an object for each at once)
+MAX_EMPTY_ELEMENTS = 1 << 20    # elements of an array whose dtype has no bytes (`[]`)
 
 PathOrFile = str | os.PathLike[str] | IO[bytes]
 
@@ -202,6 +208,8 @@ class ArchiveReader:
         self.name = os.fspath(source) if isinstance(source, (str, os.PathLike)) else "<file>"
         self._file = open(source, "rb") if isinstance(source, (str, os.PathLike)) else None
         self._budget = MAX_TOTAL_BYTES
+        self._graph_budget = MAX_GRAPH_BYTES
+        self._read_members: set[str] = set()
         self._npz: zipfile.ZipFile | None = None
         self._arrays: dict[str, np.ndarray] = {}
         try:
@@ -274,10 +282,15 @@ class ArchiveReader:
                                      "with the tsjit that saved it")
 
     def text(self, name: object) -> str:
-        """A graph's text (`code/<name>.ir`)."""
+        """A graph's text (`code/<name>.ir`), each graph member once."""
         if type(name) is not str or not name.startswith("code/"):
             raise SerializationError(f"corrupt archive: {name!r:.80} is not a graph member")
-        return self._guarded(lambda: self._read(self._zip, name, MAX_TEXT_BYTES).decode())
+        if name in self._read_members:
+            raise SerializationError(f"corrupt archive: graph {name!r:.80} is used twice")
+        self._read_members.add(name)
+        data = self._read(self._zip, name, min(MAX_TEXT_BYTES, self._graph_budget))
+        self._graph_budget -= len(data)
+        return self._guarded(data.decode)
 
     def array(self, key: str) -> np.ndarray:
         """Array `key` of data.npz; the same object each time it is asked for."""
@@ -316,6 +329,9 @@ def _npy_array(data: bytes, key: str) -> np.ndarray:
     if dtype.hasobject or any(n < 0 for n in shape):
         raise ValueError(f"array {key} has dtype {dtype} or shape {shape}")
     size = math.prod(shape)
+    if size > MAX_EMPTY_ELEMENTS and not dtype.itemsize:
+        raise ValueError(f"array {key} claims {size} elements of {dtype}, which has no bytes "
+                         "(numpy would spend time on each of them)")
     if size * dtype.itemsize != len(data) - stream.tell():
         raise ValueError(f"the header of array {key} claims {size} elements of {dtype}, "
                          f"the file holds {len(data) - stream.tell()} bytes")

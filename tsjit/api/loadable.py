@@ -26,6 +26,7 @@ import numpy as np
 from ..ir.graph import Graph, Node
 from ..ir.types import ClassType, Type, is_subtype
 from ..ops.registry import OPS
+from .argument_check import value_has_type
 
 # Ops that never appear in saved code: calls of compiled or Python functions (save
 # inlines every script call and refuses @tsjit.ignore'd functions), object creation
@@ -128,8 +129,25 @@ _ATTRIBUTES: dict[str, dict[str, Callable[[object], bool]]] = {
 }
 
 
+# Nodes, values, types and attribute values of all the graphs of one archive.  A graph
+# costs ~1 KB per node in memory and ~0.1 ms per node to load, and graph text compresses
+# ~1000:1: the limit keeps a crafted archive of kilobytes under ~200 MB and tens of
+# seconds.  A 10,000-term expression is ~70,000.
+MAX_GRAPH_ELEMENTS = 400_000
+
+
 class SavedCodeRules:
-    """The parser's node filter for saved code (see `ir.parser.NodeFilter`)."""
+    """The parser's node filter for saved code (see `ir.parser.NodeFilter`); one instance
+    counts the elements of every graph of one archive."""
+
+    def __init__(self) -> None:
+        self.elements_left = MAX_GRAPH_ELEMENTS
+
+    def element(self) -> None:
+        self.elements_left -= 1
+        if self.elements_left < 0:
+            raise ValueError(f"the archive's graphs have more than {MAX_GRAPH_ELEMENTS} "
+                             "nodes, values, types and attribute values")
 
     def kind(self, kind: str) -> None:
         if kind in NOT_SAVED:
@@ -148,10 +166,15 @@ class SavedCodeRules:
 def check_loaded_graph(graph: Graph, names: Mapping[ClassType, set[str]]) -> None:
     """Every GetAttr / SetAttr reads or writes an attribute that the archive's records
     give the receiver's class (`names`), so no other attribute of a loaded object is
-    reachable from saved code; every unchecked_cast narrows."""
+    reachable from saved code; every unchecked_cast narrows; every constant holds a
+    value of its type (the passes and native code take a constant's type as given)."""
     for node in graph.block.walk():
         if node.kind in ("prim::GetAttr", "prim::SetAttr"):
             _check_attribute_name(node, names)
+        elif node.kind == "prim::Constant" and not value_has_type(
+                node.attrs.get("value"), node.outputs[0].type):
+            raise ValueError(f"a constant of type {node.outputs[0].type} holds "
+                             f"{node.attrs.get('value')!r:.80}")
         elif node.kind == "prim::unchecked_cast" and node.outputs and not is_subtype(
                 node.outputs[0].type, node.inputs[0].type):
             raise ValueError(f"prim::unchecked_cast from {node.inputs[0].type} to "

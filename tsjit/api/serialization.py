@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import unicodedata
 
 from ..frontend.compiler import CompiledCallable
 from ..interpreter.helpers import value_matches
@@ -80,6 +81,7 @@ class _ModuleEncoder(ValueEncoder):
     def __init__(self) -> None:
         super().__init__()
         self.types: dict[str, ClassType] = {}
+        self.rules = SavedCodeRules()     # what load will check, over the whole archive
 
     def encode_other(self, value: object, where: str) -> list:
         if isinstance(value, ModuleList):
@@ -113,11 +115,11 @@ def _module_type(instance: Module) -> ClassType:
     return _compiler.module_type_of(instance)
 
 
-def _function_record(function: ScriptFunction, key: str, encoder: ValueEncoder,
+def _function_record(function: ScriptFunction, key: str, encoder: _ModuleEncoder,
                      texts: dict[str, str], class_types: dict[str, ClassType]) -> dict:
     compiled = function.compiled
     path = f"code/{key}.ir"
-    texts[path] = _portable_graph_text(compiled, class_types)
+    texts[path] = _portable_graph_text(compiled, class_types, encoder.rules)
     params = []
     for param, (name, t) in zip(compiled.params, compiled.param_types):
         entry = {"name": name, "type": _portable_type_text(t, compiled.name, class_types)}
@@ -130,7 +132,8 @@ def _function_record(function: ScriptFunction, key: str, encoder: ValueEncoder,
             "graph": path}
 
 
-def _portable_graph_text(compiled: CompiledCallable, class_types: dict[str, ClassType]) -> str:
+def _portable_graph_text(compiled: CompiledCallable, class_types: dict[str, ClassType],
+                         rules: SavedCodeRules) -> str:
     """The graph's text, once it is known to load back as the same graph without the
     program's code: every class it names is one of the saved modules' types, it passes
     the loader's rules (ops, attributes, allowed objects), and reading the text gives
@@ -138,7 +141,7 @@ def _portable_graph_text(compiled: CompiledCallable, class_types: dict[str, Clas
     text = print_graph(compiled.graph)
     _check_class_names(text, compiled.name, class_types)
     try:
-        reread = print_graph(_parse_graph(text, class_types))
+        reread = print_graph(_parse_graph(text, class_types, rules))
     except IRParseError as e:
         raise SerializationError(f"cannot save '{compiled.name}': {e}") from None
     if reread != text:
@@ -182,8 +185,8 @@ def load(source: PathOrFile) -> ScriptFunction | ScriptModule:
         try:
             if manifest["kind"] == "function":
                 record = manifest["function"]
-                function = ScriptFunction(_compiled(record, reader, ValueDecoder(reader), {}, {}),
-                                          None)
+                function = ScriptFunction(_compiled(record, reader, ValueDecoder(reader), {}, {},
+                                                    SavedCodeRules()), None)
                 function.__doc__ = _doc(record)
                 return function
             if manifest["kind"] == "module":
@@ -204,8 +207,9 @@ def _load_module(reader: ArchiveReader) -> ScriptModule:
     if "forward" not in manifest["methods"]:
         raise SerializationError("corrupt archive: the module has no forward method")
     methods = {}
+    rules = SavedCodeRules()
     for name, record in manifest["methods"].items():
-        compiled = _compiled(record, reader, decoder, class_types, decoder.names)
+        compiled = _compiled(record, reader, decoder, class_types, decoder.names, rules)
         methods[name] = ScriptMethod(compiled, None, instance)
         methods[name].__doc__ = _doc(record)
     return ScriptModule(instance, methods)
@@ -215,12 +219,20 @@ def _loaded_class(module: object, qualname: object) -> type:
     """A stand-in for the saved module's class: same names (so the graphs print as they
     did), no code of its own (the methods are the compiled graphs)."""
     for name in (module, qualname):
-        if not all(part.isidentifier() or part == "<locals>" for part in _string(name).split(".")):
-            raise SerializationError(f"corrupt archive: class name {name!r:.80} is not a "
-                                     "dotted name")
+        _dotted_name(name, "class")
     return type(qualname.rpartition(".")[2], (Module,),
                 {"__module__": _string(module), "__qualname__": qualname,
                  "__doc__": "A module class loaded by tsjit.load."})
+
+
+def _dotted_name(name: object, what: str) -> str:
+    """A qualified name as Python gives them (`Net.forward`, `make.<locals>.f`): it
+    becomes labels, `__qualname__`s and the name of generated functions."""
+    if not all(part.isidentifier() and unicodedata.normalize("NFKC", part) == part
+               or part in ("<locals>", "<lambda>") for part in _string(name).split(".")):
+        raise SerializationError(f"corrupt archive: {what} name {name!r:.80} is not a "
+                                 "dotted name")
+    return name
 
 
 def _string(value: object) -> str:
@@ -278,16 +290,17 @@ class _ModuleDecoder(ValueDecoder):
         return instance
 
 
-def _parse_graph(text: str, class_types: dict[str, ClassType]) -> Graph:
+def _parse_graph(text: str, class_types: dict[str, ClassType], rules: SavedCodeRules) -> Graph:
     """The graph of saved code: registry ops with their own attributes, allowed objects,
-    the archive's classes (see `loadable.py`)."""
-    return parse_ir(text, allowed_object, class_types, SavedCodeRules())
+    the archive's classes (see `loadable.py`), within the archive's size budget."""
+    return parse_ir(text, allowed_object, class_types, rules)
 
 
 def _compiled(record: dict, reader: ArchiveReader, decoder: ValueDecoder,
               class_types: dict[str, ClassType],
-              attribute_names: dict[ClassType, set[str]]) -> CompiledCallable:
-    graph = _parse_graph(reader.text(record["graph"]), class_types)
+              attribute_names: dict[ClassType, set[str]],
+              rules: SavedCodeRules) -> CompiledCallable:
+    graph = _parse_graph(reader.text(record["graph"]), class_types, rules)
     verify(graph)
     check_loaded_graph(graph, attribute_names)
     params, types = [], []
@@ -304,7 +317,7 @@ def _compiled(record: dict, reader: ArchiveReader, decoder: ValueDecoder,
         params.append(Param(name, default))
         types.append((name, t))
     return_type = parse_type(_string(record["return_type"]), allowed_object, class_types)
-    _check_signature(_string(record["name"]), types, return_type, graph)
+    _check_signature(_dotted_name(record["name"], "function"), types, return_type, graph)
     return CompiledCallable(record["name"], tuple(params), types, return_type, graph)
 
 

@@ -123,7 +123,11 @@ class GraphExecutor:
         job = None
         with self._lock:
             if self.state == "new":
-                self._run = self._start(args)
+                try:
+                    self._run = self._start(args)
+                except BaseException:   # (a graph the interpreter cannot compile) the
+                    self.state = "new"  # next call starts again, not from a half state
+                    raise
                 job = self._job
         if job is not None:     # a first call whose types were known from its arguments
             small = _size(self.graph) <= SMALL_GRAPH_NODES and not any(

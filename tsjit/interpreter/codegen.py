@@ -20,7 +20,6 @@ from __future__ import annotations
 import itertools
 import keyword
 import linecache
-import re
 import weakref
 from collections.abc import Callable, Sequence
 
@@ -32,7 +31,7 @@ from .helpers import RESERVED_NAMES, namespace
 from .liveness import Liveness
 from .release import Releases, may_hold_large_object
 from .rendering import BOUND_NAME, Renderer
-from .variables import CODEGEN_GLOBALS, Variables
+from .variables import CODEGEN_GLOBALS, Variables, python_name
 
 _INDENT = "    "
 _compiled_count = itertools.count()
@@ -269,8 +268,9 @@ def _annotation(t) -> str:
 
 def _identifier(name: str) -> str:
     """A function name Python accepts (`Net.forward` -> `Net_forward`) and that no global
-    of generated code uses."""
-    name = re.sub(r"\W", "_", name)
+    of generated code uses; Python reads it as written (characters NFKC would change
+    become `_`: a loaded function's name `ｎp` would define `np`)."""
+    name = python_name(name)
     if not name.isidentifier() or keyword.iskeyword(name) or name in RESERVED_NAMES \
             or name in CODEGEN_GLOBALS or BOUND_NAME.fullmatch(name):
         name = "_" + name

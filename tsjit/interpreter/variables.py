@@ -38,7 +38,7 @@ def _phi_pairs(node: Node) -> list[tuple[Value, Value]]:
     return pairs
 
 
-def _python_name(name: str) -> str:
+def python_name(name: str) -> str:
     """`name` with each character Python would not keep as it is in an identifier made
     `_` (`x.1` -> `x_1`; NFKC-changed characters too, so two names never alias)."""
     return "".join(c if ("_" + c).isidentifier() and unicodedata.normalize("NFKC", c) == c
@@ -83,7 +83,7 @@ class Variables:
             while f"_{self._unnamed}" in self._taken:
                 self._unnamed += 1
             base = f"_{self._unnamed}"
-        return self.fresh(_python_name(base))
+        return self.fresh(python_name(base))
 
     def fresh(self, base: str) -> str:
         """A variable name no other variable, builtin or global of generated code uses."""

@@ -59,6 +59,11 @@ class NodeFilter(Protocol):
 
     def attribute(self, kind: str, key: str, value: object) -> None: ...
 
+    def element(self) -> None:
+        """One more node, value (a node's input or output, a parameter), type or
+        attribute value: refuse past a budget (what a graph costs in memory grows with
+        these, not with its text)."""
+
 SINGLETON_TYPES = {t.name: t for t in (IntType, FloatType, BoolType, StrType, NoneType, AnyType,
                                        DTypeType, NoReturnType, UninitializedType, ComplexType)}
 CLASS_PREFIX = "__tsjit__."
@@ -74,6 +79,9 @@ _TOKEN = re.compile(r"""
 """, re.VERBOSE)
 
 
+_SHOWN = 100
+
+
 class IRParseError(ValueError):
     """Malformed IR text; `line` and `column` (1-based) point at the offending token."""
 
@@ -82,9 +90,14 @@ class IRParseError(ValueError):
         line_start = text.rfind("\n", 0, pos) + 1
         self.column = pos - line_start + 1
         line_end = text.find("\n", pos)
-        source_line = text[line_start:len(text) if line_end < 0 else line_end]
+        line_end = len(text) if line_end < 0 else line_end
+        # at most _SHOWN characters each side of the caret (a line may be megabytes long)
+        start, end = max(line_start, pos - _SHOWN), min(line_end, pos + _SHOWN)
+        shown = ("..." if start > line_start else "") + text[start:end] + (
+            "..." if end < line_end else "")
+        caret = pos - start + (3 if start > line_start else 0)
         super().__init__(f"{message} (line {self.line}, column {self.column})\n"
-                         f"  {source_line}\n  {' ' * (self.column - 1)}^")
+                         f"  {shown}\n  {' ' * caret}^")
 
 
 class _Token:
@@ -97,18 +110,33 @@ class _Token:
         return "end of input" if self.kind == "eof" else repr(self.text)
 
 
-def _tokenize(text: str) -> list[_Token]:
-    tokens = []
-    pos = 0
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if m is None:
-            raise IRParseError(f"unexpected character {text[pos]!r}", text, pos)
-        if m.lastgroup != "skip":
-            tokens.append(_Token(m.lastgroup, m.group(), pos))
-        pos = m.end()
-    tokens.append(_Token("eof", "", len(text)))
-    return tokens
+class _Tokens:
+    """The tokens of a text, scanned as the parser asks for them: a text of millions of
+    one-character tokens never becomes millions of objects at once (loaded archives are
+    parsed within a memory budget)."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.pos = 0
+        self.current = self._scan()
+
+    def _scan(self) -> _Token:
+        text = self.text
+        while self.pos < len(text):
+            m = _TOKEN.match(text, self.pos)
+            if m is None:
+                raise IRParseError(f"unexpected character {text[self.pos]!r}", text, self.pos)
+            self.pos = m.end()
+            if m.lastgroup != "skip":
+                return _Token(m.lastgroup, m.group(), m.start())
+        return _Token("eof", "", len(text))
+
+    def advance(self) -> _Token:
+        """The current token; the next one becomes current (eof stays)."""
+        tok = self.current
+        if tok.kind != "eof":
+            self.current = self._scan()
+        return tok
 
 
 def import_object(qualified_name: str) -> object:
@@ -145,8 +173,7 @@ class _Parser:
                  class_types: Mapping[str, ClassType] | None = None,
                  node_filter: NodeFilter | None = None):
         self.text = text
-        self.tokens = _tokenize(text)
-        self.i = 0
+        self.tokens = _Tokens(text)
         self.resolve_fn = resolve
         self.class_types = class_types or {}
         self.node_filter = node_filter
@@ -154,20 +181,18 @@ class _Parser:
         self.depth = 0
 
     # ---- token helpers
-    def peek(self, offset: int = 0) -> _Token:
-        return self.tokens[min(self.i + offset, len(self.tokens) - 1)]
+    def peek(self) -> _Token:
+        return self.tokens.current
 
     def next(self) -> _Token:
-        tok = self.peek()
-        self.i += 1
-        return tok
+        return self.tokens.advance()
 
     def error(self, message: str, tok: _Token | None = None) -> IRParseError:
         return IRParseError(message, self.text, (tok or self.peek()).pos)
 
     def accept(self, text: str) -> bool:
         if self.peek().kind in ("punct", "name") and self.peek().text == text:
-            self.i += 1
+            self.next()
             return True
         return False
 
@@ -236,6 +261,7 @@ class _Parser:
 
     def atom_type(self) -> Type:
         tok = self.expect_kind("name", "a type")
+        self.count(tok)
         name = tok.text
         if name in SINGLETON_TYPES:
             return SINGLETON_TYPES[name]
@@ -350,6 +376,7 @@ class _Parser:
 
     def attr_atom(self) -> object:
         tok = self.next()
+        self.count(tok)
         if tok.kind == "string":
             return json.loads(tok.text)
         if tok.kind == "number":
@@ -471,8 +498,13 @@ class _Parser:
 
     def declaration(self) -> tuple[_Token, Type]:
         name = self.expect_kind("value", "a value (%name)")
+        self.count(name)
         self.expect(":")
         return name, self.type()
+
+    def count(self, tok: _Token) -> None:
+        if self.node_filter is not None:
+            self.filtered(self.node_filter.element, tok)
 
     def define(self, node: Node, declaration: tuple[_Token, Type]) -> Value:
         tok, type_ = declaration
@@ -484,6 +516,7 @@ class _Parser:
 
     def use(self) -> Value:
         tok = self.expect_kind("value", "a value (%name)")
+        self.count(tok)
         value = self.values.get(tok.text[1:])
         if value is None:
             raise self.error(f"undefined value {tok.text}", tok)
@@ -504,6 +537,7 @@ class _Parser:
         kind = kind_tok.text
         if self.node_filter is not None:
             self.filtered(lambda: self.node_filter.kind(kind), kind_tok)
+        self.count(kind_tok)
         attrs = {}
         if self.accept("["):
             for key, value in self.comma_list("]", lambda: self.attribute(kind)):
@@ -554,7 +588,8 @@ def parse_ir(text: str, resolve: Resolver | None = None,
     class names may also be those of classes compiled in this process.
     `class_types` maps qualified names to the class types they stand for, first:
     a loaded module's types belong to classes made at load time, not importable.
-    `node_filter` refuses ops and attributes (text from outside this process).
+    `node_filter` refuses ops and attributes (text from outside this process) and
+    bounds the graph's size.
     """
     return _Parser(text, resolve, class_types, node_filter).graph()
 
