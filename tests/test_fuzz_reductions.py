@@ -4,14 +4,14 @@ reductions, eager against optimized.
 Hypothesis writes programs (test_fuzz_fusion's machinery: arguments in C, Fortran,
 strided and transposed layouts, NaN, infinities and signed zeros in floats) whose chain of
 exact elementwise ops feeds a reduction (sum, mean, max, min, var, std with ddof, any,
-all, count_nonzero, np.linalg.norm's vector forms) over a random axis (the last, all, or
-another, which stays NumPy's) with or without keepdims, on float32, float64, int32,
-int64 and bool arrays with empty and size-1 axes; a kept result is broadcast back into a
-consumer (`t - r`).  Every result, exception class and floating-point warning (under the
-default error state and under errstate(all="raise")) must match NumPy's, bitwise: sums and
-means follow NumPy's pairwise order.  A NaN is compared as NaN, not by its bits: where a
-sum meets two NaNs, which one's sign and payload survive depends on the operand order
-each compiler picks for a commutative add.
+all, count_nonzero, np.linalg.norm's vector forms) over random axes (the last, all, the
+first, a middle one, a tuple; axes apart stay NumPy's) with or without keepdims, on
+float32, float64, int32, int64 and bool arrays with empty and size-1 axes; a kept result
+is broadcast back into a consumer (`t - r`).  Every result, exception class and
+floating-point warning (under the default error state and under errstate(all="raise"))
+must match NumPy's, bitwise: sums and means follow NumPy's order.  A NaN is compared as
+NaN, not by its bits: where a sum meets two NaNs, which one's sign and payload survive
+depends on the operand order each compiler picks for a commutative add.
 
 The one documented difference is a max or min whose extreme is a tie between +0.0 and
 -0.0: NumPy's sign then depends on its SIMD lane layout; the programs add 0.0 to every
@@ -39,8 +39,8 @@ ELEMENTWISE = ("{a} + {b}", "{a} - {b}", "{a} * {b}", "np.maximum({a}, {b})", "{
 REDUCTIONS = ("np.sum({a}{axis}{keep})", "{a}.mean({axis0}{keep})", "np.max({a}{axis}{keep}) + 0.0",
               "{a}.min({axis0}{keep}) + 0.0", "np.var({a}{axis}{keep}{ddof})",
               "{a}.std({axis0}{keep}{ddof})", "np.any({a}{axis}{keep})",
-              "{a}.all({axis0}{keep})", "np.count_nonzero({a}, axis=-1{keep})",
-              "np.linalg.norm({a}, axis=-1{keep})", "np.linalg.norm({a}, ord=1, axis=-1{keep})")
+              "{a}.all({axis0}{keep})", "np.count_nonzero({a}{axis}{keep})",
+              "np.linalg.norm({a}, axis=-1{keep})", "np.linalg.norm({a}, ord=1, axis=0{keep})")
 
 
 @st.composite
@@ -63,7 +63,8 @@ def programs(draw) -> tuple[str, list[Argument]]:
         lines.append(f"    t{k} = {draw(st.sampled_from(ELEMENTWISE)).format(a=a, b=b)}")
         values.append(f"t{k}")
     axis = draw(st.sampled_from(("", ", axis=-1", ", axis=-1", f", axis={rank - 1}",
-                                 ", axis=0", ", axis=None")))
+                                 ", axis=0", ", axis=0", ", axis=None", ", axis=1",
+                                 ", axis=(0, 1)", ", axis=(-2, -1)", ", axis=(0, -1)")))
     keep = draw(st.sampled_from(("", ", keepdims=True")))
     reduction = draw(st.sampled_from(REDUCTIONS)).format(
         a=values[-1], axis=axis, axis0=axis[2:] or "axis=None", keep=keep,

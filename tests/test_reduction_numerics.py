@@ -99,3 +99,49 @@ def test_rows_of_a_wider_array_and_broadcast_operands():
         for _ in range(2):
             assert_same(scripted(x, w), scaled_sum(x, w))
     assert scripted.stats()["bailouts"] == 0
+
+
+def column_sum(x):
+    return np.sum(x * 1.5, axis=0)
+
+
+def middle_mean_kept(x):
+    return (x * 1.5).mean(axis=1, keepdims=True)
+
+
+def leading_pair_sum(x):
+    return np.sum(x - 0.25, axis=(0, 1))
+
+
+def trailing_pair_mean(x):
+    return np.mean(x * 1.5, axis=(-2, -1))
+
+
+def column_var_std(x):
+    return np.var(x * 1.5, axis=0), (x * 1.5).std(axis=0, ddof=1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("fn", [column_sum, middle_mean_kept, leading_pair_sum,
+                                trailing_pair_mean, column_var_std])
+def test_sums_over_other_axes_are_numpys_bits(fn, dtype):
+    """NumPy adds along a reduced axis that is not the inner one element by element, in
+    order (``out[j] += x[i, j]``); over trailing axes it sums their one run pairwise."""
+    rng = np.random.default_rng(11)
+    for shape in ((1, 5, 3), (3, 1, 9), (7, 9, 3000), (2, 3001, 5), (300, 2, 40),
+                  (5, 1000, 130)):
+        x = (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4, shape)).astype(dtype)
+        if fn is column_sum or fn is column_var_std:
+            x = x.reshape(shape[0] * shape[1], shape[2])
+        assert_same(_run_native(fn, x), fn(x), f"{fn.__name__} {x.shape}")
+
+
+def test_column_sums_give_the_same_bits_for_every_thread_count():
+    x = np.random.default_rng(4).standard_normal((3000, 700)).astype(np.float32)
+    before = runtime.get_num_threads()
+    try:
+        for threads in (1, 2, 3):
+            tsjit.set_num_threads(threads)
+            assert_same(_run_native(column_var_std, x), column_var_std(x))
+    finally:
+        tsjit.set_num_threads(before)

@@ -433,10 +433,7 @@ class _RowKernelBuilder:
                 for t, (start, length) in enumerate(ranges):
                     b.store(start, job_field(b, job, 2, t))
                     b.store(length, job_field(b, job, 3, t))
-                parallel_for = self.module.globals.get(PARALLEL_FOR) or ir.Function(
-                    self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64]),
-                    PARALLEL_FOR)
-                b.call(parallel_for, [task, job, i64(count), i64(1)])
+                self.call_parallel_for(b, task, job, i64(count), i64(1))
                 # the workers' flags become this thread's, which the rows task collects
                 self.raise_fp_status(b, b.load(job_field(b, job, 5), typ=I32))
                 level = [b.gep(slots, [i64(t * len(reductions))], source_etype=I64)
@@ -620,6 +617,30 @@ class _RowKernelBuilder:
 
     def build_entry(self, task: ir.Function) -> None:
         spec = self.spec
+        fn, b, context, block, status = self.entry_prologue()
+        rows = b.load(block, typ=I64)
+        if not self.parallel or spec.full:
+            b.call(task, [context, i64(0), rows])
+        else:
+            n = b.load(element(b, block, i64(1), I64), typ=I64)
+            passes = len(self.passes) + 1
+            work = b.mul(b.add(n, i64(1)), i64(passes))
+            grain = b.add(b.sdiv(i64(_PARALLEL_WORK), work), i64(1))
+            self.call_parallel_for(b, task, context, rows, grain)
+        b.ret(b.zext(b.load(status, typ=I32), I64))
+
+    def call_parallel_for(self, b: ir.IRBuilder, task: ir.Function, context: ir.Value,
+                          count: ir.Value, grain: ir.Value) -> None:
+        """``task(context, begin, end)`` over [0, count) on the runtime's threads."""
+        parallel_for = self.module.globals.get(PARALLEL_FOR) or ir.Function(
+            self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64]), PARALLEL_FOR)
+        b.call(parallel_for, [task, context, count, grain])
+
+    def entry_prologue(self) -> tuple:
+        """The entry point up to its dispatch: ``(fn, builder, context, block, status)``,
+        the context holding the operands' data pointers, the block, the scalars and the
+        job's floating-point status."""
+        spec = self.spec
         params = [ir.DoubleType() if c == "double" else I64
                   for c in row_entry_parameter_types(spec)]
         fn = ir.Function(self.module, ir.FunctionType(I64, params), name=self.name)
@@ -642,19 +663,7 @@ class _RowKernelBuilder:
         for k, value in enumerate((data, block, scalars, status)):
             b.store(value, b.gep(context, [ir.Constant(I32, 0), ir.Constant(I32, k)],
                                  source_etype=self.context_type))
-        rows = b.load(block, typ=I64)
-        if not self.parallel or spec.full:
-            b.call(task, [context, i64(0), rows])
-        else:
-            n = b.load(element(b, block, i64(1), I64), typ=I64)
-            passes = len(self.passes) + 1
-            work = b.mul(b.add(n, i64(1)), i64(passes))
-            grain = b.add(b.sdiv(i64(_PARALLEL_WORK), work), i64(1))
-            parallel_for = self.module.globals.get(PARALLEL_FOR) or ir.Function(
-                self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64]),
-                PARALLEL_FOR)
-            b.call(parallel_for, [task, context, rows, grain])
-        b.ret(b.zext(b.load(status, typ=I32), I64))
+        return fn, b, context, block, status
 
 
 def _identity(kind: str, dtype: np.dtype, ty: ir.Type) -> ir.Constant:

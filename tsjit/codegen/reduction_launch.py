@@ -1,8 +1,7 @@
 """Compiling a RowKernelSpec once and calling it: ``kernel.call(*inputs, shape=None)``.
 
-The call lays the broadcast iteration shape out as rows: the last axis is the row (its
-elements must be contiguous in every array input that spans it), the leading axes
-collapse into one row stride per operand (broadcast axes have stride 0).  A full
+The call lays the broadcast iteration shape out as the kernel walks it
+(``reduction_layout``: rows, or a column kernel's outer, reduced and inner blocks).  A full
 reduction (``spec.full``) needs every array input C-contiguous with the iteration shape:
 NumPy then sums one run of all elements, which is what the kernel follows.  Anything else
 (a Fortran-ordered or strided row, an empty or too short row) raises ValueError, which
@@ -23,50 +22,19 @@ import math
 
 import numpy as np
 
+from tsjit.codegen.column_reduction import build_column_kernel_module
 from tsjit.codegen.engine import CompiledModule, generator_fingerprint, get_engine
 from tsjit.codegen.kernel_cache import KernelCache
 from tsjit.codegen.launch import _finish, _native_function, broadcast_shape
 from tsjit.codegen.output_pool import OutputPool
 from tsjit.codegen.reduction import PARALLEL_FOR, build_row_kernel_module, row_entry_parameter_types
+from tsjit.codegen.reduction_layout import LayoutError, column_layout, kept_shape, row_layout
 from tsjit.codegen.reduction_spec import RowKernelSpec, element_level, row_supports
 
 __all__ = ["RowKernel", "compile_row_kernel"]
 
 # Shared while some executor holds one (weak: see launch._kernels).
 _kernels: KernelCache[RowKernelSpec, RowKernel] = KernelCache(row_supports, "row kernel")
-
-
-class LayoutError(ValueError):
-    """The operands' layout is not one the kernel computes as NumPy does (see module doc)."""
-
-
-def _row_stride(array: np.ndarray, shape: tuple[int, ...], per_row: bool) -> int:
-    """The byte distance between consecutive rows of ``array`` broadcast to ``shape``
-    (``per_row``: the kernel reads one value per row)."""
-    n = shape[-1]
-    if per_row:
-        pass
-    elif array.shape[-1] != n:
-        if n != 1:
-            raise LayoutError("an operand broadcast along the row")
-    elif n > 1 and array.strides[-1] != array.itemsize:
-        raise LayoutError("a row that is not contiguous")
-    lead = len(shape) - 1
-    sizes, strides = shape[:-1], [0] * lead
-    offset = lead - (array.ndim - 1)
-    for d in range(array.ndim - 1):
-        if array.shape[d] != 1:
-            strides[offset + d] = array.strides[d]
-    row_stride, inner = 0, None
-    for d in reversed(range(lead)):
-        if sizes[d] == 1:
-            continue
-        if inner is None:
-            row_stride = strides[d]
-        elif strides[d] != inner[0] * inner[1]:
-            raise LayoutError("leading axes that do not collapse into rows")
-        inner = (strides[d], sizes[d])
-    return row_stride
 
 
 class RowKernel:
@@ -93,32 +61,53 @@ class RowKernel:
             shape = arrays[0].shape
             if any(a.shape != shape for a in arrays[1:]):
                 shape = broadcast_shape(*(a.shape for a in arrays))
+        if spec.column is not None:
+            return self.call_columns(args, arrays, shape)
         if spec.full:
             if any(a.shape != shape or not a.flags.c_contiguous for a in arrays):
                 raise LayoutError("a full reduction of operands that are not one C run")
             rows, n = 1, math.prod(shape)
             strides = [0] * len(arrays)
         else:
-            if not shape:
-                raise LayoutError("no axis to reduce")
-            n, rows = shape[-1], math.prod(shape[:-1])
-            strides = [_row_stride(a, shape, i in spec.row_inputs)
-                       for i, a in zip(self.arrays, arrays)]
+            rows, n, strides = row_layout(arrays, [i in spec.row_inputs for i in self.arrays],
+                                          shape, spec.row_axes)
         if n < spec.min_length:
             raise LayoutError("rows too short for the reductions (NumPy raises or warns)")
+        reduced = range(0 if spec.full else len(shape) - spec.row_axes, len(shape))
+        results = self.allocate(shape, reduced)
+        for dtype, element, _ in self.outputs:
+            strides.append(n * dtype.itemsize if element else
+                           dtype.itemsize if not spec.full else 0)
+        block = np.array([rows, n, *strides], np.int64)
+        return self.run(args, arrays, results, block)
+
+    def call_columns(self, args: tuple, arrays: list, shape: tuple[int, ...]) -> tuple:
+        """A column kernel's call (``reduction_layout.column_layout``)."""
+        start, stop = self.spec.column
+        (outer, count, inner), outer_strides, row_strides = column_layout(arrays, shape,
+                                                                          (start, stop))
+        if count < self.spec.min_length:
+            raise LayoutError("too few elements to reduce (NumPy raises or warns)")
+        results = self.allocate(shape, range(start, stop))
+        for dtype, element, _ in self.outputs:
+            outer_strides.append(count * inner * dtype.itemsize if element
+                                 else inner * dtype.itemsize)
+            row_strides.append(inner * dtype.itemsize if element else 0)
+        block = np.array([outer, count, inner, *outer_strides, *row_strides], np.int64)
+        return self.run(args, arrays, results, block)
+
+    def allocate(self, shape: tuple[int, ...], axes: range) -> list[np.ndarray]:
+        """Fresh outputs: element-level ones of ``shape``, reduced ones without ``axes``
+        (or with them as 1: keepdims)."""
         results = []
         for (dtype, element, rank), allocate in zip(self.outputs, self.allocators):
             if element:
-                out = allocate(shape, None)
-                strides.append(n * dtype.itemsize)
+                results.append(allocate(shape, None))
             else:
-                kept = shape[:-1] if not spec.full else ()
-                if rank == len(shape):
-                    kept = (1,) * len(shape) if spec.full else kept + (1,)
-                out = np.empty(kept, dtype)
-                strides.append(dtype.itemsize if not spec.full else 0)
-            results.append(out)
-        block = np.array([rows, n, *strides], np.int64)
+                results.append(np.empty(kept_shape(shape, axes, rank == len(shape)), dtype))
+        return results
+
+    def run(self, args: tuple, arrays: list, results: list, block: np.ndarray) -> tuple:
         operands = (*arrays, *results, block)
         status = self.native(id(operands), *(args[i] for i in self.scalars))
         if status:   # flags NumPy's error state may report: FloatingPointFlags
@@ -143,8 +132,9 @@ def compile_row_kernel(spec: RowKernelSpec) -> RowKernel:
 def _build_row_kernel(spec: RowKernelSpec) -> RowKernel:
     engine = get_engine()
     parallel = PARALLEL_FOR in engine.symbols
+    build = build_row_kernel_module if spec.column is None else build_column_kernel_module
     name = "tsjit_rows_" + hashlib.sha256(repr(spec).encode()).hexdigest()[:20]
     compiled = engine.compile_keyed(
         f"{generator_fingerprint()}|rows|{parallel}|{spec!r}",
-        lambda: build_row_kernel_module(spec, name, parallel), [name])
+        lambda: build(spec, name, parallel), [name])
     return RowKernel(spec, name, compiled)

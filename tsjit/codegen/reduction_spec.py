@@ -17,6 +17,14 @@ row (a row is a few KB and stays in cache between passes).  Outputs are element-
 arrays of the iteration shape or row-level arrays of the reduced shape (``output_ranks``
 tells keepdims: the full rank, or one less (zero for ``full``)).  An array input whose
 last size is 1 (a kept reduction computed elsewhere; its guard checks the 1) is row-level.
+
+A row may span several trailing axes (``row_axes``: ``x.sum(axis=(1, 2))`` of a 3-D
+array, summed by NumPy as one run of C-contiguous elements).  A ``column`` spec instead
+reduces a block of axes ``[start, stop)`` that does not reach the last axis (``axis=0`` of
+a matrix): NumPy then adds the reduced values to each output element one after the other
+in C order (``out[j] += x[i, j]``), which ``codegen.column_reduction`` vectorizes across
+the output elements.  Its "rows" are the output elements; row-level values are per output
+element, ``row_length`` is the count of reduced elements.
 """
 from __future__ import annotations
 
@@ -51,6 +59,8 @@ class RowKernelSpec:
     full: bool
     min_length: int = 0
     row_inputs: tuple[int, ...] = ()   # array inputs of last size 1: one value per row
+    row_axes: int = 1                  # trailing axes a row spans (row kernels)
+    column: tuple[int, int] | None = None   # the reduced block of a column kernel
 
     def value_dtype(self, value: int) -> np.dtype:
         n_in = len(self.inputs)
@@ -95,6 +105,16 @@ def _check_reduction(spec: RowKernelSpec, index: int, op: KernelOp, levels) -> s
     return None
 
 
+def _check_axes(spec: RowKernelSpec) -> str | None:
+    rank = spec.out_rank
+    if spec.column is None:
+        return None if 1 <= spec.row_axes <= max(rank, 1) else "row axes out of range"
+    start, stop = spec.column
+    if spec.full or spec.row_inputs or not 0 <= start < stop < rank:
+        return f"a column reduction of axes [{start}, {stop}) at rank {rank}"
+    return None
+
+
 def row_supports(spec: RowKernelSpec) -> tuple[bool, str]:
     """Whether the row-kernel generator compiles ``spec`` as NumPy computes it; if not, why."""
     if not any(op.op in REDUCTIONS for op in spec.ops):
@@ -107,6 +127,9 @@ def row_supports(spec: RowKernelSpec) -> tuple[bool, str]:
     for inp in spec.inputs:
         if np.dtype(inp.dtype) not in SUPPORTED_DTYPES:
             return False, f"unsupported input dtype {inp.dtype}"
+    reason = _check_axes(spec)
+    if reason is not None:
+        return False, reason
     levels = element_level(spec)
     n_in = len(spec.inputs)
     for i, op in enumerate(spec.ops):

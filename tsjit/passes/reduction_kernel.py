@@ -83,6 +83,8 @@ def read_reduction(node: Node) -> ReductionCall | None:
         return None
     if axis is None and name in ("linalg_norm", "count_nonzero"):
         return None   # a BLAS dot product; a Python int
+    if name == "linalg_norm" and type(axis) is tuple and len(axis) != 1:
+        return None   # two axes: a matrix norm
     if type(axis) is int:
         axis = (axis,)
     elif axis is not None and not (type(axis) is tuple and all(type(a) is int for a in axis)):
@@ -110,7 +112,7 @@ class _RowBuilder(_Builder):
         self.elements: list[bool] = []
         self.kept: list[bool] = []
         self.reduced: list[bool] = []
-        self.full: bool | None = None
+        self.axes: tuple[int, ...] | None = None    # the reduced axes, shared by the group
         self.reduced_rank: int | None = None
         self.reduction_args: list[int] = []
         self.min_length = 0
@@ -194,17 +196,17 @@ class _RowBuilder(_Builder):
         axes = _normalized(call.axis, rank)
         if axes is None:
             raise GroupError(f"{node.kind}: axis {call.axis} out of range")
-        full = axes == tuple(range(rank)) and rank > 1
-        if not full and axes != (rank - 1,):
-            raise GroupError(f"{node.kind} over axes {axes} (row kernels reduce the last axis "
-                             f"or all of them)")
-        if self.full not in (None, full) or self.reduced_rank not in (None, rank):
+        if not axes or axes != tuple(range(axes[0], axes[-1] + 1)):
+            raise GroupError(f"{node.kind} over axes {axes} (kernels reduce one block of "
+                             f"adjacent axes)")
+        if self.axes not in (None, axes) or self.reduced_rank not in (None, rank):
             raise GroupError(f"{node.kind} reduces other axes than the group's reductions")
-        self.full, self.reduced_rank = full, rank
+        self.axes, self.reduced_rank = axes, rank
         self.reduction_args.append(x)
         result = self.reduce(node, call, x, dtype)
-        self.ranks[result] = rank if call.keepdims else (0 if full else rank - 1)
-        self.kept[result] = call.keepdims or self.ranks[result] == 0
+        self.ranks[result] = rank if call.keepdims else rank - len(axes)
+        # without keepdims, only a result of leading axes broadcasts back along them
+        self.kept[result] = call.keepdims or axes[0] == 0
         self.numbers[node.output] = result
         self.raising.add(node)
 
@@ -285,7 +287,7 @@ class _RowBuilder(_Builder):
     # ---- the kernel
     def finish(self, nodes: list[Node], used_outside) -> FusedKernel:
         members = [v for node in nodes for v in node.outputs]
-        if self.full is None:    # no reduction yet: only the elementwise checks apply
+        if self.axes is None:    # no reduction yet: only the elementwise checks apply
             return FusedKernel(None, list(self.group_inputs), tuple(self.feeds), [], (), (),
                                raising=frozenset(self.raising))
         rank = self.reduced_rank
@@ -308,8 +310,7 @@ class _RowBuilder(_Builder):
         if not outputs:
             raise GroupError("no result of the group is used")
         spec = RowKernelSpec(tuple(self.inputs), tuple(self.final_ops()),
-                             tuple(map(self.final, numbers)), tuple(ranks), self.full,
-                             self.min_length, tuple(self.slots[n] for n in self.row_inputs))
+                             tuple(map(self.final, numbers)), tuple(ranks), **self.layout())
         ok, reason = row_supports(spec)
         if not ok:
             raise GroupError(f"the row-kernel generator refuses it: {reason}")
@@ -319,6 +320,22 @@ class _RowBuilder(_Builder):
                            self.range_checks,
                            {v: self.value_type(self.number(v)) for v in members},
                            frozenset(self.raising))
+
+    def layout(self) -> dict:
+        """The spec's iteration fields for the group's reduced axes: rows over trailing
+        axes (all of them: ``full``), or a column kernel for a block before the last."""
+        axes, rank = self.axes, self.reduced_rank
+        row_inputs = tuple(self.slots[n] for n in self.row_inputs)
+        if axes[-1] != rank - 1:
+            if row_inputs:
+                raise GroupError("a value kept per row in a reduction of leading axes")
+            return {"full": False, "min_length": self.min_length,
+                    "column": (axes[0], axes[-1] + 1)}
+        if row_inputs and len(axes) > 1:
+            raise GroupError("a value kept per row in a reduction of several axes")
+        full = len(axes) == rank and rank > 1
+        return {"full": full, "min_length": self.min_length, "row_inputs": row_inputs,
+                "row_axes": len(axes)}
 
     def final_ops(self) -> list[KernelOp]:
         return [KernelOp(op.op, tuple(map(self.final, op.args)), op.dtype, op.attrs)

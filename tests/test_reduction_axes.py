@@ -1,0 +1,118 @@
+"""Reductions over axes other than the last: which fuse (graph_for, stats), and that every
+call (fused, bailed out on a layout, an empty axis) gives NumPy's result or error."""
+from __future__ import annotations
+
+import logging
+import warnings
+
+import numpy as np
+import pytest
+from _differential import assert_same
+
+import tsjit
+
+
+def _scripted(fn, *args, calls: int = 3):
+    scripted = tsjit.script(fn)
+    for _ in range(calls):
+        got = scripted(*args)
+    return scripted, got
+
+
+def _group(scripted, *args) -> str:
+    """The first fusion group's ops, as graph_for prints them."""
+    text = str(scripted.graph_for(*args))
+    assert "with prim::FusionGroup_0" in text, text
+    return text[text.index("with prim::FusionGroup_0"):].split("with prim::FallbackGraph")[0]
+
+
+def standardized_columns(x):
+    return (x - x.mean(axis=0)) / x.std(axis=0)
+
+
+def column_stats(x, w):
+    y = x * w
+    return y.sum(axis=0), y.max(axis=0, keepdims=True), np.min(y, 0), np.any(y > 1, axis=0)
+
+
+def middle_and_pairs(x):
+    y = np.abs(x) + 1.0
+    return y.sum(axis=1), y.mean(axis=(0, 1)), np.max(y, axis=(1, 2), keepdims=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_column_reductions_fuse_with_producers_and_consumers(dtype):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((300, 70)).astype(dtype)
+    scripted, got = _scripted(standardized_columns, x)
+    assert_same(got, standardized_columns(x), ulps=0)
+    group = _group(scripted, x)
+    for op in ("ndarray::mean", "ndarray::std", "aten::sub", "aten::truediv"):
+        assert op in group, op
+    stats = scripted.stats()
+    assert stats["kernel_launches"] >= 1 and stats["bailouts"] == 0, stats
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+def test_column_and_middle_axis_reductions_match_numpy(dtype):
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((40, 3, 33)) * 5).astype(dtype)
+    w = (rng.standard_normal(33) * 3).astype(dtype)
+    for fn, args in ((column_stats, (x[0], w)), (column_stats, (x.reshape(120, 33), w)),
+                     (middle_and_pairs, (x,))):
+        scripted, got = _scripted(fn, *args)
+        assert_same(got, fn(*args), fn.__name__)
+        assert "prim::FusionGroup" in str(scripted.graph_for(*args))
+        stats = scripted.stats()
+        assert stats["kernel_launches"] >= 1 and stats["bailouts"] == 0, (fn.__name__, stats)
+
+
+def test_other_layouts_and_empty_axes_give_numpys_results_and_errors():
+    """A Fortran-ordered operand makes NumPy walk another order: the group's ops run in
+    NumPy (a bailout).  An empty reduced axis: 0 for a sum, a warning and NaN for a mean,
+    ValueError for a max."""
+    def column_sum(x):
+        return (x * 2.0).sum(axis=0)
+
+    def column_mean(x):
+        return (x * 2.0).mean(axis=0)
+
+    def column_max(x):
+        return (x * 2.0).max(axis=0)
+
+    x = np.random.default_rng(2).standard_normal((50, 20))
+    scripted, _ = _scripted(column_sum, x)
+    for other in (np.asfortranarray(x), x[::2], x[:, ::-1], np.zeros((0, 20)), x[:, :0]):
+        assert_same(scripted(other), column_sum(other))
+    assert scripted.stats()["bailouts"] >= 3
+    scripted, _ = _scripted(column_mean, x)
+    with pytest.warns(RuntimeWarning, match="Mean of empty slice"):
+        got = scripted(np.zeros((0, 3)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert_same(got, column_mean(np.zeros((0, 3))))
+    scripted, _ = _scripted(column_max, x)
+    with pytest.raises(ValueError, match="zero-size array"):
+        scripted(np.zeros((0, 3)))
+
+
+def test_matrix_norms_are_not_read_as_vector_norms(caplog):
+    def matrix_norm(x):
+        return np.linalg.norm(x * 2.0, ord=1, axis=(0, 1))
+
+    x = np.random.default_rng(3).standard_normal((6, 5))
+    scripted, got = _scripted(matrix_norm, x)
+    assert_same(got, matrix_norm(x))
+    assert "prim::FusionGroup" not in str(scripted.graph_for(x))
+
+
+def test_a_group_keeps_one_set_of_reduced_axes(caplog):
+    def two_axes(x):
+        y = x * 2.0
+        return y.sum(axis=0), y.sum(axis=1)
+
+    x = np.random.default_rng(4).standard_normal((6, 5))
+    with caplog.at_level(logging.DEBUG, logger="tsjit.fuser"):
+        scripted, got = _scripted(two_axes, x)
+    assert_same(got, two_axes(x))
+    assert "reduces other axes than the group's reductions" in caplog.text

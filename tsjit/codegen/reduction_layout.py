@@ -1,0 +1,91 @@
+"""How a reduction kernel walks its operands: the iteration shape laid out as NumPy walks it.
+
+A row kernel (``reduction_spec``) sees ``rows`` rows of ``n`` elements: the trailing
+``row_axes`` axes make the row and must be one contiguous run in every array that spans
+them (NumPy then sums the run pairwise, as the kernel does); the leading axes collapse
+into one row stride per operand.  A column kernel sees ``(O, R, I)``: the kept axes
+before the reduced block, the block, the kept axes after it; ``O`` and ``R`` collapse
+into one stride each per operand and ``I`` is contiguous.  Broadcast axes have stride 0.
+
+Where the operands are laid out otherwise (Fortran order, a strided or reversed run, a
+run broadcast along the row), NumPy's iterator would walk them in another order, so
+these functions raise ``LayoutError`` and the group runs as NumPy calls instead.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["LayoutError", "column_layout", "kept_shape", "row_layout"]
+
+
+class LayoutError(ValueError):
+    """The operands' layout is not one the kernel computes as NumPy does (module doc)."""
+
+
+def _aligned_strides(array: np.ndarray, shape: tuple[int, ...]) -> list[int]:
+    """``array``'s byte strides broadcast to ``shape`` (0 along broadcast axes)."""
+    strides = [0] * len(shape)
+    offset = len(shape) - array.ndim
+    for d in range(array.ndim):
+        if array.shape[d] != 1:
+            strides[offset + d] = array.strides[d]
+    return strides
+
+
+def _collapsed(sizes: tuple[int, ...], strides: list[int]) -> int:
+    """The one stride of axes that collapse into a single one (C order), else LayoutError."""
+    stride, inner = 0, None
+    for d in reversed(range(len(sizes))):
+        if sizes[d] == 1:
+            continue
+        if inner is None:
+            stride = strides[d]
+        elif strides[d] != inner[0] * inner[1]:
+            raise LayoutError("axes that do not collapse into one")
+        inner = (strides[d], sizes[d])
+    return stride
+
+
+def _contiguous(array: np.ndarray, sizes: tuple[int, ...], strides: list[int]) -> None:
+    """Raise LayoutError unless the axes of ``sizes`` are one contiguous run of ``array``."""
+    if math.prod(sizes) > 1 and _collapsed(sizes, strides) != array.itemsize:
+        raise LayoutError("a run that is not contiguous")
+
+
+def row_layout(arrays: list[np.ndarray], per_row: list[bool], shape: tuple[int, ...],
+               row_axes: int) -> tuple[int, int, list[int]]:
+    """``(rows, n, row stride per array)``; ``per_row``: the array holds one value per row
+    (its last size is 1)."""
+    if not shape:
+        raise LayoutError("no axis to reduce")
+    lead, row = shape[:-row_axes], shape[-row_axes:]
+    strides = []
+    for array, single in zip(arrays, per_row):
+        aligned = _aligned_strides(array, shape)
+        if not single:
+            _contiguous(array, row, aligned[-row_axes:])
+        strides.append(_collapsed(lead, aligned[:-row_axes]))
+    return math.prod(lead), math.prod(row), strides
+
+
+def column_layout(arrays: list[np.ndarray], shape: tuple[int, ...],
+                  block: tuple[int, int]) -> tuple[tuple[int, int, int], list[int], list[int]]:
+    """``((O, R, I), o-stride per array, r-stride per array)`` for the reduced ``block``."""
+    start, stop = block
+    outer, reduced, inner = shape[:start], shape[start:stop], shape[stop:]
+    outer_strides, row_strides = [], []
+    for array in arrays:
+        aligned = _aligned_strides(array, shape)
+        _contiguous(array, inner, aligned[stop:])
+        outer_strides.append(_collapsed(outer, aligned[:start]))
+        row_strides.append(_collapsed(reduced, aligned[start:stop]))
+    return (math.prod(outer), math.prod(reduced), math.prod(inner)), outer_strides, row_strides
+
+
+def kept_shape(shape: tuple[int, ...], axes: range, keepdims: bool) -> tuple[int, ...]:
+    """The shape of a reduction of ``axes`` of ``shape``."""
+    if keepdims:
+        return tuple(1 if d in axes else s for d, s in enumerate(shape))
+    return tuple(s for d, s in enumerate(shape) if d not in axes)
