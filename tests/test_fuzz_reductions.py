@@ -3,11 +3,11 @@ reductions, eager against optimized.
 
 Hypothesis writes programs (test_fuzz_fusion's machinery: arguments in C, Fortran,
 strided and transposed layouts, NaN, infinities and signed zeros in floats) whose chain of
-exact elementwise ops feeds a reduction (sum, mean, max, min, var, std with ddof, any,
-all, count_nonzero, np.linalg.norm's vector forms) over random axes (the last, all, the
-first, a middle one, a tuple; axes apart stay NumPy's) with or without keepdims, on
-float32, float64, int32, int64 and bool arrays with empty and size-1 axes; a kept result
-is broadcast back into a consumer (`t - r`).  Every result, exception class and
+exact elementwise ops feeds a reduction (sum, prod, mean, max, min, argmax, argmin, var,
+std with ddof, any, all, count_nonzero, np.linalg.norm's vector forms) over random axes
+(the last, all, the first, a middle one, a tuple; axes apart stay NumPy's) with or without
+keepdims, on float32, float64, int32, int64 and bool arrays with empty and size-1 axes; a
+kept result is broadcast back into a consumer (`t - r`).  Every result, exception class and
 floating-point warning (under the default error state and under errstate(all="raise"))
 must match NumPy's, bitwise: sums and means follow NumPy's order.  A NaN is compared as
 NaN, not by its bits: where a sum meets two NaNs, which one's sign and payload survive
@@ -40,7 +40,9 @@ REDUCTIONS = ("np.sum({a}{axis}{keep})", "{a}.mean({axis0}{keep})", "np.max({a}{
               "{a}.min({axis0}{keep}) + 0.0", "np.var({a}{axis}{keep}{ddof})",
               "{a}.std({axis0}{keep}{ddof})", "np.any({a}{axis}{keep})",
               "{a}.all({axis0}{keep})", "np.count_nonzero({a}{axis}{keep})",
-              "np.linalg.norm({a}, axis=-1{keep})", "np.linalg.norm({a}, ord=1, axis=0{keep})")
+              "np.linalg.norm({a}, axis=-1{keep})", "np.linalg.norm({a}, ord=1, axis=0{keep})",
+              "np.prod({a}{axis}{keep})", "{a}.argmax({axis0}{keep})",
+              "np.argmin({a}{axis}{keep})")
 
 
 @st.composite

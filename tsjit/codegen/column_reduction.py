@@ -5,7 +5,8 @@ axis inner and walks the reduced axis outside it: ``out[j] = 0; out[j] += x[i, j
 ``i`` in order (its binary add loop, not the pairwise one).  So each output element is a
 plain sequential sum, and the sums of neighbouring output elements are independent: the
 kernel computes them side by side, a vector of output elements at a time, which is both
-fast and NumPy's bits.  The same holds for max/min (any order) and integer sums.
+fast and NumPy's bits.  The same holds for max/min (any order), integer sums, products
+and argmax/argmin (``reduction_scan``: the first index along the reduced axis).
 
 A ``column`` spec (``reduction_spec``) reduces the axes ``[start, stop)`` of the iteration
 shape; the launcher views it as ``(O, R, I)``: the kept axes before the block (``O``,
@@ -29,8 +30,8 @@ from llvmlite import ir
 
 from tsjit.codegen.element_ops import llvm_type, lower_op, memory_type, store_value
 from tsjit.codegen.ir_util import I8, I32, I64, PTR, element, i64, loop, stack_slot
-from tsjit.codegen.pairwise import emit_combine
-from tsjit.codegen.reduction import _PARALLEL_WORK, _identity, _RowKernelBuilder
+from tsjit.codegen.reduction import _PARALLEL_WORK, _RowKernelBuilder
+from tsjit.codegen.reduction_scan import ARG_REDUCTIONS, emit_scan_step, scan_start
 from tsjit.codegen.reduction_spec import REDUCTIONS, ROW_LENGTH, RowKernelSpec
 
 __all__ = ["LANES", "build_column_kernel_module"]
@@ -42,14 +43,24 @@ class _ColumnKernelBuilder(_RowKernelBuilder):
     def __init__(self, spec: RowKernelSpec, name: str, parallel: bool) -> None:
         super().__init__(spec, name, parallel)
         ops = range(self.n_in, self.n_in + len(spec.ops))
-        # one stack array of LANES values per row-level op (reductions, means, ...)
+        # one stack array of LANES values per row-level op (reductions, means, ...), and
+        # for argmax/argmin one more: the best value so far (their own holds the index)
         self.lane_values = [v for v in ops if not self.levels[v]]
-        self.lane_offset = {v: k * LANES * 8 for k, v in enumerate(self.lane_values)}
+        self.best_values = [v for v in self.lane_values if self._op(v).op in ARG_REDUCTIONS]
+        slots = [*self.lane_values, *(("best", v) for v in self.best_values)]
+        self.lane_offset = {v: k * LANES * 8 for k, v in enumerate(slots)}
 
     # ------------------------------------------------------------------ lanes
-    def lane_address(self, b: ir.IRBuilder, lanes: ir.Value, v: int, i: ir.Value) -> ir.Value:
-        base = b.gep(lanes, [i64(self.lane_offset[v])], source_etype=I8)
-        return b.gep(base, [i], source_etype=llvm_type(self.spec.value_dtype(v)))
+    def lane_address(self, b: ir.IRBuilder, lanes: ir.Value, v: int, i: ir.Value,
+                     best: bool = False) -> ir.Value:
+        """Lane ``i`` of value ``v`` (``best``: an arg reduction's best value)."""
+        base = b.gep(lanes, [i64(self.lane_offset[("best", v) if best else v])],
+                     source_etype=I8)
+        return b.gep(base, [i], source_etype=llvm_type(self.best_dtype(v) if best
+                                                       else self.spec.value_dtype(v)))
+
+    def best_dtype(self, v: int) -> np.dtype:
+        return self.spec.value_dtype(self._op(v).args[0])
 
     def lane_load(self, b: ir.IRBuilder, lanes: ir.Value, v: int, i: ir.Value) -> ir.Value:
         return b.load(self.lane_address(b, lanes, v, i),
@@ -84,23 +95,33 @@ class _ColumnKernelBuilder(_RowKernelBuilder):
 
     # ------------------------------------------------------------------ sweeps
     def build_sweep(self, p: int) -> ir.Function:
-        """Pass ``p`` over one row ``r`` of the tile: each reduction's lane array combined
-        with the element values of that row."""
+        """Pass ``p`` over one row ``r`` of the tile (its last parameter): each reduction's
+        lane array combined with the element values of that row."""
         reductions = self.passes[p]
         args = [self._op(r).args[0] for r in reductions]
         wanted = self.needed(args)
         fn, b = self.lane_function(f"{self.name}_sweep{p}", wanted)
         pointers = list(fn.args[:self.n_operands])
-        lanes, state, w, _ = fn.args[self.n_operands:]
+        lanes, state, w, r_index = fn.args[self.n_operands:]
 
         def one(b: ir.IRBuilder, i: ir.Value) -> None:
             row = self.row_values_at(b, lanes, state, i, wanted)
             values = self.emit_elements(b, pointers, i, row, wanted, {})
             for r, a in zip(reductions, args):
-                op = self._op(r)
-                at = self.lane_address(b, lanes, r, i)
-                acc = b.load(at, typ=llvm_type(op.dtype))
-                b.store(emit_combine(b, op.op, op.dtype, acc, values[a]), at)
+                kind, dtype = self._op(r).op, self.spec.value_dtype(a)
+                if kind not in ARG_REDUCTIONS:
+                    at = self.lane_address(b, lanes, r, i)
+                    acc = b.load(at, typ=llvm_type(dtype))
+                    b.store(emit_scan_step(b, kind, dtype, acc, None, values[a], r_index)[0],
+                            at)
+                    continue
+                at, best_at = self.lane_address(b, lanes, r, i), \
+                    self.lane_address(b, lanes, r, i, best=True)
+                best, index = emit_scan_step(b, kind, dtype,
+                                             b.load(best_at, typ=llvm_type(dtype)),
+                                             b.load(at, typ=I64), values[a], r_index)
+                b.store(best, best_at)
+                b.store(index, at)
 
         loop(b, i64(0), w, one)
         b.ret_void()
@@ -127,9 +148,14 @@ class _ColumnKernelBuilder(_RowKernelBuilder):
                 row[v] = value
                 b.store(value, self.lane_address(b, lanes, v, i))
             for r in starts:
-                op = self._op(r)
-                ty = llvm_type(op.dtype)
-                b.store(_start(op.op, np.dtype(op.dtype), ty), self.lane_address(b, lanes, r, i))
+                kind = self._op(r).op
+                if kind in ARG_REDUCTIONS:
+                    b.store(scan_start(kind, self.best_dtype(r)),
+                            self.lane_address(b, lanes, r, i, best=True))
+                    b.store(i64(0), self.lane_address(b, lanes, r, i))
+                else:
+                    b.store(scan_start(kind, self.spec.value_dtype(r)),
+                            self.lane_address(b, lanes, r, i))
 
         loop(b, i64(0), w, one)
         b.ret_void()
@@ -186,31 +212,16 @@ class _ColumnKernelBuilder(_RowKernelBuilder):
     def build_tiles_task(self) -> ir.Function:
         """``tiles(context, begin, end)``: tiles [begin, end) (``o * chunks + chunk``)."""
         spec = self.spec
-        fn = self.function(f"{self.name}_tiles", [PTR, I64, I64])
-        context, begin, end = fn.args
-        b = ir.IRBuilder(fn.append_basic_block())
-
-        def field(k: int) -> ir.Value:
-            return b.load(b.gep(context, [ir.Constant(I32, 0), ir.Constant(I32, k)],
-                                source_etype=self.context_type), typ=PTR)
-
-        data, block, scalars, status = field(0), field(1), field(2), field(3)
-        self.clear_fp_status(b)
+        fn, b, bases, block, status, state = self.task_prologue(f"{self.name}_tiles")
+        _, begin, end = fn.args
         count, inner = (b.load(element(b, block, i64(k), I64), typ=I64) for k in (1, 2))
         chunks = b.sdiv(b.add(inner, i64(LANES - 1)), i64(LANES))
         n = self.n_operands
-        bases = [b.load(element(b, data, i64(k), PTR), typ=PTR) for k in range(n)]
         outer_strides = [b.load(element(b, block, i64(3 + k), I64), typ=I64) for k in range(n)]
         row_strides = [b.load(element(b, block, i64(3 + n + k), I64), typ=I64)
                        for k in range(n)]
         sizes = [memory_type(spec.value_dtype(v)) for v in self.operand_values()]
-        state = stack_slot(b, self.state_type)
-        for s, i in enumerate(self.scalar_inputs):
-            value = b.load(b.gep(scalars, [ir.Constant(I32, 0), ir.Constant(I32, s)],
-                                 source_etype=self.scalars_type),
-                           typ=self.scalars_type.elements[s])
-            b.store(value, self.state_slot(b, state, i))
-        lanes = stack_slot(b, ir.ArrayType(I8, max(len(self.lane_values), 1) * LANES * 8))
+        lanes = stack_slot(b, ir.ArrayType(I8, max(len(self.lane_offset), 1) * LANES * 8))
         sweeps = [self.build_sweep(p) for p in range(len(self.passes))]
         row_ops = [self.build_row_ops(p) for p in range(len(self.passes) + 1)]
         outputs, results = self.build_outputs_sweep(), self.build_row_outputs()
@@ -233,8 +244,8 @@ class _ColumnKernelBuilder(_RowKernelBuilder):
                 if row_ops[p] is not None:
                     b.call(row_ops[p], corner + tail)
                 if p < len(self.passes):
-                    loop(b, i64(0), count,
-                         lambda b, r, p=p: b.call(sweeps[p], at_row(b, r) + tail))
+                    loop(b, i64(0), count, lambda b, r, p=p: b.call(
+                        sweeps[p], at_row(b, r) + [lanes, state, w, r]))
             if results is not None:
                 b.call(results, corner + tail)
             if outputs is not None:
@@ -261,14 +272,6 @@ class _ColumnKernelBuilder(_RowKernelBuilder):
             grain = b.add(b.sdiv(i64(_PARALLEL_WORK), work), i64(1))
             self.call_parallel_for(b, task, context, tiles, grain)
         b.ret(b.zext(b.load(status, typ=I32), I64))
-
-
-def _start(kind: str, dtype: np.dtype, ty: ir.Type) -> ir.Constant:
-    """Where NumPy's reduction starts: the sum's identity 0 (``0.0 + -0.0`` is ``0.0``, as
-    NumPy's), else the identity of max/min (the first element wins against it)."""
-    if kind == "reduce_sum":
-        return ir.Constant(ty, 0.0 if dtype.kind == "f" else 0)
-    return _identity(kind, dtype, ty)
 
 
 def build_column_kernel_module(spec: RowKernelSpec, name: str, parallel: bool) -> ir.Module:

@@ -44,7 +44,14 @@ from tsjit.codegen.ir_util import (
 )
 from tsjit.codegen.kernel_spec import MATH_FUNCTIONS, KernelOp
 from tsjit.codegen.pairwise import BLOCK, emit_block_reduce, emit_combine, emit_split
-from tsjit.codegen.reduction_spec import REDUCTIONS, ROW_LENGTH, RowKernelSpec, element_level
+from tsjit.codegen.reduction_scan import build_scan
+from tsjit.codegen.reduction_spec import (
+    REDUCTIONS,
+    ROW_LENGTH,
+    SEQUENTIAL,
+    RowKernelSpec,
+    element_level,
+)
 
 __all__ = ["build_row_kernel_module", "row_entry_parameter_types", "SUBTREE_DEPTH"]
 
@@ -511,13 +518,17 @@ class _RowKernelBuilder:
         row pointers end with the scratch buffers of the cached values."""
         spec = self.spec
         parallel = spec.full and self.parallel and not cached
-        trees = []
+        trees, split = [], []    # split: the pass's run is cut into subtrees for threads
         for p, reductions in enumerate(self.passes):
-            if all(self._op(r).op != "reduce_sum" for r in reductions):
+            sequential = any(self._op(r).op in SEQUENTIAL for r in reductions)
+            split.append(parallel and not sequential)
+            if sequential:
+                tree = build_scan(self, p, cached)
+            elif all(self._op(r).op != "reduce_sum" for r in reductions):
                 tree = self.build_minmax(p, cached)
             else:
                 tree = self.build_tree(p, self.build_leaf(p, cached))
-            trees.append(self.build_parallel_tree(p, tree) if parallel else tree)
+            trees.append(self.build_parallel_tree(p, tree) if split[p] else tree)
         outputs = self.build_outputs(cached)
         loads, _ = self.scratch(len(self.passes), cached)
         outputs_compute = self.needed([v for v in spec.outputs if self.levels[v]], loads)
@@ -528,7 +539,7 @@ class _RowKernelBuilder:
         for p, reductions in enumerate(self.passes):
             self.compute_row_values(b, state, n, p)
             results = stack_slot(b, ir.ArrayType(I64, len(reductions)))
-            if parallel:
+            if split[p]:
                 b.call(trees[p], [rowptrs, state, n, results])
             else:
                 b.call(trees[p], [rowptrs, state, i64(0), n, results])
@@ -577,27 +588,36 @@ class _RowKernelBuilder:
         return fn
 
     # ------------------------------------------------------------------ rows, entry
-    def build_rows_task(self, row: ir.Function) -> ir.Function:
-        """``rows(context, begin, end)``: rows [begin, end), the pool's task."""
-        spec = self.spec
-        fn = self.function(f"{self.name}_rows", [PTR, I64, I64])
-        context, begin, end = fn.args
+    def task_prologue(self, name: str) -> tuple:
+        """The start of the pool's task ``name(context, begin, end)``: ``(fn, builder,
+        data pointers, block, status, state)``, this thread's flags cleared and the
+        scalars in the state."""
+        fn = self.function(name, [PTR, I64, I64])
+        context = fn.args[0]
         b = ir.IRBuilder(fn.append_basic_block())
+
         def field(k: int) -> ir.Value:
             return b.load(b.gep(context, [ir.Constant(I32, 0), ir.Constant(I32, k)],
                                 source_etype=self.context_type), typ=PTR)
 
         data, block, scalars, status = field(0), field(1), field(2), field(3)
         self.clear_fp_status(b)
-        n = b.load(element(b, block, i64(1), I64), typ=I64)
-        bases = [b.load(element(b, data, i64(k), PTR), typ=PTR) for k in range(self.n_operands)]
-        strides = [b.load(element(b, block, i64(2 + k), I64), typ=I64)
-                   for k in range(self.n_operands)]
         state = stack_slot(b, self.state_type)
         for s, i in enumerate(self.scalar_inputs):
             value = b.load(b.gep(scalars, [ir.Constant(I32, 0), ir.Constant(I32, s)],
                                  source_etype=self.scalars_type), typ=self.scalars_type.elements[s])
             b.store(value, self.state_slot(b, state, i))
+        bases = [b.load(element(b, data, i64(k), PTR), typ=PTR) for k in range(self.n_operands)]
+        return fn, b, bases, block, status, state
+
+    def build_rows_task(self, row: ir.Function) -> ir.Function:
+        """``rows(context, begin, end)``: rows [begin, end), the pool's task."""
+        spec = self.spec
+        fn, b, bases, block, status, state = self.task_prologue(f"{self.name}_rows")
+        _, begin, end = fn.args
+        n = b.load(element(b, block, i64(1), I64), typ=I64)
+        strides = [b.load(element(b, block, i64(2 + k), I64), typ=I64)
+                   for k in range(self.n_operands)]
         rowptrs = stack_slot(b, ir.ArrayType(PTR, self.n_operands))
 
         def one(b: ir.IRBuilder, r: ir.Value) -> None:

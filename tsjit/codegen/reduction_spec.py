@@ -8,6 +8,8 @@ elementwise ops it has:
 - ``reduce_sum`` / ``reduce_max`` / ``reduce_min`` of one element-level value: a row-level
   value (one per row).  Sums follow NumPy's pairwise order (``pairwise``); max and min are
   exact (NaN wins).
+- ``reduce_prod``, ``reduce_argmax`` / ``reduce_argmin`` (int64: an index along the row):
+  element after element in the row's order (``SEQUENTIAL``, ``reduction_scan``);
 - ``row_length`` (no operands, int64): ``n``, NumPy's item count for ``mean``/``var``.
 
 Every value is element-level (it varies along the row: it reads an array operand or an
@@ -40,9 +42,13 @@ from tsjit.codegen.kernel_spec import (
     check_op,
 )
 
-__all__ = ["REDUCTIONS", "ROW_LENGTH", "RowKernelSpec", "element_level", "row_supports"]
+__all__ = ["REDUCTIONS", "ROW_LENGTH", "SEQUENTIAL", "RowKernelSpec", "element_level",
+           "row_supports"]
 
-REDUCTIONS = ("reduce_sum", "reduce_max", "reduce_min")
+REDUCTIONS = ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_argmax",
+              "reduce_argmin")
+# taken element after element in NumPy's order (``reduction_scan``), never pairwise
+SEQUENTIAL = ("reduce_prod", "reduce_argmax", "reduce_argmin")
 ROW_LENGTH = "row_length"
 _INT64 = np.dtype(np.int64)
 
@@ -98,6 +104,10 @@ def _check_reduction(spec: RowKernelSpec, index: int, op: KernelOp, levels) -> s
     if not levels[op.args[0]]:
         return f"{op.op} of a row-level value"
     dtype = np.dtype(op.dtype)
+    if op.op in ("reduce_argmax", "reduce_argmin"):
+        if dtype != _INT64:
+            return f"{op.op}: an index is int64"
+        dtype = spec.value_dtype(op.args[0])
     if dtype not in SUPPORTED_DTYPES or dtype.kind == "b" or dtype == np.float16:
         return f"{op.op}: unsupported dtype {dtype}"
     if spec.value_dtype(op.args[0]) != dtype:
@@ -107,6 +117,9 @@ def _check_reduction(spec: RowKernelSpec, index: int, op: KernelOp, levels) -> s
 
 def _check_axes(spec: RowKernelSpec) -> str | None:
     rank = spec.out_rank
+    kinds = {op.op for op in spec.ops}
+    if spec.column is None and "reduce_sum" in kinds and kinds.intersection(SEQUENTIAL):
+        return "pairwise sums and sequential reductions in one row kernel"
     if spec.column is None:
         return None if 1 <= spec.row_axes <= max(rank, 1) else "row axes out of range"
     start, stop = spec.column

@@ -8,14 +8,17 @@ builder this one extends: NumPy's loop dtypes, casts, weak Python scalars).
 
 A reduction is written as NumPy computes it (numpy/_core/_methods.py):
 - `sum`: the values cast to the sum's dtype (int32 -> int64, bool -> int64), summed in
-  NumPy's pairwise order; `max`/`min`: exact, NaN wins;
+  NumPy's pairwise order; `prod` likewise, multiplied in order; `max`/`min`: exact, NaN
+  wins; `argmax`/`argmin`: the first index of the extreme, or of the first NaN;
 - `mean`: `sum / n` in float64 (NumPy divides by an intp count), cast back;
 - `var`/`std`: the mean kept per row, `sum((x - mean) ** 2) / max(n - ddof, 0)`, sqrt.
-It reduces the last axis (`axis=-1`, a row) or every axis (`axis=None`, one run), with
-or without keepdims.  A kept row value broadcasts back over its row (`x - x.max(axis=-1,
-keepdims=True)`); a value reduced without keepdims may only be a result (NumPy would
-broadcast it along the wrong axis).  Other axes, dtype=, out=, where=, float16 and
-integer means stay NumPy calls (the fuser's log says which).
+The reduced axes are one block of adjacent axes, shared by the group's reductions: the
+trailing ones (a row, or every axis: one run) or a block before the last axis (a column
+kernel, `codegen.column_reduction`), with or without keepdims.  A kept row value
+broadcasts back over its row (`x - x.max(axis=-1, keepdims=True)`); a value reduced
+without keepdims may only be a result, but where it lost leading axes only (NumPy then
+broadcasts it back along them: `x - x.mean(axis=0)`).  Axes apart, dtype=, out=, where=,
+float16 and integer means stay NumPy calls (the fuser's log says which).
 """
 from __future__ import annotations
 
@@ -46,7 +49,7 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _F64 = np.dtype(np.float64)
 _I64 = np.dtype(np.int64)
 _KINDS = ("sum", "mean", "max", "min", "var", "std", "any", "all", "count_nonzero",
-          "linalg_norm")
+          "linalg_norm", "prod", "argmax", "argmin")
 _NORM_ORDERS = (None, 1, 2, np.inf, -np.inf)
 
 
@@ -85,6 +88,8 @@ def read_reduction(node: Node) -> ReductionCall | None:
         return None   # a BLAS dot product; a Python int
     if name == "linalg_norm" and type(axis) is tuple and len(axis) != 1:
         return None   # two axes: a matrix norm
+    if name in ("argmax", "argmin") and type(axis) is tuple:
+        return None   # NumPy's TypeError
     if type(axis) is int:
         axis = (axis,)
     elif axis is not None and not (type(axis) is tuple and all(type(a) is int for a in axis)):
@@ -213,13 +218,21 @@ class _RowBuilder(_Builder):
     def reduce(self, node: Node, call: ReductionCall, x: int, dtype: np.dtype) -> int:
         """The ops computing `call` of value `x`; returns the result's value id."""
         kind = call.kind
-        if kind == "sum":
+        if kind in ("sum", "prod"):
             if dtype.kind not in "biuf":   # object, datetime: np.sum gives no dtype or raises
                 raise GroupError(f"{node.kind} of {dtype}")
             total = np.sum(np.zeros(1, dtype)).dtype
             if total.kind not in "iuf" or total == np.float16:
                 raise GroupError(f"{node.kind} of {dtype}")
-            return self.reduction("reduce_sum", self.cast(x, total), total)
+            return self.reduction(f"reduce_{kind}", self.cast(x, total), total)
+        if kind in ("argmax", "argmin"):
+            if dtype.kind == "b":
+                dtype = np.dtype(np.uint8)
+                x = self.cast(x, dtype)
+            if dtype.kind not in "iuf" or dtype == np.float16:
+                raise GroupError(f"{node.kind} of {dtype}")
+            self.min_length = max(self.min_length, 1)   # empty: NumPy's ValueError
+            return self.reduction(f"reduce_{kind}", x, _I64)
         if kind in ("max", "min"):
             if dtype.kind not in "iuf" or dtype == np.float16:
                 raise GroupError(f"{node.kind} of {dtype}")
