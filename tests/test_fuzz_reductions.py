@@ -1,17 +1,17 @@
 """Differential fuzzing of the reduction fuser: random programs mixing elementwise ops and
 reductions, eager against optimized.
 
-Hypothesis writes programs (test_fuzz_fusion's machinery: arguments in C, Fortran,
-strided and transposed layouts, NaN, infinities and signed zeros in floats) whose chain of
-exact elementwise ops feeds a reduction (sum, prod, mean, max, min, argmax, argmin, var,
-std with ddof, any, all, count_nonzero, np.linalg.norm's vector forms) over random axes
-(the last, all, the first, a middle one, a tuple; axes apart stay NumPy's) with or without
-keepdims, on float32, float64, int32, int64 and bool arrays with empty and size-1 axes; a
-kept result is broadcast back into a consumer (`t - r`).  Every result, exception class and
-floating-point warning (under the default error state and under errstate(all="raise"))
-must match NumPy's, bitwise: sums and means follow NumPy's order.  A NaN is compared as
-NaN, not by its bits: where a sum meets two NaNs, which one's sign and payload survive
-depends on the operand order each compiler picks for a commutative add.
+Hypothesis writes programs (test_fuzz_fusion's machinery: arguments in C, Fortran, strided
+and transposed layouts, NaN, infinities and signed zeros in floats) whose chain of exact
+elementwise ops feeds a reduction (sum, prod, mean, max, min, argmax, argmin, var, std
+with ddof, any, all, count_nonzero, np.linalg.norm's vector forms, dtype= too) over random
+axes (the last, all, the first, a middle one, a tuple; axes apart stay NumPy's) with or
+without keepdims, on float16, float32, float64, int32, int64 and bool arrays with empty
+and size-1 axes; a kept result is broadcast back into a consumer (`t - r`). Every result,
+exception class and floating-point warning (under the default error state and under
+errstate(all="raise")) must match NumPy's, bitwise: sums and means follow NumPy's order. A
+NaN is compared as NaN, not by its bits: where a sum meets two NaNs, which one's sign and
+payload survive depends on the operand order each compiler picks for a commutative add.
 
 The one documented difference is a max or min whose extreme is a tie between +0.0 and
 -0.0: NumPy's sign then depends on its SIMD lane layout; the programs add 0.0 to every
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from _differential import assert_same
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -33,7 +34,7 @@ from test_fuzz_fusion import Argument, load, run
 import tsjit
 
 EXAMPLES = int(os.environ.get("TSJIT_FUZZ_EXAMPLES", "30"))
-DTYPES = ("float32", "float64", "float64", "int32", "int64", "bool")
+DTYPES = ("float32", "float64", "float64", "int32", "int64", "bool", "float16")
 ELEMENTWISE = ("{a} + {b}", "{a} - {b}", "{a} * {b}", "np.maximum({a}, {b})", "{a} * 1.5",
                "{a} - 0.25", "np.abs({a})", "{a} ** 2", "np.sqrt(np.abs({a}))")
 REDUCTIONS = ("np.sum({a}{axis}{keep})", "{a}.mean({axis0}{keep})", "np.max({a}{axis}{keep}) + 0.0",
@@ -42,7 +43,8 @@ REDUCTIONS = ("np.sum({a}{axis}{keep})", "{a}.mean({axis0}{keep})", "np.max({a}{
               "{a}.all({axis0}{keep})", "np.count_nonzero({a}{axis}{keep})",
               "np.linalg.norm({a}, axis=-1{keep})", "np.linalg.norm({a}, ord=1, axis=0{keep})",
               "np.prod({a}{axis}{keep})", "{a}.argmax({axis0}{keep})",
-              "np.argmin({a}{axis}{keep})")
+              "np.argmin({a}{axis}{keep})", "np.sum({a}{axis}{keep}, dtype=np.float64)",
+              "{a}.mean({axis0}{keep}, dtype=np.float32)", "{a}.sum({axis0}{keep}, dtype=int)")
 
 
 @st.composite
@@ -81,6 +83,7 @@ def programs(draw) -> tuple[str, list[Argument]]:
     return source, arguments
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast")   # float16 arguments
 def test_random_reduction_programs_match_numpy(tmp_path):
     launches = []
 

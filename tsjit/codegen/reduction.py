@@ -46,6 +46,8 @@ from tsjit.codegen.kernel_spec import MATH_FUNCTIONS, KernelOp
 from tsjit.codegen.pairwise import BLOCK, emit_block_reduce, emit_combine, emit_split
 from tsjit.codegen.reduction_scan import build_scan
 from tsjit.codegen.reduction_spec import (
+    BUFFER,
+    BUFFERED,
     REDUCTIONS,
     ROW_LENGTH,
     SEQUENTIAL,
@@ -518,10 +520,12 @@ class _RowKernelBuilder:
         row pointers end with the scratch buffers of the cached values."""
         spec = self.spec
         parallel = spec.full and self.parallel and not cached
-        trees, split = [], []    # split: the pass's run is cut into subtrees for threads
+        # split: the pass's run is cut into subtrees for threads; buffered: into chunks
+        trees, split, buffered = [], [], []
         for p, reductions in enumerate(self.passes):
             sequential = any(self._op(r).op in SEQUENTIAL for r in reductions)
-            split.append(parallel and not sequential)
+            buffered.append(any(BUFFERED in self._op(r).attrs for r in reductions))
+            split.append(parallel and not sequential and not buffered[p])
             if sequential:
                 tree = build_scan(self, p, cached)
             elif all(self._op(r).op != "reduce_sum" for r in reductions):
@@ -542,7 +546,9 @@ class _RowKernelBuilder:
             if split[p]:
                 b.call(trees[p], [rowptrs, state, n, results])
             else:
-                b.call(trees[p], [rowptrs, state, i64(0), n, results])
+                first = b.select(b.icmp_signed("<", n, i64(BUFFER)), n, i64(BUFFER)) \
+                    if buffered[p] else n
+                b.call(trees[p], [rowptrs, state, i64(0), first, results])
             for j, r in enumerate(reductions):
                 op = self._op(r)
                 ty = llvm_type(op.dtype)
@@ -550,6 +556,8 @@ class _RowKernelBuilder:
                 if op.op == "reduce_sum" and np.dtype(op.dtype).kind == "f":
                     value = b.fadd(ir.Constant(ty, 0.0), value)   # NumPy's identity first
                 b.store(value, self.state_slot(b, state, r))
+            if buffered[p]:
+                self.add_later_chunks(b, reductions, trees[p], rowptrs, state, n)
         self.compute_row_values(b, state, n, len(self.passes))
         pointers = self.pointers_from(b, rowptrs, cached)
         if outputs is not None:
@@ -561,6 +569,27 @@ class _RowKernelBuilder:
                             spec.value_dtype(v))
         b.ret_void()
         return fn
+
+    def add_later_chunks(self, b: ir.IRBuilder, reductions: list[int], tree: ir.Function,
+                         rowptrs: ir.Value, state: ir.Value, n: ir.Value) -> None:
+        """The reductions of a row's chunks after the first, added in order to the first's
+        (NumPy's buffered loop: ``out += pairwise(chunk)`` for each buffer of a cast)."""
+        results = stack_slot(b, ir.ArrayType(I64, len(reductions)))
+        chunks = b.sdiv(b.add(n, i64(BUFFER - 1)), i64(BUFFER))
+
+        def chunk(b: ir.IRBuilder, k: ir.Value) -> None:
+            start = b.mul(k, i64(BUFFER))
+            left = b.sub(n, start)
+            length = b.select(b.icmp_signed("<", left, i64(BUFFER)), left, i64(BUFFER))
+            b.call(tree, [rowptrs, state, start, length, results])
+            for j, r in enumerate(reductions):
+                op = self._op(r)
+                ty = llvm_type(op.dtype)
+                slot = self.state_slot(b, state, r)
+                b.store(emit_combine(b, op.op, op.dtype, b.load(slot, typ=ty),
+                                     b.load(element(b, results, i64(j), I64), typ=ty)), slot)
+
+        loop(b, i64(1), chunks, chunk)
 
     def build_row(self) -> ir.Function:
         """A row: with scratch buffers for the cached values when it fits them."""

@@ -29,7 +29,13 @@ from tsjit.codegen.launch import _finish, _native_function, broadcast_shape
 from tsjit.codegen.output_pool import OutputPool
 from tsjit.codegen.reduction import PARALLEL_FOR, build_row_kernel_module, row_entry_parameter_types
 from tsjit.codegen.reduction_layout import LayoutError, column_layout, kept_shape, row_layout
-from tsjit.codegen.reduction_spec import RowKernelSpec, element_level, row_supports
+from tsjit.codegen.reduction_spec import (
+    BUFFER,
+    BUFFERED,
+    RowKernelSpec,
+    element_level,
+    row_supports,
+)
 
 __all__ = ["RowKernel", "compile_row_kernel"]
 
@@ -44,6 +50,7 @@ class RowKernel:
         self.spec, self.compiled = spec, compiled
         self.native = _native_function(row_entry_parameter_types(spec), compiled.addresses[entry])
         self.arrays = [i for i, inp in enumerate(spec.inputs) if not inp.is_scalar]
+        self.buffered = any(BUFFERED in op.attrs for op in spec.ops)
         self.scalars = [i for i, inp in enumerate(spec.inputs) if inp.is_scalar]
         levels = element_level(spec)
         self.outputs = [(spec.value_dtype(v), levels[v], rank)
@@ -63,6 +70,8 @@ class RowKernel:
                 shape = broadcast_shape(*(a.shape for a in arrays))
         if spec.column is not None:
             return self.call_columns(args, arrays, shape)
+        if self.buffered and np.getbufsize() != BUFFER:
+            raise LayoutError("NumPy's buffer size is not the one the kernel follows")
         if spec.full:
             if any(a.shape != shape or not a.flags.c_contiguous for a in arrays):
                 raise LayoutError("a full reduction of operands that are not one C run")

@@ -10,6 +10,8 @@ elementwise ops it has:
   exact (NaN wins).
 - ``reduce_prod``, ``reduce_argmax`` / ``reduce_argmin`` (int64: an index along the row):
   element after element in the row's order (``SEQUENTIAL``, ``reduction_scan``);
+- a ``reduce_sum`` with the ``BUFFERED`` attribute sums each chunk of ``BUFFER`` elements
+  of the row pairwise and adds the chunks in order, as NumPy's buffered cast does;
 - ``row_length`` (no operands, int64): ``n``, NumPy's item count for ``mean``/``var``.
 
 Every value is element-level (it varies along the row: it reads an array operand or an
@@ -42,13 +44,17 @@ from tsjit.codegen.kernel_spec import (
     check_op,
 )
 
-__all__ = ["REDUCTIONS", "ROW_LENGTH", "SEQUENTIAL", "RowKernelSpec", "element_level",
-           "row_supports"]
+__all__ = ["BUFFER", "BUFFERED", "REDUCTIONS", "ROW_LENGTH", "SEQUENTIAL", "RowKernelSpec",
+           "element_level", "row_supports"]
 
 REDUCTIONS = ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_argmax",
               "reduce_argmin")
 # taken element after element in NumPy's order (``reduction_scan``), never pairwise
 SEQUENTIAL = ("reduce_prod", "reduce_argmax", "reduce_argmin")
+# A float sum's attribute: NumPy casts its operand in buffers of BUFFER elements (its
+# default np.getbufsize()) and sums each buffer pairwise, adding them in order.
+BUFFERED = "buffered"
+BUFFER = 8192
 ROW_LENGTH = "row_length"
 _INT64 = np.dtype(np.int64)
 
@@ -108,8 +114,12 @@ def _check_reduction(spec: RowKernelSpec, index: int, op: KernelOp, levels) -> s
         if dtype != _INT64:
             return f"{op.op}: an index is int64"
         dtype = spec.value_dtype(op.args[0])
-    if dtype not in SUPPORTED_DTYPES or dtype.kind == "b" or dtype == np.float16:
+    half_adds = spec.column is not None and op.op == "reduce_sum"   # one at a time
+    if dtype not in SUPPORTED_DTYPES or dtype.kind == "b" or \
+            (dtype == np.float16 and not half_adds):
         return f"{op.op}: unsupported dtype {dtype}"
+    if op.attrs not in ((), (BUFFERED,)) or (op.attrs and op.op != "reduce_sum"):
+        return f"{op.op}: unknown attributes {op.attrs}"
     if spec.value_dtype(op.args[0]) != dtype:
         return f"{op.op}: operand dtype differs from {dtype}"
     return None
@@ -120,6 +130,10 @@ def _check_axes(spec: RowKernelSpec) -> str | None:
     kinds = {op.op for op in spec.ops}
     if spec.column is None and "reduce_sum" in kinds and kinds.intersection(SEQUENTIAL):
         return "pairwise sums and sequential reductions in one row kernel"
+    float_sums = {BUFFERED in op.attrs for op in spec.ops
+                  if op.op == "reduce_sum" and np.dtype(op.dtype).kind == "f"}
+    if spec.column is None and len(float_sums) > 1:
+        return "float sums with and without NumPy's cast buffers in one row kernel"
     if spec.column is None:
         return None if 1 <= spec.row_axes <= max(rank, 1) else "row axes out of range"
     start, stop = spec.column

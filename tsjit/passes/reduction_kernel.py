@@ -10,15 +10,18 @@ A reduction is written as NumPy computes it (numpy/_core/_methods.py):
 - `sum`: the values cast to the sum's dtype (int32 -> int64, bool -> int64), summed in
   NumPy's pairwise order; `prod` likewise, multiplied in order; `max`/`min`: exact, NaN
   wins; `argmax`/`argmin`: the first index of the extreme, or of the first NaN;
-- `mean`: `sum / n` in float64 (NumPy divides by an intp count), cast back;
+- `mean`: `sum / n` in float64 (NumPy divides by an intp count), cast back; integers
+  and bools are summed in float64, float16 in float32, through NumPy's cast buffers
+  (`BUFFERED`: pairwise sums of 8192-element chunks, added in order), as is a sum with
+  a `dtype=` other than its operand's; a float16 sum is pairwise in float32;
 - `var`/`std`: the mean kept per row, `sum((x - mean) ** 2) / max(n - ddof, 0)`, sqrt.
 The reduced axes are one block of adjacent axes, shared by the group's reductions: the
 trailing ones (a row, or every axis: one run) or a block before the last axis (a column
 kernel, `codegen.column_reduction`), with or without keepdims.  A kept row value
 broadcasts back over its row (`x - x.max(axis=-1, keepdims=True)`); a value reduced
 without keepdims may only be a result, but where it lost leading axes only (NumPy then
-broadcasts it back along them: `x - x.mean(axis=0)`).  Axes apart, dtype=, out=, where=,
-float16 and integer means stay NumPy calls (the fuser's log says which).
+broadcasts it back along them: `x - x.mean(axis=0)`).  Axes apart, out=, where=, and
+float16 max/min, var and std stay NumPy calls (the fuser's log says which).
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..codegen.kernel_spec import KernelInput, KernelOp
-from ..codegen.reduction_spec import ROW_LENGTH, RowKernelSpec, row_supports
+from ..codegen.reduction_spec import BUFFERED, ROW_LENGTH, RowKernelSpec, row_supports
 from ..ir.graph import Node, Value
 from ..ir.types import TensorType, Type
 from ..ops import OPS
@@ -63,6 +66,7 @@ class ReductionCall:
     keepdims: bool
     ddof: int = 0
     order: object = None    # np.linalg.norm's ord
+    dtype: np.dtype | None = None   # sum, prod, mean: dtype=
 
 
 def read_reduction(node: Node) -> ReductionCall | None:
@@ -74,7 +78,10 @@ def read_reduction(node: Node) -> ReductionCall | None:
     if op is None:
         return None
     args = {p.name: constant_value(v) for p, v in zip(op.params, node.inputs)}
-    defaults = {"dtype": None, "out": None, "initial": None, "where": True, "ddof": 0,
+    dtype = _requested_dtype(name, args.get("dtype"))
+    if dtype is NOT_CONSTANT:
+        return None
+    defaults = {"out": None, "initial": None, "where": True, "ddof": 0,
                 "keepdims": False, "ord": None}
     if any(args.get(k, d) is NOT_CONSTANT or args.get(k, d) != d
            for k, d in defaults.items() if k not in ("ddof", "keepdims", "ord")):
@@ -94,7 +101,21 @@ def read_reduction(node: Node) -> ReductionCall | None:
         axis = (axis,)
     elif axis is not None and not (type(axis) is tuple and all(type(a) is int for a in axis)):
         return None
-    return ReductionCall(name, node.inputs[0], axis, keepdims, ddof, order)
+    return ReductionCall(name, node.inputs[0], axis, keepdims, ddof, order, dtype)
+
+
+def _requested_dtype(name: str, value: object) -> np.dtype | None | object:
+    """A reduction's dtype= as a NumPy dtype (None: not given), or NOT_CONSTANT where the
+    kernels do not compute it (not a constant, no sum, prod or mean, not a number)."""
+    if value is None:
+        return None
+    if value is NOT_CONSTANT or name not in ("sum", "prod", "mean"):
+        return NOT_CONSTANT
+    try:
+        dtype = np.dtype(value)
+    except TypeError:
+        return NOT_CONSTANT
+    return dtype if dtype.kind in "iuf" else NOT_CONSTANT
 
 
 def _normalized(axis: tuple[int, ...] | None, rank: int) -> tuple[int, ...] | None:
@@ -123,6 +144,7 @@ class _RowBuilder(_Builder):
         self.min_length = 0
         self.constants: dict[tuple, int] = {}
         self.row_inputs: list[int] = []     # kernel inputs of last size 1
+        self.quotients: list[int] = []      # each mean's float64 quotient
 
     def array_input(self, v: Value) -> int:
         """An array whose profiled last size is 1 (a kept reduction made elsewhere) is
@@ -221,10 +243,11 @@ class _RowBuilder(_Builder):
         if kind in ("sum", "prod"):
             if dtype.kind not in "biuf":   # object, datetime: np.sum gives no dtype or raises
                 raise GroupError(f"{node.kind} of {dtype}")
-            total = np.sum(np.zeros(1, dtype)).dtype
-            if total.kind not in "iuf" or total == np.float16:
-                raise GroupError(f"{node.kind} of {dtype}")
-            return self.reduction(f"reduce_{kind}", self.cast(x, total), total)
+            total = call.dtype or np.sum(np.zeros(1, dtype)).dtype
+            if total == np.float16:
+                return self.half_sum(node, kind, x, dtype)
+            return self.reduction(f"reduce_{kind}", self.cast(x, total), total,
+                                  buffered=dtype != total)
         if kind in ("argmax", "argmin"):
             if dtype.kind == "b":
                 dtype = np.dtype(np.uint8)
@@ -249,11 +272,11 @@ class _RowBuilder(_Builder):
             return self.cast(found, np.dtype(bool))
         if kind == "linalg_norm":
             return self.norm(node, call, x, dtype)
+        if kind == "mean":
+            return self.mean_as_numpy(node, call, x, dtype)
         if dtype not in _FLOATS:
             raise GroupError(f"{node.kind} of {dtype} (NumPy sums it in buffered float64)")
         mean = self.mean(x, dtype)
-        if kind == "mean":
-            return mean
         self.ranks[mean], self.kept[mean] = self.ranks[x], True   # kept per row, as NumPy
         deviation = self.op("sub", (x, mean), dtype)
         squares = self.reduction("reduce_sum", self.op("square", (deviation,), dtype), dtype)
@@ -282,19 +305,49 @@ class _RowBuilder(_Builder):
         self.min_length = max(self.min_length, 1)
         return self.reduction("reduce_max" if order > 0 else "reduce_min", magnitude, dtype)
 
-    def reduction(self, name: str, x: int, dtype: np.dtype) -> int:
-        n = self.op(name, (x,), dtype)
+    def reduction(self, name: str, x: int, dtype: np.dtype, buffered: bool = False) -> int:
+        """``name`` of ``x``; ``buffered``: NumPy casts the values to ``dtype`` in buffers,
+        so a float sum is its pairwise sums of buffer-long chunks, added in order."""
+        attrs = (BUFFERED,) if buffered and name == "reduce_sum" and dtype.kind == "f" else ()
+        n = self.op(name, (x,), dtype, attrs)
         self.elements[n], self.reduced[n] = False, True
         return n
 
-    def mean(self, x: int, dtype: np.dtype) -> int:
+    def half_sum(self, node: Node, kind: str, x: int, dtype: np.dtype) -> int:
+        """A float16 sum as NumPy's half loop adds: a run pairwise in float32, rounded
+        once; along a leading axis one half addition after another."""
+        if kind != "sum" or dtype != np.float16:
+            raise GroupError(f"{node.kind} into float16 (NumPy's buffered half loop)")
+        if self.axes[-1] != self.reduced_rank - 1:
+            return self.reduction("reduce_sum", x, dtype)
+        single = np.dtype(np.float32)
+        return self.cast(self.reduction("reduce_sum", self.cast(x, single), single), dtype)
+
+    def mean_as_numpy(self, node: Node, call: ReductionCall, x: int, dtype: np.dtype) -> int:
+        """np.mean (numpy/_core/_methods.py): the sum in float64 for integers and bools, in
+        float32 for float16 (whose result NumPy rounds to float16: through float32 for an
+        array, directly for a scalar), or in dtype=; divided by the count in float64."""
+        total = call.dtype
+        if total is None:
+            total = _F64 if dtype.kind in "biu" else \
+                np.dtype(np.float32) if dtype == np.float16 else dtype
+        if total not in _FLOATS or dtype.kind not in "biuf":
+            raise GroupError(f"{node.kind} of {dtype} into {total}")
+        mean = self.mean(self.cast(x, total), total, buffered=total != dtype)
+        if dtype != np.float16 or call.dtype is not None:
+            return mean
+        scalar = not call.keepdims and len(self.axes) == self.reduced_rank
+        return self.cast(self.quotients[-1] if scalar else mean, dtype)
+
+    def mean(self, x: int, dtype: np.dtype, buffered: bool = False) -> int:
         self.min_length = max(self.min_length, 1)
-        return self.divided(self.reduction("reduce_sum", x, dtype), self.op(ROW_LENGTH, (), _I64),
-                            dtype)
+        return self.divided(self.reduction("reduce_sum", x, dtype, buffered),
+                            self.op(ROW_LENGTH, (), _I64), dtype)
 
     def divided(self, total: int, count: int, dtype: np.dtype) -> int:
         """`total / count` as NumPy divides a sum by an intp count: in float64."""
         quotient = self.op("truediv", (self.cast(total, _F64), self.cast(count, _F64)), _F64)
+        self.quotients.append(quotient)
         return self.cast(quotient, dtype)
 
     # ---- the kernel
