@@ -28,7 +28,15 @@ from tsjit.codegen.kernel_cache import KernelCache
 from tsjit.codegen.launch import _finish, _native_function, broadcast_shape
 from tsjit.codegen.output_pool import OutputPool
 from tsjit.codegen.reduction import PARALLEL_FOR, build_row_kernel_module, row_entry_parameter_types
-from tsjit.codegen.reduction_layout import LayoutError, column_layout, kept_shape, row_layout
+from tsjit.codegen.reduction_layout import (
+    LayoutError,
+    column_layout,
+    fortran_ordered,
+    kept_shape,
+    reversed_axes,
+    row_layout,
+)
+from tsjit.codegen.reduction_scan import ARG_REDUCTIONS
 from tsjit.codegen.reduction_spec import (
     BUFFER,
     BUFFERED,
@@ -51,6 +59,7 @@ class RowKernel:
         self.native = _native_function(row_entry_parameter_types(spec), compiled.addresses[entry])
         self.arrays = [i for i, inp in enumerate(spec.inputs) if not inp.is_scalar]
         self.buffered = any(BUFFERED in op.attrs for op in spec.ops)
+        self._transposed: RowKernel | bool | None = None
         self.scalars = [i for i, inp in enumerate(spec.inputs) if inp.is_scalar]
         levels = element_level(spec)
         self.outputs = [(spec.value_dtype(v), levels[v], rank)
@@ -62,14 +71,43 @@ class RowKernel:
                            for dtype, element, rank in self.outputs]
 
     def call(self, *args, shape=None) -> tuple:
-        spec = self.spec
         arrays = [args[i] for i in self.arrays]
         if shape is None:
             shape = arrays[0].shape
             if any(a.shape != shape for a in arrays[1:]):
                 shape = broadcast_shape(*(a.shape for a in arrays))
+        try:
+            return self.call_ordered(args, arrays, shape, False)
+        except LayoutError:
+            if not fortran_ordered(arrays, shape) or self.transposed() is None:
+                raise
+        # NumPy walks Fortran-ordered operands (and their temporaries) in memory order:
+        # the transposed operands in C order, by the kernel of the transposed axes
+        rank, flipped = len(shape), list(args)
+        for i in self.arrays:
+            flipped[i] = args[i].reshape((1,) * (rank - args[i].ndim) + args[i].shape).T
+        return self._transposed.call_ordered(tuple(flipped), [flipped[i] for i in self.arrays],
+                                             shape[::-1], True)
+
+    def transposed(self) -> RowKernel | None:
+        """The kernel of this one's reduced axes in reversed order (compiled on first use),
+        or None where results would not follow: an index (argmax's results are C-ordered
+        whatever the layout) or a value kept per row."""
+        if self._transposed is None:
+            spec = self.spec
+            if spec.row_inputs or any(op.op in ARG_REDUCTIONS for op in spec.ops):
+                self._transposed = False
+            else:
+                self._transposed = compile_row_kernel(reversed_axes(spec))
+        return self._transposed or None
+
+    def call_ordered(self, args: tuple, arrays: list, shape: tuple[int, ...],
+                     fortran: bool) -> tuple:
+        """The call with the operands in the order the kernel walks them; ``fortran``: the
+        operands are transposed views, the results are allocated in Fortran order."""
+        spec = self.spec
         if spec.column is not None:
-            return self.call_columns(args, arrays, shape)
+            return self.call_columns(args, arrays, shape, fortran)
         if self.buffered and np.getbufsize() != BUFFER:
             raise LayoutError("NumPy's buffer size is not the one the kernel follows")
         if spec.full:
@@ -83,21 +121,22 @@ class RowKernel:
         if n < spec.min_length:
             raise LayoutError("rows too short for the reductions (NumPy raises or warns)")
         reduced = range(0 if spec.full else len(shape) - spec.row_axes, len(shape))
-        results = self.allocate(shape, reduced)
+        results = self.allocate(shape, reduced, fortran)
         for dtype, element, _ in self.outputs:
             strides.append(n * dtype.itemsize if element else
                            dtype.itemsize if not spec.full else 0)
         block = np.array([rows, n, *strides], np.int64)
         return self.run(args, arrays, results, block)
 
-    def call_columns(self, args: tuple, arrays: list, shape: tuple[int, ...]) -> tuple:
+    def call_columns(self, args: tuple, arrays: list, shape: tuple[int, ...],
+                     fortran: bool) -> tuple:
         """A column kernel's call (``reduction_layout.column_layout``)."""
         start, stop = self.spec.column
         (outer, count, inner), outer_strides, row_strides = column_layout(arrays, shape,
                                                                           (start, stop))
         if count < self.spec.min_length:
             raise LayoutError("too few elements to reduce (NumPy raises or warns)")
-        results = self.allocate(shape, range(start, stop))
+        results = self.allocate(shape, range(start, stop), fortran)
         for dtype, element, _ in self.outputs:
             outer_strides.append(count * inner * dtype.itemsize if element
                                  else inner * dtype.itemsize)
@@ -105,23 +144,29 @@ class RowKernel:
         block = np.array([outer, count, inner, *outer_strides, *row_strides], np.int64)
         return self.run(args, arrays, results, block)
 
-    def allocate(self, shape: tuple[int, ...], axes: range) -> list[np.ndarray]:
-        """Fresh outputs: element-level ones of ``shape``, reduced ones without ``axes``
-        (or with them as 1: keepdims)."""
+    def allocate(self, shape: tuple[int, ...], axes: range,
+                 fortran: bool) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Fresh outputs, each as (result, the C-ordered view the kernel writes):
+        element-level ones of ``shape``, reduced ones without ``axes`` (or with them as 1:
+        keepdims); ``fortran``: the results are those views transposed, in Fortran order
+        (as NumPy allocates the results of Fortran-ordered operands)."""
         results = []
         for (dtype, element, rank), allocate in zip(self.outputs, self.allocators):
-            if element:
-                results.append(allocate(shape, None))
+            out_shape = shape if element else kept_shape(shape, axes, rank == len(shape))
+            if fortran:
+                out = np.empty(out_shape[::-1], dtype, order="F")
+                results.append((out, out.T))
             else:
-                results.append(np.empty(kept_shape(shape, axes, rank == len(shape)), dtype))
+                out = allocate(shape, None) if element else np.empty(out_shape, dtype)
+                results.append((out, out))
         return results
 
     def run(self, args: tuple, arrays: list, results: list, block: np.ndarray) -> tuple:
-        operands = (*arrays, *results, block)
+        operands = (*arrays, *(view for _, view in results), block)
         status = self.native(id(operands), *(args[i] for i in self.scalars))
         if status:   # flags NumPy's error state may report: FloatingPointFlags
             _finish(status, None, operands, (), None)
-        return tuple(r[()] if r.ndim == 0 else r for r in results)
+        return tuple(r[()] if r.ndim == 0 else r for r, _ in results)
 
     @property
     def llvm_ir(self) -> str:

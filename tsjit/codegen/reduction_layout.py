@@ -7,17 +7,24 @@ into one row stride per operand.  A column kernel sees ``(O, R, I)``: the kept a
 before the reduced block, the block, the kept axes after it; ``O`` and ``R`` collapse
 into one stride each per operand and ``I`` is contiguous.  Broadcast axes have stride 0.
 
-Where the operands are laid out otherwise (Fortran order, a strided or reversed run, a
-run broadcast along the row), NumPy's iterator would walk them in another order, so
-these functions raise ``LayoutError`` and the group runs as NumPy calls instead.
+Fortran-ordered operands NumPy walks last axis outermost: the launcher then transposes
+them and runs the kernel of the reversed axes (``fortran_ordered``, ``reversed_axes``).
+Where the operands are laid out otherwise (a strided or reversed run, a run broadcast
+along the row, operands of different orders), NumPy's iterator would walk them in
+another order, so these functions raise ``LayoutError`` and the group runs as NumPy
+calls instead.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 
-__all__ = ["LayoutError", "column_layout", "kept_shape", "row_layout"]
+from tsjit.codegen.reduction_spec import RowKernelSpec
+
+__all__ = ["LayoutError", "column_layout", "fortran_ordered", "kept_shape", "reversed_axes",
+           "row_layout"]
 
 
 class LayoutError(ValueError):
@@ -89,3 +96,27 @@ def kept_shape(shape: tuple[int, ...], axes: range, keepdims: bool) -> tuple[int
     if keepdims:
         return tuple(1 if d in axes else s for d, s in enumerate(shape))
     return tuple(s for d, s in enumerate(shape) if d not in axes)
+
+
+def fortran_ordered(arrays: list[np.ndarray], shape: tuple[int, ...]) -> bool:
+    """Whether NumPy walks these operands (and the temporaries of their elementwise ops,
+    which it lays out alike) last axis outermost: in every one, the axes that advance
+    in memory have strides growing with the axis (none negative)."""
+    for array in arrays:
+        strides = [s for s, n in zip(_aligned_strides(array, shape), shape) if n > 1 and s]
+        if any(s < 0 for s in strides) or strides != sorted(set(strides)):
+            return False
+    return True
+
+
+def reversed_axes(spec: RowKernelSpec) -> RowKernelSpec:
+    """``spec`` for the transposed iteration shape: its reduced block of axes reversed."""
+    rank = spec.out_rank
+    if spec.full:
+        return spec
+    start, stop = spec.column or (rank - spec.row_axes, rank)
+    start, stop = rank - stop, rank - start
+    if stop == rank:
+        return dataclasses.replace(spec, column=None, row_axes=stop - start,
+                                   full=stop - start == rank and rank > 1)
+    return dataclasses.replace(spec, column=(start, stop), row_axes=1)
