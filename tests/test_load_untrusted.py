@@ -140,7 +140,7 @@ def test_tuple_construct_with_os_system_as_named_tuple(canary):
     refused(function_graph(
         f"  %c : str = prim::Constant[value={command}]()\n"
         "  %t : Tuple[str] = prim::TupleConstruct[cls=Py(builtins.ValueError)](%c)\n"),
-        "no attribute 'cls'")
+        "must be a namedtuple the archive defines")
 
 
 @pytest.mark.parametrize("module", ["unittest.__main__", "venv.__main__", "antigravity",
@@ -636,3 +636,33 @@ def test_mutated_archives_raise_only_serialization_error():
         except tsjit.SerializationError:
             pass
     assert loaded < FUZZ_EXAMPLES       # the mutations do damage
+
+
+def _edited_module(edit) -> io.BytesIO:
+    files = archive_of(tsjit.script(Scaled()))
+    manifest = json.loads(files["manifest.json"])
+    edit(manifest["root"])
+    files["manifest.json"] = json.dumps(manifest).encode()
+    return zipped(files)
+
+
+def test_module_attributes_have_types():
+    """An attribute without a type (only module containers have none) escaped the check
+    of its value: a str read where the graph says float."""
+    def edit(root):
+        root["attributes"]["scale"] = {"value": ["str", "abc"]}
+    refused(_edited_module(edit), "has no type")
+
+
+def test_constants_do_not_replace_attributes():
+    """A constant of an attribute's name replaced the attribute's checked value."""
+    def edit(root):
+        root["constants"]["scale"] = ["str", "abc"]
+    refused(_edited_module(edit), "given twice")
+
+
+def test_attributes_are_read_as_their_declared_types():
+    """GetAttr's type is the attribute's: a Tensor attribute read as an int, or an Any
+    one read as a float, made the graph's types lie."""
+    refused(module_graph('  %w : int = prim::GetAttr[name="weight"](%self)\n'), "gives a")
+    refused(module_graph('  prim::SetAttr[name="scale"](%self, %x)\n'), "to a Tensor")

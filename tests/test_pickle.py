@@ -11,17 +11,15 @@ import io
 import multiprocessing
 import pickle
 import pickletools
-import subprocess
-import sys
 import weakref
 import zipfile
 from pathlib import Path
 
+import _programs as programs
 import numpy as np
 import pytest
 from _differential import assert_same
-from _programs import imported_program
-from _subprocess import child_environment
+from _programs import CHILD_WITHOUT_PROGRAM, imported_program
 
 import tsjit
 from tsjit.api import pickling
@@ -74,14 +72,7 @@ class Net(tsjit.Module):
         return self.calls
 '''
 
-CHILD = '''
-import pickle, sys
-try:
-    import {program}
-except ModuleNotFoundError:
-    pass
-else:
-    raise AssertionError("the program's module is importable in the child")
+CHILD = CHILD_WITHOUT_PROGRAM + '''
 payloads = pickle.load(open(sys.argv[1], "rb"))
 report = {{}}
 for name, (payload, args) in payloads.items():
@@ -102,13 +93,7 @@ def program(tmp_path_factory):
 
 def run_child(tmp_path: Path, payloads: dict) -> dict:
     """Unpickle each payload twice in a fresh process that cannot import the program."""
-    jobs, report = tmp_path / "jobs.pkl", tmp_path / "report.pkl"
-    jobs.write_bytes(pickle.dumps(payloads))
-    child = subprocess.run([sys.executable, "-c", CHILD.format(program=PROGRAM), str(jobs),
-                            str(report)], cwd=tmp_path, env=child_environment(),
-                           capture_output=True, text=True, timeout=120)
-    assert child.returncode == 0, child.stderr
-    return pickle.loads(report.read_bytes())
+    return programs.run_child(CHILD.format(program=PROGRAM), tmp_path, payloads, timeout=120)
 
 
 def test_fresh_process_unpickles_without_the_source(program, tmp_path):

@@ -24,6 +24,7 @@ from _programs import imported_program
 from _subprocess import child_environment
 
 import tsjit
+from tsjit.api import archive
 from tsjit.api.archive import SerializationError
 from tsjit.api.serialization import load
 
@@ -346,16 +347,23 @@ def test_shared_array_stays_shared(program, tmp_path):
     assert loaded.head.weight is loaded.layers[0].weight
 
 
-@pytest.mark.parametrize("name, culprit", [
-    ("uses_ignored", "python_log"),
-    ("uses_class", "Point"),
-    ("raises_own_exception", "Odd"),
-])
-def test_program_objects_cannot_be_saved(program, tmp_path, name, culprit):
-    scripted = tsjit.script(getattr(program, name))
-    path = tmp_path / "f.tsjit"
-    with pytest.raises(SerializationError, match=culprit):
-        scripted.save(path)
+def test_program_functions_cannot_be_saved(program, tmp_path):
+    scripted = tsjit.script(program.uses_ignored)
+    with pytest.raises(SerializationError, match="python_log"):
+        scripted.save(tmp_path / "f.tsjit")
+
+
+def test_program_classes_are_saved_as_data(program, tmp_path):
+    """A script class and an exception class of the program travel in the archive
+    (test_save_classes.py has the whole story)."""
+    for name in ("uses_class", "raises_own_exception"):
+        tsjit.script(getattr(program, name)).save(tmp_path / f"{name}.tsjit")
+    assert load(tmp_path / "uses_class.tsjit")(2.5) == program.uses_class(2.5)
+    raises = load(tmp_path / "raises_own_exception.tsjit")
+    assert raises(2) == 2
+    with pytest.raises(Exception, match="odd") as raised:
+        raises(3)
+    assert type(raised.value).__qualname__ == "Odd" and type(raised.value) is not program.Odd
 
 
 def test_unsaveable_attribute_value_is_named(program, tmp_path):
@@ -391,8 +399,8 @@ def _rewrite_manifest(path: Path, change) -> None:
 
 def test_newer_format_version_is_refused(program, tmp_path):
     path = _saved_blend(program, tmp_path)
-    _rewrite_manifest(path, lambda m: m.update(version=m["version"] + 1))
-    with pytest.raises(SerializationError, match="format version 2"):
+    _rewrite_manifest(path, lambda m: m.update(version=archive.VERSION + 1))
+    with pytest.raises(SerializationError, match=f"format version {archive.VERSION + 1}"):
         load(path)
 
 

@@ -33,7 +33,7 @@ from typing import IO, Any
 import numpy as np
 
 FORMAT = "tsjit-archive"
-VERSION = 1
+VERSION = 2     # 2: the manifest may hold "classes" (see class_records.py); else 1 is written
 
 MANIFEST = "manifest.json"
 ARRAYS = "data.npz"
@@ -71,7 +71,7 @@ class ValueEncoder:
     def encode(self, value: object, where: str) -> list:
         if value is None:
             return ["none"]
-        if isinstance(value, (bool, int, float, str)):
+        if type(value) in (bool, int, float, str):     # not their subclasses (enums, NumPy)
             return [type(value).__name__, value]
         if isinstance(value, (np.ndarray, np.generic)):
             return ["array" if isinstance(value, np.ndarray) else "scalar",
@@ -185,7 +185,8 @@ def _zip_info(name: str, compression: int = zipfile.ZIP_DEFLATED) -> zipfile.Zip
 def write_archive(target: PathOrFile, manifest: dict, texts: dict[str, str],
                   arrays: dict[str, np.ndarray]) -> None:
     """Write the whole archive; the manifest gets the format and version stamped in."""
-    manifest = {"format": FORMAT, "version": VERSION, **manifest}
+    manifest = {"format": FORMAT, "version": VERSION if "classes" in manifest else 1,
+                **manifest}
     npz = io.BytesIO()      # as np.savez writes it (a stored zip of .npy files)
     with zipfile.ZipFile(npz, "w", zipfile.ZIP_STORED) as inner:
         for key, array in arrays.items():

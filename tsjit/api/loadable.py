@@ -2,17 +2,21 @@
 
 A saved graph is data that becomes code: the interpreter generates Python from it and
 binds the objects its attributes hold.  So a loaded graph may hold only
-  - ops of the registry that saved code has (calls of Python functions, object
-    creation and the executor's own ops are never saved), each with only the attributes
-    that op takes, of the kinds it takes;
+  - ops of the registry that saved code has (calls of Python functions and the
+    executor's own ops are never saved), each with only the attributes that op takes, of
+    the kinds it takes;
   - Python objects of a small allow-list (`allowed_object`): NumPy scalar types and
     ufuncs, builtin exception classes and scalar types.  They are looked up in modules
     tsjit has already imported: loading imports nothing;
+  - the classes the archive itself defines (`class_records.py`): objects are created
+    (`prim::CreateObject`, `prim::TupleConstruct`) only of those;
   - attribute names (`prim::GetAttr` / `SetAttr`) that are Python identifiers and that
-    name an attribute the archive's own module records declare for the receiver's class;
+    name an attribute the archive's own records declare for the receiver's class, with
+    its declared type;
   - casts (`prim::unchecked_cast`) that only narrow a value's type, as the front end's
     refinements do (the executor re-derives types from what it observes, but a graph
-    whose types lie is corrupt).
+    whose types lie is corrupt), and constants of their declared types;
+  - at most MAX_GRAPH_ELEMENTS nodes, values, types and attribute values in all.
 `save` applies the same rules, so it refuses what load would refuse, naming the object.
 """
 from __future__ import annotations
@@ -24,18 +28,17 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from ..ir.graph import Graph, Node
-from ..ir.types import ClassType, Type, is_subtype
+from ..ir.types import ClassType, EnumType, TupleType, Type, is_subtype
 from ..ops.registry import OPS
 from .argument_check import value_has_type
 
 # Ops that never appear in saved code: calls of compiled or Python functions (save
-# inlines every script call and refuses @tsjit.ignore'd functions), object creation
-# (script classes are not saved) and the ops the executor adds to optimized graphs.
+# inlines every script call and refuses @tsjit.ignore'd functions) and the ops the
+# executor adds to optimized graphs.
 NOT_SAVED = {
     "prim::CallFunction": "calls Python code",
     "prim::CallMethod": "calls Python code",
     "prim::PythonOp": "calls Python code",
-    "prim::CreateObject": "creates an object of a script class",
     "prim::profile": "belongs to the executor's optimized graphs",
     "prim::TypeCheck": "belongs to the executor's optimized graphs",
     "prim::FusionGroup": "belongs to the executor's optimized graphs",
@@ -136,12 +139,18 @@ _ATTRIBUTES: dict[str, dict[str, Callable[[object], bool]]] = {
 MAX_GRAPH_ELEMENTS = 400_000
 
 
+# op kind -> the kind of archive class (`class_records.py`) its attribute `cls` names
+_CLASS_ATTRIBUTES = {"prim::CreateObject": "class", "prim::TupleConstruct": "namedtuple"}
+
+
 class SavedCodeRules:
     """The parser's node filter for saved code (see `ir.parser.NodeFilter`); one instance
-    counts the elements of every graph of one archive."""
+    counts the elements of every graph of one archive.  `archive_classes`: the kind of
+    each class the archive defines (what `cls` of CreateObject / TupleConstruct names)."""
 
-    def __init__(self) -> None:
+    def __init__(self, archive_classes: Mapping[type, str]) -> None:
         self.elements_left = MAX_GRAPH_ELEMENTS
+        self.archive_classes = archive_classes
 
     def element(self) -> None:
         self.elements_left -= 1
@@ -156,6 +165,11 @@ class SavedCodeRules:
             raise ValueError(f"unknown op {kind}")
 
     def attribute(self, kind: str, key: str, value: object) -> None:
+        if key == "cls" and kind in _CLASS_ATTRIBUTES:
+            if self.archive_classes.get(value) != _CLASS_ATTRIBUTES[kind]:
+                raise ValueError(f"attribute 'cls' of {kind} must be a {_CLASS_ATTRIBUTES[kind]} "
+                                 f"the archive defines, not {value!r:.80}")
+            return
         check = _ATTRIBUTES.get(kind, {}).get(key)
         if check is None:
             raise ValueError(f"{kind} has no attribute '{key}'")
@@ -164,25 +178,54 @@ class SavedCodeRules:
 
 
 def check_loaded_graph(graph: Graph, names: Mapping[ClassType, set[str]]) -> None:
-    """Every GetAttr / SetAttr reads or writes an attribute that the archive's records
-    give the receiver's class (`names`), so no other attribute of a loaded object is
-    reachable from saved code; every unchecked_cast narrows; every constant holds a
-    value of its type (the passes and native code take a constant's type as given)."""
+    """What the parser's node filter cannot see, needing the graph's types:
+      - every GetAttr / SetAttr names an attribute that the archive's records give the
+        receiver's class (`names`), an enum member's `name` / `value`, or a NamedTuple's
+        field, so no other attribute of a loaded object is reachable from saved code;
+        and its type is the attribute's declared type where the class declares one;
+      - an object made by CreateObject / TupleConstruct is of the class its node names;
+      - every unchecked_cast narrows;
+      - every constant holds a value of its type (the passes and native code take a
+        constant's type as given)."""
     for node in graph.block.walk():
         if node.kind in ("prim::GetAttr", "prim::SetAttr"):
-            _check_attribute_name(node, names)
-        elif node.kind == "prim::Constant" and not value_has_type(
-                node.attrs.get("value"), node.outputs[0].type):
-            raise ValueError(f"a constant of type {node.outputs[0].type} holds "
-                             f"{node.attrs.get('value')!r:.80}")
+            _check_attribute(node, names)
+        elif node.kind in _CLASS_ATTRIBUTES and "cls" in node.attrs:
+            made = node.outputs[0].type if len(node.outputs) == 1 else None
+            if getattr(made, "py_class", None) is not node.attrs["cls"] or (
+                    isinstance(made, TupleType) and made.names != node.attrs["cls"]._fields):
+                raise ValueError(f"{node.kind} of {node.attrs['cls'].__qualname__} gives a "
+                                 f"{made}")
         elif node.kind == "prim::unchecked_cast" and node.outputs and not is_subtype(
                 node.outputs[0].type, node.inputs[0].type):
             raise ValueError(f"prim::unchecked_cast from {node.inputs[0].type} to "
                              f"{node.outputs[0].type} does not narrow")
+        elif node.kind == "prim::Constant" and not value_has_type(
+                node.attrs.get("value"), node.outputs[0].type):
+            raise ValueError(f"a constant of type {node.outputs[0].type} holds "
+                             f"{node.attrs.get('value')!r:.80}")
 
 
-def _check_attribute_name(node: Node, names: Mapping[ClassType, set[str]]) -> None:
+def _check_attribute(node: Node, names: Mapping[ClassType, set[str]]) -> None:
     receiver, name = node.inputs[0].type, node.attrs.get("name")
-    if name not in names.get(receiver, ()):
+    if isinstance(receiver, EnumType):
+        declared = {"name", "value"}
+    elif isinstance(receiver, TupleType) and receiver.py_class is not None and \
+            receiver.names == getattr(receiver.py_class, "_fields", None):
+        declared = set(receiver.names)
+    else:
+        declared = names.get(receiver, ())
+    if name not in declared or node.kind == "prim::SetAttr" and not isinstance(receiver,
+                                                                               ClassType):
         raise ValueError(f"{node.kind} of attribute {name!r} of a {receiver}: the archive "
                          "declares no such attribute")
+    attribute_type = receiver.attributes.get(name) if isinstance(receiver, ClassType) else None
+    if attribute_type is None:
+        return
+    if node.kind == "prim::GetAttr" and not (
+            len(node.outputs) == 1 and is_subtype(attribute_type, node.outputs[0].type)):
+        raise ValueError(f"prim::GetAttr of '{name}', a {attribute_type}, gives a "
+                         f"{[str(v.type) for v in node.outputs]}")
+    if node.kind == "prim::SetAttr" and not is_subtype(node.inputs[1].type, attribute_type):
+        raise ValueError(f"prim::SetAttr of '{name}', a {attribute_type}, to a "
+                         f"{node.inputs[1].type}")
