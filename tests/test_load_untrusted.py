@@ -666,3 +666,48 @@ def test_attributes_are_read_as_their_declared_types():
     one read as a float, made the graph's types lie."""
     refused(module_graph('  %w : int = prim::GetAttr[name="weight"](%self)\n'), "gives a")
     refused(module_graph('  prim::SetAttr[name="scale"](%self, %x)\n'), "to a Tensor")
+
+
+@pytest.mark.parametrize("text", ["{0.__class__.__init__.__globals__}", "{0[os]}",
+                                  "{0:{0.__class__}}", "{0!r:>{1.real}}"])
+def test_format_strings_read_no_attributes(text):
+    """str.format follows `{0.attr}` and `{0[key]}`: an archive's format string read any
+    attribute of what it formatted (a loaded module's `__globals__`, os.environ), which
+    GetAttr may not."""
+    literal = json.dumps(text)
+    refused(function_graph(f"  %s : str = prim::Constant[value={literal}]()\n"
+                           "  %r : str = aten::format(%s, %x)\n"), "fields read attributes")
+
+
+def test_format_strings_built_at_run_time_are_refused():
+    refused(function_graph('  %a : str = prim::Constant[value="{0"]()\n'
+                           '  %b : str = prim::Constant[value=".real}"]()\n'
+                           "  %s : str = aten::add(%a, %b)\n"
+                           "  %r : str = aten::format(%s, %x)\n"), "not a constant")
+
+
+def test_plain_format_strings_load():
+    def formats(n: int) -> str:
+        return "{0} and {1:>4} and {0!r}".format(n, n + 1)  # noqa: UP032 (the method)
+    assert tsjit.load(zipped(archive_of(tsjit.script(formats))))(7) == formats(7)
+
+
+def test_two_members_of_one_name():
+    """zipfile reads the last of two members of one name, other tools the first: a
+    scanner and tsjit would see two different programs."""
+    files = archive_of(tsjit.script(double))
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive, pytest.warns(UserWarning, match="Duplicate"):
+        for name, data in [*files.items(), ("code/function.ir", files["code/function.ir"])]:
+            archive.writestr(name, data)
+    buffer.seek(0)
+    refused(buffer, "two members of one name")
+
+
+def reads_an_attribute_in_format(x: int) -> str:
+    return "{0.real}".format(x)  # noqa: UP030, UP032 (the method, as written)
+
+
+def test_save_refuses_what_the_graph_checks_of_load_refuse():
+    with pytest.raises(tsjit.SerializationError, match="fields read attributes"):
+        archive_of(tsjit.script(reads_an_attribute_in_format))

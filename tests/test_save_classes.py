@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import json
 import pickle
-import sys
 
 import numpy as np
 import pytest
@@ -364,27 +363,59 @@ def test_class_records_count_against_the_element_budget(program, monkeypatch):
     _refused(zipped(files), "more than 1000")
 
 
-def test_saving_refuses_what_it_cannot_rebuild(tmp_path):
-    """Exception classes with code of their own and enums with methods would load as
-    something else: save names them."""
-    source = tmp_path / "unsaveable_program.py"
-    source.write_text(
-        "import enum\nimport tsjit\n\n"
-        "class Loud(ValueError):\n    def __str__(self):\n        return 'LOUD'\n\n"
-        "class Shade(enum.Enum):\n    DARK = 1\n\n    def describe(self):\n"
-        "        return 'dark'\n\n"
-        "def raises(x: int) -> int:\n    if x < 0:\n        raise Loud('x')\n    return x\n\n"
-        "def shade(s: Shade) -> int:\n    return s.value\n")
-    sys.path.insert(0, str(tmp_path))
+UNSAVEABLE = """
+import enum
+from typing import NamedTuple
+
+
+class Loud(ValueError):
+    def __str__(self):
+        return "LOUD"
+
+
+class Shade(enum.Enum):
+    DARK = 1
+
+    def describe(self):
+        return "dark"
+
+
+class Pair(NamedTuple):
+    a: float
+    b: float
+
+    def total(self) -> float:
+        return self.a + self.b
+
+
+def raises(x: int) -> int:
+    if x < 0:
+        raise Loud("x")
+    return x
+
+
+def shade(s: Shade) -> int:
+    return s.value
+
+
+def first(p: Pair) -> float:
+    return p.a
+"""
+
+
+@pytest.mark.parametrize("function, match", [("raises", "Loud.*add nothing"),
+                                             ("shade", "Shade.*define no methods"),
+                                             ("first", "Pair.*define no methods")])
+def test_saving_refuses_what_it_cannot_rebuild(tmp_path_factory, function, match):
+    """Classes with code of their own (an exception's __str__, an enum's or a
+    NamedTuple's methods) would load as something else: save names them."""
+    imported = imported_program(tmp_path_factory, "unsaveable_program", UNSAVEABLE)
+    module = next(imported)
     try:
-        import unsaveable_program as unsaveable
-        with pytest.raises(tsjit.SerializationError, match="Loud.*add nothing"):
-            tsjit.script(unsaveable.raises).save(io.BytesIO())
-        with pytest.raises(tsjit.SerializationError, match="Shade.*define no methods"):
-            tsjit.script(unsaveable.shade).save(io.BytesIO())
+        with pytest.raises(tsjit.SerializationError, match=match):
+            tsjit.script(getattr(module, function)).save(io.BytesIO())
     finally:
-        sys.path.remove(str(tmp_path))
-        sys.modules.pop("unsaveable_program", None)
+        next(imported, None)
 
 
 @pytest.mark.parametrize("name", ["builtins.ValueError", "numpy.float64"])
@@ -397,3 +428,51 @@ def test_class_records_cannot_hide_allowed_objects(program, name):
         classes[name] = dict(record, module=module, qualname=qualname, base="builtins.Exception")
         classes[f"{PROGRAM}.Negative"]["base"] = name
     _refused(_edited(tsjit.script(program.summarize), edit), "would hide")
+
+
+# ---- pickles of instances of rebuilt classes
+
+def _only_tsjit_reconstructors(data: bytes) -> object:
+    """Unpickle allowing only tsjit's reconstructors: what they build is all there is."""
+    from tsjit.api import class_records
+
+    class Only(pickle.Unpickler):
+        def find_class(self, module, name):
+            if (module, name) == ("tsjit.api.class_records", "restore_instance"):
+                return class_records.restore_instance
+            raise pickle.UnpicklingError(f"{module}.{name}")
+
+    return Only(io.BytesIO(data)).load()
+
+
+def _reduced_to(*args) -> bytes:
+    from tsjit.api import class_records
+
+    class Crafted:
+        def __reduce__(self):
+            return class_records.restore_instance, args
+    return pickle.dumps(Crafted())
+
+
+@pytest.mark.parametrize("name, kind, state", [
+    (("subprocess", "Popen"), "class", {"returncode": None, "_child_created": True}),
+    (("subprocess", "CalledProcessError"), "exception", (1, "touch canary")),
+    (("os", "stat_result"), "namedtuple", (1,) * 10),
+    (("os", "system"), "enum", "x"),
+    (("enum", "Enum"), "enum", "x"),
+])
+def test_restore_instance_builds_only_data_classes(name, kind, state):
+    """The reconstructor of rebuilt classes' instances made any class of any imported
+    module, with the pickle's state: a Popen whose __del__ then ran on it."""
+    with pytest.raises(pickle.UnpicklingError, match="no class"):
+        _only_tsjit_reconstructors(_reduced_to(name, kind, state))
+
+
+def test_instances_of_rebuilt_classes_pickle_by_name(program):
+    loaded = tsjit.load(io.BytesIO(_saved(tsjit.script(program.shift))))
+    Point, Color = (t.py_class for _, t in loaded.compiled.param_types)
+    moved = loaded(Point(1.0), Color.RED)
+    # here the program's own classes exist: the instances come back as those
+    assert pickle.loads(pickle.dumps(moved)) == program.Point(2.0, 0.0)
+    assert pickle.loads(pickle.dumps(Color.BLUE)) is program.Color.BLUE
+    assert _only_tsjit_reconstructors(pickle.dumps(moved)) == program.Point(2.0, 0.0)

@@ -314,7 +314,11 @@ def _open_zip(file: IO[bytes]) -> zipfile.ZipFile:
     if end[zipfile._ECD_ENTRIES_TOTAL] > MAX_MEMBERS:
         raise SerializationError(f"the archive has {end[zipfile._ECD_ENTRIES_TOTAL]} "
                                  f"members, over the limit of {MAX_MEMBERS}")
-    return zipfile.ZipFile(file)
+    archive = zipfile.ZipFile(file)
+    names = archive.namelist()
+    if len(set(names)) != len(names):   # zipfile reads the last: other tools the first
+        raise SerializationError("the archive has two members of one name")
+    return archive
 
 
 def _npy_array(data: bytes, key: str) -> np.ndarray:

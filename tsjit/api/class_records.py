@@ -142,6 +142,35 @@ class ClassNames:
         return allowed_object(name)
 
 
+def data_class_problem(cls: type, kind: ClassKind) -> str | None:
+    """Why `cls` (of `kind`) is more than its record would rebuild, None if it is not: an
+    enum or NamedTuple with methods of its own, an exception class with members of its
+    own or several bases (or a base that is such), a class that is not a script class."""
+    if kind == "enum":
+        base = next((b for b in ENUM_BASES.values() if cls.__bases__ == (b,)), None)
+        own = [n for n, v in vars(cls).items() if callable(v) and not n.startswith("_")]
+        if base is None or own:
+            return ("an enum is saved as its members, so it must derive from Enum, IntEnum or "
+                    f"StrEnum only and define no methods ({', '.join(own) or cls.__bases__})")
+    elif kind == "namedtuple":
+        generated = set(vars(collections.namedtuple("T", cls._fields)))
+        own = sorted(n for n, v in vars(cls).items() if n not in generated and (
+            callable(v) or isinstance(v, (property, classmethod, staticmethod))))
+        if own:
+            return f"a NamedTuple is saved as its fields, so it must define no methods ({own})"
+    elif kind == "exception":
+        for c in cls.__mro__:
+            if qualified_name(c) in ALLOWED_OBJECTS:
+                break
+            extra = set(vars(c)) - _PLAIN_CLASS_MEMBERS
+            if len(c.__bases__) != 1 or extra:
+                return ("an exception class is saved as its name and base, so it must have one "
+                        f"base and add nothing to it ({c.__qualname__} has {sorted(extra)})")
+    elif class_kind(cls) != "class":
+        return "it is not a script class"
+    return None
+
+
 # ---- saving
 
 def class_record(cls: type, kind: ClassKind, encode: Callable[[object, str], list],
@@ -149,15 +178,12 @@ def class_record(cls: type, kind: ClassKind, encode: Callable[[object, str], lis
     """The record of program class `cls` of `kind`.  `encode(value, where)` writes a value;
     `methods(class_type)` the records of a script class's compiled methods."""
     where = f"class '{cls.__qualname__}'"
+    problem = data_class_problem(cls, kind)
+    if problem is not None:
+        raise SerializationError(f"cannot save {where}: {problem}")
     record = {"kind": kind, "module": cls.__module__, "qualname": cls.__qualname__}
     if kind == "enum":
-        base = next((name for name, b in ENUM_BASES.items() if cls.__bases__ == (b,)), None)
-        own = [n for n, v in vars(cls).items() if callable(v) and not n.startswith("_")]
-        if base is None or own:
-            raise SerializationError(f"cannot save {where}: an enum is saved as its members, "
-                                     "so it must derive from Enum, IntEnum or StrEnum only and "
-                                     f"define no methods ({', '.join(own) or cls.__bases__})")
-        record["base"] = base
+        record["base"] = next(name for name, b in ENUM_BASES.items() if cls.__bases__ == (b,))
         record["members"] = [[m.name, encode(m.value, f"{where}.{m.name}")] for m in cls]
     elif kind == "namedtuple":
         annotations = getattr(cls, "__annotations__", {})
@@ -167,11 +193,6 @@ def class_record(cls: type, kind: ClassKind, encode: Callable[[object, str], lis
         record["annotations"] = {f: str(annotations[f]) for f in cls._fields
                                  if isinstance(annotations.get(f), str)}
     elif kind == "exception":
-        extra = set(vars(cls)) - _PLAIN_CLASS_MEMBERS
-        if len(cls.__bases__) != 1 or extra:
-            raise SerializationError(
-                f"cannot save {where}: an exception class is saved as its name and base, so "
-                f"it must have one base and add nothing to it (it has {sorted(extra)})")
         record["base"] = qualified_name(cls.__bases__[0])
     else:
         t = ClassType.for_class(cls)
@@ -223,8 +244,11 @@ def _name(obj: object) -> tuple[str, str]:
 
 
 def restore_instance(name: tuple[str, str], kind: ClassKind, state: object) -> object:
-    """An instance pickled by `_REDUCERS`."""
-    cls = _class_named(*name)
+    """An instance pickled by `_REDUCERS`: only of a class this process rebuilt, or of a
+    class of the program that its record would rebuild whole (`data_class_problem`), so
+    that even an unpickler allowing only tsjit's reconstructors cannot make it build
+    another object (such as a `subprocess.Popen` whose `__del__` then runs on the state)."""
+    cls = _class_named(*name, kind)
     if kind == "enum":
         return cls[state]
     if kind in ("namedtuple", "exception"):
@@ -234,16 +258,23 @@ def restore_instance(name: tuple[str, str], kind: ClassKind, state: object) -> o
     return instance
 
 
-def _class_named(module: str, qualname: str) -> type:
-    found: object = sys.modules.get(module)
-    for part in qualname.split(".") if found is not None else ():
-        found = getattr(found, part, None)
-    if isinstance(found, type):
+def _class_named(module: str, qualname: str, kind: ClassKind) -> type:
+    """The program's class `module.qualname` of `kind` (looked up in the namespaces of
+    modules already imported: no import, no module `__getattr__`), else the one this
+    process rebuilt."""
+    found: object = sys.modules.get(str(module))
+    for part in str(qualname).split(".") if found is not None else ():
+        found = vars(found).get(part) if hasattr(found, "__dict__") else None
+    if isinstance(found, type) and class_kind(found) == kind and \
+            data_class_problem(found, kind) is None:
         return found
-    rebuilt = [cls for (name, _), cls in list(_rebuilt.items()) if name == f"{module}.{qualname}"]
+    rebuilt = [cls for (name, _), cls in list(_rebuilt.items())
+               if name == f"{module}.{qualname}" and vars(cls).get("__reduce_ex__")
+               is _REDUCERS.get(kind)]
     if not rebuilt:
-        raise pickle.UnpicklingError(f"no class {module}.{qualname} in this process: neither "
-                                     "the program's own nor one tsjit.load rebuilt")
+        raise pickle.UnpicklingError(f"no class {module}.{qualname} of kind {kind!r} in this "
+                                     "process: neither the program's own nor one tsjit.load "
+                                     "rebuilt")
     return rebuilt[-1]
 
 

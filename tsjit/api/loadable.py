@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import builtins
 import keyword
+import string
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -200,10 +201,34 @@ def check_loaded_graph(graph: Graph, names: Mapping[ClassType, set[str]]) -> Non
                 node.outputs[0].type, node.inputs[0].type):
             raise ValueError(f"prim::unchecked_cast from {node.inputs[0].type} to "
                              f"{node.outputs[0].type} does not narrow")
+        elif node.kind == "aten::format":
+            _check_format_string(node)
         elif node.kind == "prim::Constant" and not value_has_type(
                 node.attrs.get("value"), node.outputs[0].type):
             raise ValueError(f"a constant of type {node.outputs[0].type} holds "
                              f"{node.attrs.get('value')!r:.80}")
+
+
+def _check_format_string(node: Node) -> None:
+    """`str.format` follows `{0.attr}` and `{0[key]}` in its fields: a format string of
+    the archive would read any attribute of what it formats (`{0.__class__.__init__.
+    __globals__[os].environ}` of a loaded module: the process's environment), which
+    GetAttr may not.  So the format string is a constant whose fields name arguments only."""
+    source = node.inputs[0].node
+    text = source.attrs.get("value") if source.kind == "prim::Constant" else None
+    if type(text) is not str or not _plain_fields(text):
+        raise ValueError("aten::format of a format string that is not a constant, or whose "
+                         "fields read attributes or items ({0.name}, {0[key]})")
+
+
+def _plain_fields(text: str, depth: int = 0) -> bool:
+    try:
+        parsed = list(string.Formatter().parse(text))
+    except ValueError:
+        return True         # str.format raises the same error when the code runs
+    return depth < 2 and all(
+        field is None or ("." not in field and "[" not in field)
+        and (not spec or _plain_fields(spec, depth + 1)) for _, field, spec, _ in parsed)
 
 
 def _check_attribute(node: Node, names: Mapping[ClassType, set[str]]) -> None:

@@ -116,6 +116,7 @@ class _Encoder(ValueEncoder):
         self.records: dict[str, dict] = {}
         self.texts: dict[str, str] = {}
         self.rules = SavedCodeRules(self.names.kinds)   # what load checks, archive-wide
+        self.module_attributes: dict[ClassType, set[str]] = {}   # as load will have them
 
     @property
     def class_types(self) -> dict[str, ClassType]:
@@ -156,6 +157,7 @@ class _Encoder(ValueEncoder):
                 attributes[name] = {"value": self.encode(value, f"{where}.{name}")}
         constants = {name: self.encode(value, f"{where}.{name}")
                      for name, value in t.constants.items()}
+        self.module_attributes.setdefault(t, set(attributes))
         return {"class": t.name, "attributes": attributes, "constants": constants}
 
     # ---- the program's classes
@@ -235,10 +237,12 @@ class _Encoder(ValueEncoder):
         text = print_graph(compiled.graph)
         _check_class_names(text, compiled.name, self.class_types)
         try:
-            reread = print_graph(parse_ir(text, self.names.resolve, self.class_types,
-                                          self.rules))
-        except IRParseError as e:
+            graph = parse_ir(text, self.names.resolve, self.class_types, self.rules)
+            check_loaded_graph(graph, {**self.module_attributes, **{
+                t: set(t.attributes) for t in self.names.class_types.values()}})
+        except (IRParseError, ValueError) as e:
             raise SerializationError(f"cannot save '{compiled.name}': {e}") from None
+        reread = print_graph(graph)
         if reread != text:
             changed = next(line for line in difflib.ndiff(text.splitlines(),
                                                           reread.splitlines())
