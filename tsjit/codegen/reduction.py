@@ -49,6 +49,7 @@ from tsjit.codegen.reduction_spec import (
     BUFFER,
     BUFFERED,
     REDUCTIONS,
+    ROW_INDEX,
     ROW_LENGTH,
     SEQUENTIAL,
     RowKernelSpec,
@@ -256,7 +257,9 @@ class _RowKernelBuilder:
                 values[i] = load_value(b, at, dtype)
         for v in sorted(wanted):
             op = self._op(v)
-            if op is not None and v not in loads:
+            if op is not None and op.op == ROW_INDEX:
+                values[v] = index
+            elif op is not None and v not in loads:
                 values[v] = lower_op(b, op, [values[a] for a in op.args],
                                      [spec.value_dtype(a) for a in op.args])
         return values

@@ -12,6 +12,8 @@ elementwise ops it has:
   element after element in the row's order (``SEQUENTIAL``, ``reduction_scan``);
 - a ``reduce_sum`` with the ``BUFFERED`` attribute sums each chunk of ``BUFFER`` elements
   of the row pairwise and adds the chunks in order, as NumPy's buffered cast does;
+- ``row_index`` (no operands, int64, element-level; row kernels only): each element's
+  index along its row;
 - ``row_length`` (no operands, int64): ``n``, NumPy's item count for ``mean``/``var``.
 
 Every value is element-level (it varies along the row: it reads an array operand or an
@@ -44,8 +46,8 @@ from tsjit.codegen.kernel_spec import (
     check_op,
 )
 
-__all__ = ["BUFFER", "BUFFERED", "REDUCTIONS", "ROW_LENGTH", "SEQUENTIAL", "RowKernelSpec",
-           "element_level", "row_supports"]
+__all__ = ["BUFFER", "BUFFERED", "REDUCTIONS", "ROW_INDEX", "ROW_LENGTH", "SEQUENTIAL",
+           "RowKernelSpec", "element_level", "row_supports"]
 
 REDUCTIONS = ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_argmax",
               "reduce_argmin")
@@ -56,6 +58,7 @@ SEQUENTIAL = ("reduce_prod", "reduce_argmax", "reduce_argmin")
 BUFFERED = "buffered"
 BUFFER = 8192
 ROW_LENGTH = "row_length"
+ROW_INDEX = "row_index"
 _INT64 = np.dtype(np.int64)
 
 
@@ -97,14 +100,16 @@ def element_level(spec: RowKernelSpec) -> list[bool]:
     """Per value number: whether it varies along the row."""
     levels = [not i.is_scalar and k not in spec.row_inputs for k, i in enumerate(spec.inputs)]
     for op in spec.ops:
-        levels.append(op.op not in REDUCTIONS and op.op != ROW_LENGTH
-                      and any(levels[a] for a in op.args))
+        levels.append(op.op == ROW_INDEX or (op.op not in REDUCTIONS and op.op != ROW_LENGTH
+                                             and any(levels[a] for a in op.args)))
     return levels
 
 
 def _check_reduction(spec: RowKernelSpec, index: int, op: KernelOp, levels) -> str | None:
-    if op.op == ROW_LENGTH:
-        return None if not op.args and np.dtype(op.dtype) == _INT64 else "row_length: bad form"
+    if op.op in (ROW_LENGTH, ROW_INDEX):
+        if op.args or np.dtype(op.dtype) != _INT64 or (op.op == ROW_INDEX and spec.column):
+            return f"{op.op}: bad form"
+        return None
     if len(op.args) != 1 or not 0 <= op.args[0] < index:
         return f"{op.op} takes one earlier operand"
     if not levels[op.args[0]]:
@@ -160,7 +165,7 @@ def row_supports(spec: RowKernelSpec) -> tuple[bool, str]:
     levels = element_level(spec)
     n_in = len(spec.inputs)
     for i, op in enumerate(spec.ops):
-        if op.op in REDUCTIONS or op.op == ROW_LENGTH:
+        if op.op in REDUCTIONS or op.op in (ROW_LENGTH, ROW_INDEX):
             reason = _check_reduction(spec, n_in + i, op, levels)
         else:
             reason = check_op(spec, n_in + i, op)

@@ -30,7 +30,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..codegen.kernel_spec import KernelInput, KernelOp
-from ..codegen.reduction_spec import BUFFERED, ROW_LENGTH, RowKernelSpec, row_supports
+from ..codegen.reduction_spec import (
+    BUFFERED,
+    ROW_INDEX,
+    ROW_LENGTH,
+    RowKernelSpec,
+    row_supports,
+)
 from ..ir.graph import Node, Value
 from ..ir.types import TensorType, Type
 from ..ops import OPS
@@ -255,7 +261,9 @@ class _RowBuilder(_Builder):
             if dtype.kind not in "iuf" or dtype == np.float16:
                 raise GroupError(f"{node.kind} of {dtype}")
             self.min_length = max(self.min_length, 1)   # empty: NumPy's ValueError
-            return self.reduction(f"reduce_{kind}", x, _I64)
+            if self.axes[-1] != self.reduced_rank - 1:   # a column kernel's scan
+                return self.reduction(f"reduce_{kind}", x, _I64)
+            return self.first_index(kind, x, dtype)
         if kind in ("max", "min"):
             if dtype.kind not in "iuf" or dtype == np.float16:
                 raise GroupError(f"{node.kind} of {dtype}")
@@ -312,6 +320,22 @@ class _RowBuilder(_Builder):
         n = self.op(name, (x,), dtype, attrs)
         self.elements[n], self.reduced[n] = False, True
         return n
+
+    def first_index(self, kind: str, x: int, dtype: np.dtype) -> int:
+        """argmax (argmin) along rows as two vectorized passes: the extreme (NaN wins),
+        then the least index holding it or a NaN (a NaN is only there if the extreme is
+        one; -0.0 == 0.0, so the first zero of either sign), as NumPy's first index."""
+        extreme = self.reduction("reduce_max" if kind == "argmax" else "reduce_min", x, dtype)
+        self.ranks[extreme], self.kept[extreme] = self.ranks[x], True   # per row
+        hit = self.op("eq", (x, extreme), np.dtype(bool))
+        if dtype.kind == "f":
+            hit = self.op("logical_or", (hit, self.op("isnan", (x,), np.dtype(bool))),
+                          np.dtype(bool))
+        index = self.op(ROW_INDEX, (), _I64)
+        self.elements[index], self.ranks[index] = True, self.ranks[x]
+        return self.reduction("reduce_min", self.op("where", (hit, index,
+                                                              self.op(ROW_LENGTH, (), _I64)),
+                                                     _I64), _I64)
 
     def half_sum(self, node: Node, kind: str, x: int, dtype: np.dtype) -> int:
         """A float16 sum as NumPy's half loop adds: a run pairwise in float32, rounded

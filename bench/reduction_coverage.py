@@ -1,0 +1,73 @@
+"""The reductions beyond rows of C arrays: tsjit against NumPy and JAX.
+
+    python bench/reduction_coverage.py [--quick]
+
+Each workload is a plain NumPy function that tsjit scripts (and JAX jits with `np`
+rebound to jax.numpy), float32 [4096, 1024] unless named otherwise:
+- column_standardize: `(x - x.mean(axis=0)) / x.std(axis=0)` (a column kernel, 3 passes);
+- column_sum: `(x * w).sum(axis=0)`;
+- fortran_column_sum: the same on a Fortran-ordered x (pairwise runs per column);
+- argmax_logits: `np.argmax(x * s + b, axis=-1)`;
+- int_mean: `(x * 3).mean(axis=-1)` of int32 (float64 sums through NumPy's cast buffers);
+- row_prod: `np.prod(1 + x * 1e-3, axis=-1)`.
+tsjit's results are NumPy's bits (checked before timing); JAX's are within the harness's
+tolerance.  Prints a table per case, writes bench/results/reduction_coverage.json/.png.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import peers
+from harness import Case, parse_settings, run_suite
+
+
+def column_standardize(x):
+    return (x - x.mean(axis=0)) / x.std(axis=0)
+
+
+def column_sum(x, w):
+    return (x * w).sum(axis=0)
+
+
+def argmax_logits(x, s, b):
+    return np.argmax(x * s + b, axis=-1)
+
+
+def int_mean(x):
+    return (x * 3).mean(axis=-1)
+
+
+def row_prod(x):
+    return np.prod(1 + x * np.float32(1e-3), axis=-1)
+
+
+def cases(quick: bool):
+    rng = np.random.default_rng(0)
+    rows = 4096 // (16 if quick else 1)
+    x = rng.standard_normal((rows, 1024)).astype(np.float32)
+    w, b = (rng.standard_normal(1024).astype(np.float32) for _ in range(2))
+    workloads = [
+        ("column_standardize", column_standardize, (x,)),
+        ("column_sum", column_sum, (x, w)),
+        ("fortran_column_sum", column_sum, (np.asfortranarray(x), w)),
+        ("argmax_logits", argmax_logits, (x, np.float32(0.5), b)),
+        ("int_mean", int_mean, (rng.integers(-1000, 1000, (rows, 1024)).astype(np.int32),)),
+        ("row_prod", row_prod, (x,)),
+    ]
+    for name, fn, args in workloads:
+        impls = [peers.tsjit_script(fn), peers.plain("numpy", fn)]
+        if peers.installed("jax"):
+            impls.append(peers.jax_jit(fn))
+        shape = "x".join(map(str, args[0].shape))
+        yield Case(f"{name} {args[0].dtype} [{shape}]", fn, args, impls)
+
+
+def main(argv: list[str] | None = None) -> None:
+    settings = parse_settings(__doc__.splitlines()[0], argv)
+    peers.report_missing()
+    run_suite("reduction_coverage", cases(settings.quick), settings)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
