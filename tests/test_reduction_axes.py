@@ -103,9 +103,22 @@ def test_matrix_norms_are_not_read_as_vector_norms(caplog):
         return np.linalg.norm(x * 2.0, ord=1, axis=(0, 1))
 
     x = np.random.default_rng(3).standard_normal((6, 5))
-    scripted, got = _scripted(matrix_norm, x)
+    with caplog.at_level(logging.DEBUG, logger="tsjit.fuser"):
+        scripted, got = _scripted(matrix_norm, x)
     assert_same(got, matrix_norm(x))
     assert "prim::FusionGroup" not in str(scripted.graph_for(x))
+    assert "numpy::linalg_norm" in caplog.text and "two axes (a matrix norm)" in caplog.text
+
+
+def test_the_log_says_why_a_reduction_is_not_fused(caplog):
+    def masked(x, m):
+        return (x * 2.0).sum(where=m)
+
+    x = np.random.default_rng(3).standard_normal((6, 5))
+    with caplog.at_level(logging.DEBUG, logger="tsjit.fuser"):
+        scripted, got = _scripted(masked, x, x > 0)
+    assert_same(got, masked(x, x > 0))
+    assert "ndarray::sum at" in caplog.text and "where= is given" in caplog.text
 
 
 def test_a_group_keeps_one_set_of_reduced_axes(caplog):

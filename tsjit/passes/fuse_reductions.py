@@ -15,7 +15,8 @@ from __future__ import annotations
 from ..ir.graph import Block, Graph, Node
 from .elementwise_kernel import FusedKernel
 from .fuse_elementwise import BlockFuser, log
-from .reduction_kernel import build_row_group, read_reduction
+from .fuse_elementwise import _describe as describe
+from .reduction_kernel import ReductionCall, build_row_group, read_reduction, reduction_or_refusal
 
 # Reductions that NumPy computes in several passes with temporaries (np.var: the mean, the
 # deviations, their squares, their sum): one kernel beats them even alone.
@@ -29,6 +30,9 @@ def fuse_reductions(graph: Graph) -> None:
         # only groups holding a reduction are replaced: without one, grouping is wasted
         if any(read_reduction(node) is not None for node in block.nodes):
             _ReductionFuser(block).run()
+            continue
+        for node in block.nodes:
+            _log_refusal(node)
 
 
 class _ReductionFuser(BlockFuser):
@@ -36,7 +40,7 @@ class _ReductionFuser(BlockFuser):
         super().__init__(block)
 
     def candidate(self, node: Node) -> bool:
-        return read_reduction(node) is not None or super().candidate(node)
+        return _log_refusal(node) or super().candidate(node)
 
     def build(self, members: list[Node], used_outside) -> FusedKernel:
         return build_row_group(members, used_outside)
@@ -53,3 +57,12 @@ class _ReductionFuser(BlockFuser):
             log.debug("not fused: %s alone (NumPy's own reduction)", group[0].kind)
             return False
         return True
+
+
+def _log_refusal(node: Node) -> bool:
+    """Whether `node` is a reduction the kernels compute; if it is one they do not, the
+    fuser's log says why."""
+    call = reduction_or_refusal(node)
+    if isinstance(call, str):
+        log.debug("not fused: %s: %s", describe(node), call)
+    return isinstance(call, ReductionCall)

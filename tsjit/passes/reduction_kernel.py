@@ -52,7 +52,8 @@ from .elementwise_kernel import (
     read_call,
 )
 
-__all__ = ["ReductionCall", "build_fused_group", "build_row_group", "read_reduction"]
+__all__ = ["ReductionCall", "build_fused_group", "build_row_group", "read_reduction",
+           "reduction_or_refusal"]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _F64 = np.dtype(np.float64)
@@ -77,6 +78,13 @@ class ReductionCall:
 
 def read_reduction(node: Node) -> ReductionCall | None:
     """The reduction `node` computes, or None if it is not one the row kernels know."""
+    call = reduction_or_refusal(node)
+    return call if isinstance(call, ReductionCall) else None
+
+
+def reduction_or_refusal(node: Node) -> ReductionCall | str | None:
+    """The reduction `node` computes; for a reduction the kernels do not compute, why
+    (the fuser's log); None for any other node."""
     prefix, _, name = node.kind.partition("::")
     if prefix not in ("numpy", "ndarray") or name not in _KINDS or len(node.outputs) != 1:
         return None
@@ -86,27 +94,29 @@ def read_reduction(node: Node) -> ReductionCall | None:
     args = {p.name: constant_value(v) for p, v in zip(op.params, node.inputs)}
     dtype = _requested_dtype(name, args.get("dtype"))
     if dtype is NOT_CONSTANT:
-        return None
-    defaults = {"out": None, "initial": None, "where": True, "ddof": 0,
-                "keepdims": False, "ord": None}
-    if any(args.get(k, d) is NOT_CONSTANT or args.get(k, d) != d
-           for k, d in defaults.items() if k not in ("ddof", "keepdims", "ord")):
-        return None
+        return "a dtype= the kernels do not take (not a constant int or float dtype, or " \
+               "not a sum, prod or mean)"
+    defaults = {"out": None, "initial": None, "where": True}
+    for k, d in defaults.items():
+        if args.get(k, d) is NOT_CONSTANT or args.get(k, d) is not d:
+            return f"{k}= is given"
     keepdims, ddof, axis = args.get("keepdims", False), args.get("ddof", 0), args["axis"]
     order = args.get("ord")
-    if type(keepdims) is not bool or type(ddof) is not int or order is NOT_CONSTANT or \
-            type(order) not in (type(None), int, float) or order not in _NORM_ORDERS:
-        return None
+    if type(keepdims) is not bool or type(ddof) is not int:
+        return "keepdims= or ddof= is not a constant"
+    if order is NOT_CONSTANT or type(order) not in (type(None), int, float) or \
+            order not in _NORM_ORDERS:
+        return f"ord={order!r}"
     if axis is None and name in ("linalg_norm", "count_nonzero"):
-        return None   # a BLAS dot product; a Python int
+        return "axis=None (a BLAS dot product; a Python int)"
     if name == "linalg_norm" and type(axis) is tuple and len(axis) != 1:
-        return None   # two axes: a matrix norm
+        return "two axes (a matrix norm)"
     if name in ("argmax", "argmin") and type(axis) is tuple:
-        return None   # NumPy's TypeError
+        return "a tuple of axes (NumPy's TypeError)"
     if type(axis) is int:
         axis = (axis,)
     elif axis is not None and not (type(axis) is tuple and all(type(a) is int for a in axis)):
-        return None
+        return "axis= is not a constant int or tuple of ints"
     return ReductionCall(name, node.inputs[0], axis, keepdims, ddof, order, dtype)
 
 
