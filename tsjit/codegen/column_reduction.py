@@ -174,13 +174,8 @@ class _ColumnKernelBuilder(_RowKernelBuilder):
 
         def one(b: ir.IRBuilder, i: ir.Value) -> None:
             row = self.row_values_at(b, lanes, state, i, wanted)
-            values = self.emit_elements(b, pointers, i, row, wanted, {})
-            for j in element_outputs:
-                v = spec.outputs[j]
-                dtype = spec.value_dtype(v)
-                at = b.gep(pointers[len(self.array_inputs) + j], [i],
-                           source_etype=memory_type(dtype), inbounds=True)
-                store_value(b, values[v], at, dtype)
+            self.store_outputs(b, pointers, i, self.emit_elements(b, pointers, i, row, wanted, {}),
+                               element_outputs)
 
         loop(b, i64(0), w, one)
         b.ret_void()

@@ -270,6 +270,16 @@ class _RowKernelBuilder:
                     for k in range(self.n_slots if cached else self.n_operands)]
         return pointers + [ir.Constant(PTR, None)] * (self.n_slots - len(pointers))
 
+    def store_outputs(self, b: ir.IRBuilder, pointers, index, values,
+                      outputs: list[int]) -> None:
+        """Element ``index`` of the ``outputs`` (by position) from ``values``."""
+        for j in outputs:
+            v = self.spec.outputs[j]
+            dtype = self.spec.value_dtype(v)
+            at = b.gep(pointers[len(self.array_inputs) + j], [index],
+                       source_etype=memory_type(dtype), inbounds=True)
+            store_value(b, values[v], at, dtype)
+
     def store_scratch(self, b: ir.IRBuilder, pointers, index, values, stores) -> None:
         for v, k in stores.items():
             b.store(values[v], b.gep(pointers[k], [index],
@@ -319,50 +329,6 @@ class _RowKernelBuilder:
             op = self._op(r)
             value = emit_block_reduce(b, op.op, op.dtype, buffer, n)
             b.store(value, element(b, results, i64(j), I64))
-        b.ret_void()
-        return fn
-
-    def build_minmax(self, p: int, cached: bool) -> ir.Function:
-        """A pass of max/min reductions only (their result does not depend on the order):
-        ``run(rowptrs, state, start, n, results)``, one loop the vectorizer widens
-        (``llvm.maximum``: NaN wins), from the identity (-inf, or the type's least)."""
-        reductions = self.passes[p]
-        loads, stores = self.scratch(p, cached)
-        suffix = "c" if cached else ""
-        args = [self._op(r).args[0] for r in reductions]
-        inner = self.function(f"{self.name}_minmax{p}{suffix}_inner",
-                              [PTR] * self.n_slots + [PTR, I64, I64, PTR], inline=True)
-        for k in range(self.n_slots):
-            inner.args[k].add_attribute("noalias")
-        pointers = list(inner.args[:self.n_slots])
-        state, start, n, results = inner.args[self.n_slots:]
-        b = ir.IRBuilder(inner.append_basic_block())
-        row = self.load_state(b, state)
-        wanted = self.needed(args, loads)
-        accumulators = []
-        for r in reductions:
-            op = self._op(r)
-            ty = llvm_type(op.dtype)
-            accumulators.append(stack_slot(b, ty, _identity(op.op, np.dtype(op.dtype), ty)))
-
-        def one(b: ir.IRBuilder, i: ir.Value) -> None:
-            values = self.emit_elements(b, pointers, i, row, wanted, loads)
-            self.store_scratch(b, pointers, i, values, stores)
-            for r, a, slot in zip(reductions, args, accumulators):
-                op = self._op(r)
-                acc = b.load(slot, typ=llvm_type(op.dtype))
-                b.store(emit_combine(b, op.op, op.dtype, acc, values[a]), slot)
-
-        loop(b, start, b.add(start, n), one)
-        for j, (r, slot) in enumerate(zip(reductions, accumulators)):
-            b.store(b.load(slot, typ=llvm_type(self._op(r).dtype)),
-                    element(b, results, i64(j), I64))
-        b.ret_void()
-        fn = self.function(f"{self.name}_minmax{p}{suffix}", [PTR, PTR, I64, I64, PTR],
-                           computes=wanted - set(loads))
-        rowptrs, state, start, n, results = fn.args
-        b = ir.IRBuilder(fn.append_basic_block())
-        b.call(inner, self.pointers_from(b, rowptrs, cached) + [state, start, n, results])
         b.ret_void()
         return fn
 
@@ -490,12 +456,7 @@ class _RowKernelBuilder:
 
         def one(b: ir.IRBuilder, i: ir.Value) -> None:
             values = self.emit_elements(b, pointers, i, row, wanted, loads)
-            for j in element_outputs:
-                v = spec.outputs[j]
-                dtype = spec.value_dtype(v)
-                at = b.gep(pointers[len(self.array_inputs) + j], [i],
-                           source_etype=memory_type(dtype), inbounds=True)
-                store_value(b, values[v], at, dtype)
+            self.store_outputs(b, pointers, i, values, element_outputs)
 
         loop(b, begin, end, one)
         b.ret_void()
@@ -529,10 +490,8 @@ class _RowKernelBuilder:
             sequential = any(self._op(r).op in SEQUENTIAL for r in reductions)
             buffered.append(any(BUFFERED in self._op(r).attrs for r in reductions))
             split.append(parallel and not sequential and not buffered[p])
-            if sequential:
-                tree = build_scan(self, p, cached)
-            elif all(self._op(r).op != "reduce_sum" for r in reductions):
-                tree = self.build_minmax(p, cached)
+            if sequential or all(self._op(r).op != "reduce_sum" for r in reductions):
+                tree = build_scan(self, p, cached)   # max/min too: in any order
             else:
                 tree = self.build_tree(p, self.build_leaf(p, cached))
             trees.append(self.build_parallel_tree(p, tree) if split[p] else tree)
@@ -716,15 +675,6 @@ class _RowKernelBuilder:
             b.store(value, b.gep(context, [ir.Constant(I32, 0), ir.Constant(I32, k)],
                                  source_etype=self.context_type))
         return fn, b, context, block, status
-
-
-def _identity(kind: str, dtype: np.dtype, ty: ir.Type) -> ir.Constant:
-    """The start of a max (min): -inf (+inf), or the integer type's least (greatest)."""
-    biggest = kind == "reduce_max"
-    if dtype.kind == "f":
-        return ir.Constant(ty, float("-inf") if biggest else float("inf"))
-    info = np.iinfo(dtype)
-    return ir.Constant(ty, int(info.min if biggest else info.max))
 
 
 def build_row_kernel_module(spec: RowKernelSpec, name: str, parallel: bool) -> ir.Module:

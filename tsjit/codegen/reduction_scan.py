@@ -64,9 +64,11 @@ def emit_scan_step(b: ir.IRBuilder, kind: str, dtype: np.dtype, best: ir.Value,
 
 
 def build_scan(kb, p: int, cached: bool) -> ir.Function:
-    """Row kernel pass ``p`` (builder ``kb``, ``reduction._RowKernelBuilder``) when it
-    holds a sequential reduction: ``run(rowptrs, state, start, n, results)``, one element
-    at a time in the row's order; an arg reduction's result slot holds the index."""
+    """Row kernel pass ``p`` (builder ``kb``, ``reduction._RowKernelBuilder``) of
+    sequential reductions, or of max/min only (their result does not depend on the order):
+    ``run(rowptrs, state, start, n, results)``, one loop over the row in its order (the
+    vectorizer widens max/min: ``llvm.maximum``, NaN wins); an arg reduction's result slot
+    holds the index."""
     reductions = kb.passes[p]
     loads, stores = kb.scratch(p, cached)
     args = [kb._op(r).args[0] for r in reductions]
