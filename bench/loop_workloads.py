@@ -25,6 +25,8 @@ def pairwise_distances(x: np.ndarray, out: np.ndarray) -> np.ndarray:
 
 def histogram(values: np.ndarray, counts: np.ndarray, lo: float, hi: float) -> np.ndarray:
     bins = counts.shape[0]
+    for k in range(bins):      # counts from zero: every call gives the same result
+        counts[k] = 0
     scale = bins / (hi - lo)
     for i in range(values.shape[0]):
         v = values[i]

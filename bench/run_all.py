@@ -42,6 +42,7 @@ SUITES = (
     Suite("call_overhead", ("--quick",), ("call_overhead",)),
     Suite("interpreter_overhead", ("--quick",)),
     Suite("scalar_loops", ("--quick",), ("scalar_loops",)),
+    Suite("element_loops", ("--quick",), ("element_loops",)),
     Suite("runtime_dispatch", ("--reps", "20000")),
     Suite("vmath_speed", ("--size", str(1 << 20), "--samples", "3")),
 )
