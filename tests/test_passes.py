@@ -621,6 +621,64 @@ def test_double_negation_of_a_bool(type_, rewritten):
     assert count(graph, "aten::__not__") == (0 if rewritten else 2)
 
 
+ADJACENT_IFS = """graph(%c : bool, %d : int):
+  %one : int = prim::Constant[value=1]()
+  %t : bool = prim::Constant[value=True]()
+  %f : bool = prim::Constant[value=False]()
+  %flag : bool, %a : int = prim::If(%c)
+    block0():
+      -> (%t, %d)
+    block1():
+      %d.1 : int = aten::add(%d, %one)
+      -> (%f, %d.1)
+  %b : int = prim::If(%flag)
+    block0():
+      -> (%a)
+    block1():
+      %e : int = aten::mul(%a, %a)
+      prim::Print(%e)
+      -> (%e)
+  %r : Tuple[int, int] = prim::TupleConstruct(%a, %b)
+  return (%r)
+"""
+
+
+def test_an_if_yielding_its_condition_is_the_condition_and_adjacent_ifs_merge():
+    """The flag a `break` leaves (True in one arm, False in the other) is the If's own
+    condition; the next If on it then tests the same value and joins the first, its arms
+    reading the first's arm values (here `a`, the print staying in the else arm)."""
+    graph = run(ADJACENT_IFS, peephole, eliminate_dead_code)
+    assert count(graph, "prim::If") == 1
+    FileCheck().check("%a : int, %b : int = prim::If(%c)").check("-> (%d, %d)") \
+        .check("%d.1 : int = aten::add(%d, %one)").check("%e : int = aten::mul(%d.1, %d.1)") \
+        .check("prim::Print(%e)").check("-> (%d.1, %e)").run(graph)
+
+
+@pytest.mark.parametrize("cond", [True, False])
+def test_merged_ifs_behave_as_the_original(cond):
+    (expected, _), (actual, _) = run_original_and_optimized(ADJACENT_IFS, lambda: [cond, 3])
+    assert actual == expected
+
+
+def test_a_loop_with_break_carries_no_break_flag():
+    """In the body the break flag is False (the loop stops once it is set), so the
+    statements after `if k % d == 0: break` are one branch on the test itself."""
+    from tsjit import script
+
+    def first_divisor(k: int) -> int:
+        d = 2
+        while d * d <= k:
+            if k % d == 0:
+                break
+            d += 1
+        return d
+    graph = script(first_divisor).graph
+    (loop,) = [n for n in graph.nodes() if n.kind == "prim::Loop"]
+    assert len(loop.blocks[0].params) == 2          # the iteration count and d
+    assert sum(n.kind == "prim::If" for n in loop.blocks[0].nodes) == 1
+    assert [script(first_divisor)(k) for k in (2, 9, 35, 97)] == [2, 3, 5, 10]
+
+
 # ---------------------------------------------------------------- the pipeline
 
 SQUARE = script_function(f"""graph(%a : {F32}):

@@ -260,6 +260,12 @@ class ControlFlowMixin:
             frame.assign(name, body.add_param(v.type, None if name[0] == "$" else name), src)
 
         def run_body():
+            # The body runs only while no break or return flag is set (they stop the
+            # loop): in the body they are the constant False, which lets the code after
+            # `if k % d == 0: break` test `k % d == 0` itself, not a carried flag.
+            for name in (brk, "$ret"):
+                if name in names:
+                    self.frame.assign(name, self.const(False, src), src)
             bind_iteration(iteration)
             if contains_statement(body_stmts, (ast.Continue,), into_loops=False):
                 self.frame.assign(cont, self.const(False, src), src)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..ir.graph import Graph, Node, Value
+from ..ir.graph import Graph, Node, Value, clone_node
 from ..ir.types import BoolType, IntType, StrType, TensorType, Type
 from .analysis import constant_value
 
@@ -126,5 +126,47 @@ def unit_range_index(node: Node) -> bool:
     return True
 
 
+def if_yields_condition(node: Node) -> bool:
+    """`if c: t = True else: t = False` -> `t = c` for a bool c: what a `break` or
+    `return` flag becomes once the loop's own flag is known False in its body (see
+    frontend/control_flow.py), so that later tests of the flag test `c` itself."""
+    if node.kind != "prim::If" or node.inputs[0].type != BoolType:
+        return False
+    then, otherwise = (block.outputs for block in node.blocks)
+    fired = False
+    for k, out in enumerate(node.outputs):
+        if out.uses and out.type == BoolType and constant_value(then[k]) is True \
+                and constant_value(otherwise[k]) is False:
+            out.replace_all_uses_with(node.inputs[0])
+            fired = True
+    return fired
+
+
+def merge_adjacent_ifs(node: Node) -> bool:
+    """`a = If(c){A1}{B1}; b = If(c){A2}{B2}` -> `a, b = If(c){A1; A2}{B1; B2}`: the front
+    end guards each statement after a `break` with its own test of the flag, and one
+    branch per test lets native code leave the loop at the `break` itself instead of
+    computing every guarded statement's result as a select on the flag."""
+    if node.kind != "prim::If":
+        return False
+    nodes = node.block.nodes
+    index = nodes.index(node)
+    if index + 1 == len(nodes):
+        return False
+    second = nodes[index + 1]
+    if second.kind != "prim::If" or second.inputs[0] is not node.inputs[0]:
+        return False
+    for arm, source in zip(node.blocks, second.blocks):
+        env = dict(zip(node.outputs, arm.outputs))
+        for inner in source.nodes:
+            arm.append(clone_node(inner, env))
+        for v in source.outputs:
+            arm.add_output(env.get(v, v))
+    for v in second.outputs:
+        v.replace_all_uses_with(node.add_output(v.type, v.name))
+    second.destroy()
+    return True
+
+
 RULES: list[Rule] = [power_to_multiplication, arithmetic_identity, double_negation,
-                     unit_range_index]
+                     unit_range_index, if_yields_condition, merge_adjacent_ifs]
