@@ -42,6 +42,21 @@ def elementwise(b: ir.IRBuilder, op: str, args: list[ir.Value], dtype: np.dtype,
     return lower_op(b, KernelOp(op, (), np.dtype(dtype)), list(args), arg_dtypes)
 
 
+PREDICATES = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def compare(b: ir.IRBuilder, op: str, x: ir.Value, y: ir.Value, dtype: np.dtype) -> ir.Value:
+    """NumPy's (and for float64 Python's) comparison `op` ("lt", "eq", ...) of two
+    operands of `dtype`.  Floats compare with LLVM's fcmp: scalar code never reads the
+    processor's invalid flag (NumPy's scalar operations clear it before their own), so it
+    needs none of the kernel library's flag-quiet compares (ir_util.fcmp_quiet), which
+    cost ~8 instructions each."""
+    if np.dtype(dtype).kind == "f":
+        pred = PREDICATES[op]
+        return b.fcmp_unordered(pred, x, y) if op == "ne" else b.fcmp_ordered(pred, x, y)
+    return elementwise(b, op, [x, y], BOOL, [dtype, dtype])
+
+
 def const(typ: ir.Type, value: float | int) -> ir.Constant:
     return ir.Constant(typ, value)
 
@@ -90,12 +105,22 @@ def intrinsic(b: ir.IRBuilder, name: str, *args: ir.Value) -> ir.Value:
 
 
 def libm(b: ir.IRBuilder, name: str, *args: ir.Value) -> ir.Value:
-    """A call of the C library's double function `name`, which CPython's math module calls
-    too (so results are CPython's bit for bit)."""
+    """A call of the C library's function `name` (`pow`, `powf`: its type is its operands'),
+    which CPython's math module and NumPy's scalars call too (so results are theirs bit for
+    bit)."""
     fn = b.module.globals.get(name)
     if fn is None:
-        fn = ir.Function(b.module, ir.FunctionType(DOUBLE, [DOUBLE] * len(args)), name=name)
+        ty = args[0].type
+        fn = ir.Function(b.module, ir.FunctionType(ty, [ty] * len(args)), name=name)
     return b.call(fn, list(args))
+
+
+def is_normal(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """x is finite and not zero or subnormal (false for NaN)."""
+    magnitude = intrinsic(b, "fabs", x)
+    smallest = float(np.finfo({"float": np.float32}.get(str(x.type), np.float64)).smallest_normal)
+    return b.and_(b.fcmp_ordered(">=", magnitude, const(x.type, smallest)),
+                  b.fcmp_ordered("<", magnitude, const(x.type, float("inf"))))
 
 
 def compare_int_float(b: ir.IRBuilder, pred: str, i: ir.Value, f: ir.Value) -> ir.Value:

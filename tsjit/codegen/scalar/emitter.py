@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import numpy as np
 from llvmlite import ir
 
 from ...interpreter.control import INT64_MAX, LoopParts, is_constant
@@ -32,13 +33,14 @@ from ...passes.analysis import has_effects
 from . import cpython
 from .bailout import Bailouts
 from .boundary import box, unbox
-from .inference import infer_node
+from .inference import RegionKinds, infer_node
 from .ntypes import (
     I1,
     I32,
     I64,
     PTR,
     PY_BOOL,
+    PY_FLOAT,
     PY_INT,
     NType,
     NumpyScalar,
@@ -69,7 +71,7 @@ class SiteTable:
 
 
 class FunctionEmitter:
-    def __init__(self, region: Graph, kinds: dict[Value, NType], name: str,
+    def __init__(self, region: Graph, kinds: RegionKinds, name: str,
                  sites: SiteTable, module: ir.Module):
         self.region = region
         self.kinds = kinds
@@ -263,9 +265,17 @@ class FunctionEmitter:
         alternatives gets its own branch, and the results are joined."""
         for k, arg in enumerate(args):
             if isinstance(arg.kind, Tagged):
-                return self._split(node, args, k)
+                if not _reads_as_numpy(node, args, k):
+                    return self._split(node, args, k)
+                args = [*args[:k], self._as_numpy(arg), *args[k + 1:]]
         out_kinds = self._out_kinds[node] = infer_node(node, [a.kind for a in args])
         return list(RULES[node.kind].emit(self, node, args, out_kinds))
+
+    def _as_numpy(self, tagged: NValue) -> NValue:
+        """A Tagged value whose Python number is exactly its NumPy scalar's value, as that
+        NumPy scalar (see _reads_as_numpy)."""
+        python, numpy = tagged.kind.alternatives(tagged.parts)
+        return NValue(numpy.kind, (self.b.select(tagged.parts[0], numpy.value, python.value),))
 
     def _split(self, node: Node, args: list[NValue], k: int) -> list[NValue]:
         b, tagged = self.b, args[k]
@@ -342,52 +352,81 @@ class FunctionEmitter:
     def _loop(self, node: Node) -> None:
         """`i = 0; c = cond; v = init; while i < n and c: v = body(i, v); i += 1`, with the
         counter left out of `while` loops (trip count INT64_MAX, counter unused) and the
-        condition left out of `for` loops (always True)."""
+        condition left out of `for` loops (always True).  A peeled loop (inference.py)
+        runs its first pass before the loop proper, with the kinds of that pass."""
         b = self.b
         loop = LoopParts(node)
         counted = not (is_constant(loop.max_trip_count, INT64_MAX) and not loop.counter.uses)
         conditional = not (is_constant(loop.initial_cond, True)
                            and is_constant(loop.next_cond, True))
         kinds = [self.kinds[p] for p in loop.params]
-        pre_end = b.block
         header, body_bb, exit_bb = (self.fn.append_basic_block(n)
                                     for n in ("loop", "body", "endloop"))
+        start, values = 0, [self.values[v] for v in loop.initial]
+        cond_value = self.values[loop.initial_cond]
+        skipped = None          # (block, values) reaching the exit without the loop proper
+        first_pass = self.kinds.peeled.get(node)
+        if first_pass is not None:
+            peel_bb = self.fn.append_basic_block("peel")
+            skipped = (b.block, values)
+            b.cbranch(self._loop_test(loop, counted, conditional, cond_value.value,
+                                      ir.Constant(I64, 0)), peel_bb, exit_bb)
+            b.position_at_end(peel_bb)
+            steady_kinds, self.kinds = self.kinds, first_pass
+            self._emit_pass(loop, counted, ir.Constant(I64, 0), values)
+            self.kinds = steady_kinds
+            start, values = 1, [self.values[v] for v in loop.carried_next]
+            cond_value = self.values[loop.next_cond]
+        pre_end = b.block
         b.branch(header)
         b.position_at_end(header)
         counter = b.phi(I64, name="i") if counted else None
         cond = b.phi(I1) if conditional else None
         carried = [NValue(k, tuple(b.phi(t) for t in k.components())) for k in kinds]
-        go = cond if conditional else ir.Constant(I1, 1)
-        if counted:
-            below = b.icmp_signed("<", counter, self.values[loop.max_trip_count].value)
-            go = b.and_(go, below)
-        b.cbranch(go, body_bb, exit_bb)
+        b.cbranch(self._loop_test(loop, counted, conditional, cond, counter), body_bb, exit_bb)
 
         b.position_at_end(body_bb)
+        self._emit_pass(loop, counted, counter, carried)
+        self._check_interrupts()
+        latch = b.block
+        incoming = [(pre_end, values, cond_value),
+                    (latch, [self.values[v] for v in loop.carried_next],
+                     self.values[loop.next_cond])]
+        if counted:
+            counter.add_incoming(ir.Constant(I64, start), pre_end)
+            counter.add_incoming(b.add(counter, ir.Constant(I64, 1)), latch)
+        b.branch(header)
+        for block, arriving, next_cond in incoming:
+            if conditional:
+                cond.add_incoming(next_cond.value, block)
+            for phi_value, value, kind in zip(carried, arriving, kinds):
+                for phi, part in zip(phi_value.parts, coerce(value, kind)):
+                    phi.add_incoming(part, block)
+        b.position_at_end(exit_bb)
+        for k, (out, value) in enumerate(zip(node.outputs, carried)):
+            if skipped is not None:
+                value = self.merge([(value, header), (skipped[1][k], skipped[0])],
+                                   self.kinds[out])
+            self.values[out] = value
+
+    def _loop_test(self, loop: LoopParts, counted: bool, conditional: bool,
+                   cond: ir.Value | None, counter: ir.Value | None) -> ir.Value:
+        """Whether a pass of the loop runs: its condition, and the counter below the trip
+        count."""
+        go = cond if conditional else ir.Constant(I1, 1)
+        if counted:
+            below = self.b.icmp_signed("<", counter, self.values[loop.max_trip_count].value)
+            go = self.b.and_(go, below)
+        return go
+
+    def _emit_pass(self, loop: LoopParts, counted: bool, counter: ir.Value,
+                   carried: Sequence[NValue]) -> None:
+        """The body once, for this counter and these carried values."""
         self.values[loop.counter] = NValue(PY_INT, (counter,) if counted else
                                            (ir.Constant(I64, ir.Undefined),))
         for param, value in zip(loop.params, carried):
             self.values[param] = value
-        self.emit_block(node.blocks[0])
-        self._check_interrupts()
-        latch = b.block
-        incoming = [(pre_end, [self.values[v] for v in loop.initial],
-                     self.values[loop.initial_cond]),
-                    (latch, [self.values[v] for v in loop.carried_next],
-                     self.values[loop.next_cond])]
-        if counted:
-            counter.add_incoming(ir.Constant(I64, 0), pre_end)
-            counter.add_incoming(b.add(counter, ir.Constant(I64, 1)), latch)
-        b.branch(header)
-        for block, values, next_cond in incoming:
-            if conditional:
-                cond.add_incoming(next_cond.value, block)
-            for phi_value, value, kind in zip(carried, values, kinds):
-                for phi, part in zip(phi_value.parts, coerce(value, kind)):
-                    phi.add_incoming(part, block)
-        b.position_at_end(exit_bb)
-        for out, value in zip(node.outputs, carried):
-            self.values[out] = value
+        self.emit_block(loop.node.blocks[0])
 
     def _check_interrupts(self) -> None:
         """On a loop's back-edge: every INTERRUPT_CHECK_INTERVAL back-edges (of all the
@@ -412,6 +451,25 @@ class FunctionEmitter:
         raised = b.icmp_signed("!=", b.call(check, []), ir.Constant(I32, 0))
         b.cbranch(raised, self.fail_block, go_on).set_weights([1, 1000])
         b.position_at_end(go_on)
+
+
+# A Python number held in a NumPy scalar's register type with the same value.
+_SAME_VALUE = {(PY_FLOAT, np.dtype(np.float64)), (PY_INT, np.dtype(np.int64)),
+               (PY_BOOL, np.dtype(np.bool_))}
+
+
+def _reads_as_numpy(node: Node, args: Sequence[NValue], k: int) -> bool:
+    """Whether the Tagged args[k] may be read as its NumPy scalar: for an op whose result
+    depends on its operands' values only (rules.Rule.by_value), whose other operands are
+    NumPy scalars of that very dtype, NumPy computes the same in that dtype whether the
+    operand is the Python number or the NumPy scalar of the same value (NEP 50).  The
+    loop of `worst = 0.0; ...; if drawdown > worst: worst = drawdown` then compares
+    without branching on which one `worst` holds."""
+    kind = args[k].kind
+    others = [a.kind for j, a in enumerate(args) if j != k]
+    return RULES[node.kind].by_value and (kind.python, kind.numpy.dtype) in _SAME_VALUE \
+        and bool(others) and all(o == kind.numpy for o in others)
+
 
 
 def _may_warn(kinds: Sequence[NType]) -> bool:

@@ -24,7 +24,18 @@ from llvmlite import ir
 from ...ir.graph import Node
 from ...ir.types import IntType, TensorType, TupleType
 from ..element_ops import cast_value, load_value, store_value
-from .arith import KERNEL_OPS, any_of, const, dtype_of, elementwise, intrinsic, is_finite
+from .arith import (
+    KERNEL_OPS,
+    any_of,
+    compare,
+    const,
+    dtype_of,
+    elementwise,
+    intrinsic,
+    is_finite,
+    is_normal,
+    libm,
+)
 from .emitter import FunctionEmitter
 from .ntypes import (
     I1,
@@ -131,6 +142,10 @@ def _float_events(b: ir.IRBuilder, op: str, x: ir.Value, y: ir.Value, r: ir.Valu
                   dtype: np.dtype) -> ir.Value:
     """Whether NumPy may have seen a floating-point event computing r = x op y (a
     superset: the fallback recomputes exactly what NumPy reports)."""
+    if op == "pow":     # also a zero or subnormal result (underflow), but for 0 ** y > 0
+        exact_zero = b.and_(b.fcmp_ordered("==", x, const(x.type, 0.0)),
+                            b.fcmp_ordered(">", y, const(y.type, 0.0)))
+        return b.and_(b.not_(is_normal(b, r)), b.not_(exact_zero))
     events = [b.not_(is_finite(b, r))]
     if op == "mul":
         events.append(b.and_(_tiny(b, r, dtype), b.and_(_nonzero(b, x), _nonzero(b, y))))
@@ -166,10 +181,13 @@ def binary_emit(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValue]
                 out_kind: NumpyScalar) -> list[NValue]:
     """x op y with at least one NumPy scalar operand."""
     b, dtype = em.b, out_kind.dtype
-    if op == "pow":
+    if op == "pow" and dtype.kind != "f":
         return em.python_fallback(node, args)
     (x, x_inexact), (y, y_inexact) = (to_dtype(b, a, dtype) for a in args)
-    r = elementwise(b, KERNEL_OPS[op], [x, y], dtype)
+    if op == "pow":     # NumPy's scalar power is the C library's pow / powf
+        r = libm(b, "powf" if dtype.itemsize == 4 else "pow", x, y)
+    else:
+        r = elementwise(b, KERNEL_OPS[op], [x, y], dtype)
     if dtype.kind == "f":
         events = _float_events(b, op, x, y, r, dtype)
     elif dtype.kind in "iu":
@@ -190,7 +208,7 @@ def compare_emit(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValue
     b = em.b
     dtype = common_dtype([a.kind for a in args])
     (x, x_inexact), (y, y_inexact) = (to_dtype(b, a, dtype) for a in args)
-    r = elementwise(b, op, [x, y], np.dtype(np.bool_), [dtype, dtype])
+    r = compare(b, op, x, y, dtype)
     return em.python_fallback(node, args, b.or_(x_inexact, y_inexact),
                               [NValue(out_kind, (r,))])
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 from llvmlite import ir
 
 from ...ir.graph import Node
@@ -22,7 +21,9 @@ from .arith import (
     FLOAT64,
     INT64,
     KERNEL_OPS,
+    PREDICATES,
     any_of,
+    compare,
     compare_int_float,
     const,
     elementwise,
@@ -56,7 +57,6 @@ _ARITHMETIC = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "lshift
 _BITWISE = ("and", "or", "xor")
 # bool & | ^ bool: the IRBuilder's method names are not uniform (and_, or_, xor)
 _BOOL_BUILDERS = {"and": ir.IRBuilder.and_, "or": ir.IRBuilder.or_, "xor": ir.IRBuilder.xor}
-_PREDICATES = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _EXACT_INT_DOUBLE = 2 ** 53        # ints of at most this magnitude convert to double exactly
 
 
@@ -214,7 +214,7 @@ def _float_binary(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValu
 
 
 register_rule([f"aten::{prefix}{op}" for op in _ARITHMETIC for prefix in ("", "i")],
-              _binary_infer, _binary_emit, speculate=_binary_speculate)
+              _binary_infer, _binary_emit, speculate=_binary_speculate, by_value=True)
 
 
 def _pow_infer(node: Node, kinds) -> list[NType]:
@@ -265,7 +265,7 @@ def _compare_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NVal
     op = node.kind.split("::", 1)[1]
     if isinstance(out_kinds[0], NumpyScalar):
         return numpy_ops.compare_emit(em, node, op, args, out_kinds[0])
-    b, pred = em.b, _PREDICATES[op]
+    b, pred = em.b, PREDICATES[op]
     kinds = [a.kind for a in args]
     if PY_FLOAT not in kinds:
         x, y = (to_int64(b, a.value, a.kind) for a in args)
@@ -277,12 +277,11 @@ def _compare_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NVal
             result = compare_int_float(b, flip(pred), args[1].value, args[0].value)
         return [NValue(PY_BOOL, (result,))]
     x, y = (to_double(b, a.value, a.kind) for a in args)
-    result = elementwise(b, op, [x, y], np.dtype(np.bool_), [FLOAT64, FLOAT64])
-    return [NValue(PY_BOOL, (result,))]
+    return [NValue(PY_BOOL, (compare(b, op, x, y, FLOAT64),))]
 
 
-register_rule([f"aten::{op}" for op in _PREDICATES], _compare_infer, _compare_emit,
-              speculate=_python_numbers_only)
+register_rule([f"aten::{op}" for op in PREDICATES], _compare_infer, _compare_emit,
+              speculate=_python_numbers_only, by_value=True)
 
 
 # ---------------------------------------------------------------------------- unary

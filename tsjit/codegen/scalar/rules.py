@@ -10,6 +10,10 @@ A rule answers three questions about a node:
     memory writes or undefined behaviour for these input kinds?  Then both arms of a
     small `if` may run it and the results be selected (emitter.py), which keeps hot
     loops free of unpredictable branches.
+  - `by_value`: with NumPy scalar operands, does the result depend on each operand only
+    through its value in the dtype NumPy computes in (arithmetic, comparisons; not
+    `max(a, b)`, which gives one of the operands themselves)?  Then a Tagged operand
+    (emitter.py) may be read as its NumPy scalar where that changes nothing.
 
 Rules live in the modules that implement them (python_ops, numpy_ops); importing this
 package registers them all.  Structural nodes (prim::If, prim::Loop) are the lowering
@@ -53,16 +57,18 @@ class Rule:
     emit: Emit
     check: Check = _always
     speculate: Speculate = _never
+    by_value: bool = False
 
 
 RULES: dict[str, Rule] = {}
 
 
 def register_rule(kinds: str | Sequence[str], infer: Infer, emit: Emit,
-                  check: Check = _always, speculate: Speculate = _never) -> None:
+                  check: Check = _always, speculate: Speculate = _never,
+                  by_value: bool = False) -> None:
     for kind in [kinds] if isinstance(kinds, str) else kinds:
         assert kind not in RULES, f"two native rules for {kind}"
-        RULES[kind] = Rule(infer, emit, check, speculate)
+        RULES[kind] = Rule(infer, emit, check, speculate, by_value)
 
 
 def rule_for(node: Node) -> Rule | None:
