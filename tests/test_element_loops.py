@@ -204,3 +204,21 @@ def test_guard_failures_and_other_dtypes_after_specializing():
         assert type(got) is type(want) and got == want
     stats = scripted.stats()
     assert stats["kernel_launches"] > 0 and stats["guard_failures"] > 0
+
+
+def test_powers_and_zero_products_run_without_the_interpreter(monkeypatch):
+    """`s ** 0.5` of an np.float64 (0.0 included: a point's distance to itself) and
+    products with a zero operand stay in native code: no fallback site runs."""
+    from tsjit.codegen.scalar import sites
+    calls = []
+    original = sites.Site.__call__
+
+    def counting(self, *args):
+        calls.append(self.node.kind)
+        return original(self, *args)
+    monkeypatch.setattr(sites.Site, "__call__", counting)
+    x = RNG.standard_normal((6, 4))
+    x[2] = 0.0
+    check_native(pairwise_distances, (x, np.zeros((6, 6))))
+    check_native(product, (np.array([2.0, 0.0, 3.0, -0.0]),))
+    assert calls == []

@@ -116,11 +116,15 @@ def libm(b: ir.IRBuilder, name: str, *args: ir.Value) -> ir.Value:
 
 
 def is_normal(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
-    """x is finite and not zero or subnormal (false for NaN)."""
-    magnitude = intrinsic(b, "fabs", x)
-    smallest = float(np.finfo({"float": np.float32}.get(str(x.type), np.float64)).smallest_normal)
-    return b.and_(b.fcmp_ordered(">=", magnitude, const(x.type, smallest)),
-                  b.fcmp_ordered("<", magnitude, const(x.type, float("inf"))))
+    """x is finite and not zero or subnormal (false for NaN): one unsigned compare of its
+    magnitude's bits, smallest normal <= |x| < inf."""
+    width = {"float": 32, "double": 64}[str(x.type)]
+    bits = ir.IntType(width)
+    magnitude = b.and_(b.bitcast(x, bits), const(bits, (1 << (width - 1)) - 1))
+    mantissa = {32: 23, 64: 52}[width]
+    smallest, infinity = 1 << mantissa, ((1 << (width - 1 - mantissa)) - 1) << mantissa
+    return b.icmp_unsigned("<", b.sub(magnitude, const(bits, smallest)),
+                           const(bits, infinity - smallest))
 
 
 def compare_int_float(b: ir.IRBuilder, pred: str, i: ir.Value, f: ir.Value) -> ir.Value:

@@ -175,11 +175,14 @@ class FunctionEmitter:
         self.b.position_at_end(cont)
 
     def python_fallback(self, node: Node, args: Sequence[NValue], when: ir.Value | None = None,
-                        fast: Sequence[NValue] | Callable[[], Sequence[NValue]] = ()
-                        ) -> list[NValue]:
+                        fast: Sequence[NValue] | Callable[[], Sequence[NValue]] = (),
+                        recheck: Callable[[], ir.Value] | None = None) -> list[NValue]:
         """The node's results: from its reference implementation in Python when `when` is
         true (always when it is None), else `fast` (values, or a function emitting them on
-        the fast branch only).  Called by the node's rule, while it emits the node."""
+        the fast branch only).  With `recheck`, `when` may be a cheap superset of the rare
+        case: where it holds, `recheck()` (emitted off the hot path) decides, and the
+        precomputed `fast` values serve where it is false.  Called by the node's rule,
+        while it emits the node."""
         out_kinds = self._out_kinds[node]
         if when is None:
             return self._call_site(node, args, out_kinds)
@@ -189,15 +192,21 @@ class FunctionEmitter:
         b.cbranch(when, slow_bb, fast_bb).set_weights([1, 1000])
         b.position_at_end(fast_bb)
         fast_values = list(fast() if callable(fast) else fast)
-        fast_end = b.block
+        arrivals = [(fast_values, b.block)]
         b.branch(join_bb)
         b.position_at_end(slow_bb)
+        if recheck is not None:
+            assert not callable(fast), "a recheck needs the fast values on both branches"
+            site_bb = self.fn.append_basic_block("site")
+            arrivals.append((fast_values, b.block))
+            b.cbranch(recheck(), site_bb, join_bb)
+            b.position_at_end(site_bb)
         slow_values = self._call_site(node, args, out_kinds)
-        slow_end = b.block
+        arrivals.append((slow_values, b.block))
         b.branch(join_bb)
         b.position_at_end(join_bb)
-        return [self.merge([(f, fast_end), (s, slow_end)], k)
-                for f, s, k in zip(fast_values, slow_values, out_kinds)]
+        return [self.merge([(values[k], block) for values, block in arrivals], kind)
+                for k, kind in enumerate(out_kinds)]
 
     def _call_site(self, node: Node, args: Sequence[NValue], out_kinds: list[NType]
                    ) -> list[NValue]:

@@ -128,33 +128,30 @@ def binary_infer(op: str, kinds: Sequence[NType]) -> list[NType]:
     return [NumpyScalar(numpy_result(fn, kinds))]
 
 
-def _tiny(b: ir.IRBuilder, r: ir.Value, dtype: np.dtype) -> ir.Value:
-    """|r| below the smallest normal number (zero included)."""
-    smallest = float(np.finfo(dtype).smallest_normal)
-    return b.fcmp_ordered("<", intrinsic(b, "fabs", r), const(r.type, smallest))
-
-
-def _nonzero(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
-    return b.fcmp_unordered("!=", v, const(v.type, 0.0))
-
-
 def _float_events(b: ir.IRBuilder, op: str, x: ir.Value, y: ir.Value, r: ir.Value,
-                  dtype: np.dtype) -> ir.Value:
-    """Whether NumPy may have seen a floating-point event computing r = x op y (a
-    superset: the fallback recomputes exactly what NumPy reports)."""
-    if op == "pow":     # also a zero or subnormal result (underflow), but for 0 ** y > 0
-        exact_zero = b.and_(b.fcmp_ordered("==", x, const(x.type, 0.0)),
-                            b.fcmp_ordered(">", y, const(y.type, 0.0)))
-        return b.and_(b.not_(is_normal(b, r)), b.not_(exact_zero))
+                  dtype: np.dtype) -> tuple[ir.Value, Callable[[], ir.Value] | None]:
+    """Whether NumPy may have seen a floating-point event computing r = x op y: a cheap
+    test on the hot path (a superset), and where that is not exact, the exact test to run
+    when it holds (see FunctionEmitter.python_fallback).  Even the exact test is a
+    superset of what NumPy reports: the fallback recomputes exactly that."""
+    if op in ("mul", "truediv", "pow"):
+        # A zero or subnormal result is an underflow (or, for pow and /, a division by
+        # zero) unless an operand made it exact: 0 * y, 0 / y, 0 ** (y > 0).
+        def exact() -> ir.Value:
+            zero_x = b.fcmp_ordered("==", x, const(x.type, 0.0))
+            if op == "mul":
+                zero = b.or_(zero_x, b.fcmp_ordered("==", y, const(y.type, 0.0)))
+            elif op == "truediv":
+                zero = zero_x
+            else:
+                zero = b.and_(zero_x, b.fcmp_ordered(">", y, const(y.type, 0.0)))
+            return b.not_(b.and_(is_finite(b, r), zero))
+        return b.not_(is_normal(b, r)), exact
     events = [b.not_(is_finite(b, r))]
-    if op == "mul":
-        events.append(b.and_(_tiny(b, r, dtype), b.and_(_nonzero(b, x), _nonzero(b, y))))
-    elif op == "truediv":
-        events.append(b.and_(_tiny(b, r, dtype), _nonzero(b, x)))
-    elif op in ("floordiv", "mod"):
+    if op in ("floordiv", "mod"):
         events += [b.not_(is_finite(b, x)), b.not_(is_finite(b, y)),
                    b.fcmp_ordered("==", y, const(y.type, 0.0))]
-    return any_of(b, events)
+    return any_of(b, events), None
 
 
 def _int_events(b: ir.IRBuilder, op: str, x: ir.Value, y: ir.Value, dtype: np.dtype
@@ -188,14 +185,16 @@ def binary_emit(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValue]
         r = libm(b, "powf" if dtype.itemsize == 4 else "pow", x, y)
     else:
         r = elementwise(b, KERNEL_OPS[op], [x, y], dtype)
+    exact = None
     if dtype.kind == "f":
-        events = _float_events(b, op, x, y, r, dtype)
+        events, exact = _float_events(b, op, x, y, r, dtype)
     elif dtype.kind in "iu":
         events = _int_events(b, op, x, y, dtype)
     else:
         events = const(I1, 0)
     unusual = any_of(b, [x_inexact, y_inexact, events])
-    return em.python_fallback(node, args, unusual, [NValue(out_kind, (r,))])
+    recheck = None if exact is None else (lambda: any_of(b, [x_inexact, y_inexact, exact()]))
+    return em.python_fallback(node, args, unusual, [NValue(out_kind, (r,))], recheck)
 
 
 def compare_infer(op: str, kinds: Sequence[NType]) -> list[NType]:
