@@ -222,3 +222,53 @@ def test_powers_and_zero_products_run_without_the_interpreter(monkeypatch):
     check_native(pairwise_distances, (x, np.zeros((6, 6))))
     check_native(product, (np.array([2.0, 0.0, 3.0, -0.0]),))
     assert calls == []
+
+
+def step_toward_zero(x: tsjit.Tensor, out: tsjit.Tensor, k: int) -> tsjit.Tensor:
+    for i in range(x.shape[0]):
+        v = x[i]
+        if v < 0:
+            w = v + k
+        else:
+            w = v - k
+        out[i] = w
+    return out
+
+
+def scale_by_sign(x: tsjit.Tensor, out: tsjit.Tensor) -> tsjit.Tensor:
+    for i in range(x.shape[0]):
+        v = x[i]
+        if v < 0.0:
+            w = v * 1e300
+        else:
+            w = v * 1e-300
+        out[i] = w
+    return out
+
+
+@pytest.mark.parametrize("dtype", (np.int64, np.int32, np.uint8))
+def test_both_arms_of_a_numpy_if_run_but_only_the_taken_one_warns(dtype, monkeypatch):
+    """The arms' NumPy arithmetic runs unconditionally with its overflow tests collected
+    (no branch to mispredict); only an overflow of the arm taken warns or raises."""
+    checked = []
+    original = scalar_emitter.FunctionEmitter._checked_select_if
+
+    def recording(self, node):
+        checked.append(node)
+        return original(self, node)
+    monkeypatch.setattr(scalar_emitter.FunctionEmitter, "_checked_select_if", recording)
+    info = np.iinfo(dtype)
+    x = np.array([info.min, info.max, 0, info.min + 3, 7], dtype)
+    calls = [(x, np.zeros_like(x), 1), (x, np.zeros_like(x), 5), (x[2:], np.zeros(3), 300)]
+    check_native(step_toward_zero, *calls)
+    with np.errstate(over="raise"):
+        check_native(step_toward_zero, *calls)
+    assert checked
+
+
+def test_float_arms_overflow_or_underflow_only_where_taken():
+    x = np.array([-1e10, 1e-10, 2.0, -0.0, 0.0, np.nan, -3.0])
+    for state in ("ignore", "warn", "raise"):
+        with np.errstate(over=state, under=state):
+            check_native(scale_by_sign, (x, np.zeros_like(x)), (x[1:2], np.zeros(1)),
+                         (x[4:], np.zeros(3)))

@@ -31,6 +31,7 @@ from ...interpreter.control import INT64_MAX, LoopParts, is_constant
 from ...ir.graph import Block, Graph, Node, Value
 from ...passes.analysis import has_effects
 from . import cpython
+from .arith import any_of
 from .bailout import Bailouts
 from .boundary import box, unbox
 from .inference import RegionKinds, infer_node
@@ -95,6 +96,7 @@ class FunctionEmitter:
         self.bailouts: Bailouts | None = None
         self._out_kinds: dict[Node, list[NType]] = {}   # of the node a rule is emitting
         self._interrupt_budget: ir.Value | None = None
+        self._deferred: list[ir.Value] | None = None    # tests of a checked speculation
 
     # ------------------------------------------------------------------ the function
     def build(self, miss_handler: object, rerun_handler: object, counters: object) -> None:
@@ -186,6 +188,10 @@ class FunctionEmitter:
         out_kinds = self._out_kinds[node]
         if when is None:
             return self._call_site(node, args, out_kinds)
+        if self._deferred is not None:      # a checked speculation (see _checked_select_if)
+            assert not callable(fast), "a deferred test needs precomputed fast values"
+            self._deferred.append(when)
+            return list(fast)
         b = self.b
         slow_bb, fast_bb, join_bb = (self.fn.append_basic_block(n)
                                      for n in ("slow", "fast", "join"))
@@ -307,6 +313,13 @@ class FunctionEmitter:
         if size is not None and size <= SPECULATION_LIMIT:
             self._select_if(node)
             return
+        size = self._speculation_size(node.blocks, checked=True)
+        if size is not None and size <= SPECULATION_LIMIT and self._deferred is None:
+            self._checked_select_if(node)
+            return
+        self._branch_if(node)
+
+    def _branch_if(self, node: Node) -> None:
         b = self.b
         cond = self.values[node.inputs[0]].value
         then_bb, else_bb, join_bb = (self.fn.append_basic_block(n)
@@ -323,40 +336,79 @@ class FunctionEmitter:
             self.values[out] = self.merge([(vals[k], bb) for vals, bb in arrivals],
                                           self.kinds[out])
 
-    def _speculation_size(self, blocks: Sequence[Block]) -> int | None:
+    def _speculation_size(self, blocks: Sequence[Block], checked: bool = False) -> int | None:
         """How many operations `blocks` have (nested ifs included), if every one of them
-        may run when its arm is not taken (rules.Rule.speculate); else None."""
+        may run when its arm is not taken (rules.Rule.speculate, or with `checked` also
+        Rule.checked, then without nested ifs); else None."""
         size = 0
         for inner in (n for block in blocks for n in block.nodes):
             if inner.kind == "prim::If":
-                inner_size = self._speculation_size(inner.blocks)
+                inner_size = None if checked else self._speculation_size(inner.blocks)
                 if inner_size is None:
                     return None
                 size += 1 + inner_size
                 continue
             kinds = [self.kinds[v] for v in inner.inputs]
-            if inner.kind == "prim::Loop" or any(isinstance(k, Tagged) for k in kinds) or \
-                    not RULES[inner.kind].speculate(inner, kinds):
+            if inner.kind == "prim::Loop" or any(isinstance(k, Tagged) for k in kinds):
+                return None
+            rule = RULES[inner.kind]
+            if not (rule.speculate(inner, kinds) or (checked and rule.checked(inner, kinds))):
                 return None
             size += inner.kind != "prim::Constant"
         return size
+
+    def _checked_select_if(self, node: Node) -> None:
+        """An `if` of a few operations whose rare cases are tests (rules.Rule.checked):
+        both arms run with their tests collected, not branched on, and selects pick the
+        results; where a test of the taken arm holds, the `if` runs again as branches,
+        whose operations then take their rare paths as usual.  Running an arm that is not
+        taken, or one that runs again, is not observable: without their rare paths these
+        operations only compute.  `if t[i-1, j] + 1 < best: best = t[i-1, j] + 1` (NumPy
+        ints: overflow tests) then costs no branch the processor could mispredict."""
+        b = self.b
+        cond = self.values[node.inputs[0]].value
+        tests = []
+        for block in node.blocks:
+            self._deferred = []
+            self.emit_block(block)
+            tests.append(any_of(b, [ir.Constant(I1, 0), *self._deferred]))
+        self._deferred = None
+        rare = b.select(cond, tests[0], tests[1])
+        fast = self._select_results(node, cond)
+        fast_end = b.block
+        slow_bb, join_bb = self.fn.append_basic_block("recheck"), self.fn.append_basic_block()
+        b.cbranch(rare, slow_bb, join_bb).set_weights([1, 1000])
+        b.position_at_end(slow_bb)
+        self._branch_if(node)
+        slow_end = b.block
+        b.branch(join_bb)
+        b.position_at_end(join_bb)
+        for out, value in zip(node.outputs, fast):
+            self.values[out] = self.merge([(value, fast_end), (self.values[out], slow_end)],
+                                          self.kinds[out])
 
     def _select_if(self, node: Node) -> None:
         """An `if` of a few operations without branches: both arms run and selects pick
         the results, so that a loop around it has no branch the processor could
         mispredict."""
-        b = self.b
         cond = self.values[node.inputs[0]].value
-        arms = []
         for block in node.blocks:
             self.emit_block(block)
-            arms.append([self.values[v] for v in block.outputs])
+        for out, value in zip(node.outputs, self._select_results(node, cond)):
+            self.values[out] = value
+
+    def _select_results(self, node: Node, cond: ir.Value) -> list[NValue]:
+        """The If's results, selected from its arms' values (both arms emitted)."""
+        b = self.b
+        arms = [[self.values[v] for v in block.outputs] for block in node.blocks]
+        results = []
         for k, out in enumerate(node.outputs):
             kind = self.kinds[out]
             parts = zip(coerce(arms[0][k], kind), coerce(arms[1][k], kind))
-            self.values[out] = NValue(kind, tuple(
+            results.append(NValue(kind, tuple(
                 then if then is otherwise else b.select(cond, then, otherwise)
-                for then, otherwise in parts))
+                for then, otherwise in parts)))
+        return results
 
     def _loop(self, node: Node) -> None:
         """`i = 0; c = cond; v = init; while i < n and c: v = body(i, v); i += 1`, with the

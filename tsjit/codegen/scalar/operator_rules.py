@@ -160,6 +160,16 @@ def _binary_speculate(node: Node, kinds: Sequence[NType]) -> bool:
         not _python_raises(op, second.attrs["value"])
 
 
+def _numpy_checked(node: Node, kinds: Sequence[NType]) -> bool:
+    """NumPy scalar arithmetic and comparisons: their rare cases are one test on values
+    computed beforehand (numpy_ops), but for integer powers, which always call Python."""
+    if not _has_numpy(kinds):
+        return False
+    op = node.kind.split("::", 1)[1]
+    return _operator_name(node) != "pow" or numpy_ops.binary_infer(
+        "pow", kinds)[0].dtype.kind == "f" if op not in PREDICATES else True
+
+
 def _python_numbers_only(node: Node, kinds: Sequence[NType]) -> bool:
     return not _has_numpy(kinds)
 
@@ -214,7 +224,8 @@ def _float_binary(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValu
 
 
 register_rule([f"aten::{prefix}{op}" for op in _ARITHMETIC for prefix in ("", "i")],
-              _binary_infer, _binary_emit, speculate=_binary_speculate, by_value=True)
+              _binary_infer, _binary_emit, speculate=_binary_speculate, by_value=True,
+              checked=_numpy_checked)
 
 
 def _pow_infer(node: Node, kinds) -> list[NType]:
@@ -281,7 +292,7 @@ def _compare_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NVal
 
 
 register_rule([f"aten::{op}" for op in PREDICATES], _compare_infer, _compare_emit,
-              speculate=_python_numbers_only, by_value=True)
+              speculate=_python_numbers_only, by_value=True, checked=_numpy_checked)
 
 
 # ---------------------------------------------------------------------------- unary

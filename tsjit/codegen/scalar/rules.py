@@ -10,6 +10,10 @@ A rule answers three questions about a node:
     memory writes or undefined behaviour for these input kinds?  Then both arms of a
     small `if` may run it and the results be selected (emitter.py), which keeps hot
     loops free of unpredictable branches.
+  - `checked(node, kinds)`: is that code so but for the test of its rare case (a NumPy
+    scalar operation's overflow, say: python_fallback with precomputed fast values)?
+    Then a small `if` of such operations may also run both arms, collecting those tests;
+    where one of the taken arm's holds, the `if` runs again as branches (emitter.py).
   - `by_value`: with NumPy scalar operands, does the result depend on each operand only
     through its value in the dtype NumPy computes in (arithmetic, comparisons; not
     `max(a, b)`, which gives one of the operands themselves)?  Then a Tagged operand
@@ -58,6 +62,7 @@ class Rule:
     check: Check = _always
     speculate: Speculate = _never
     by_value: bool = False
+    checked: Speculate = _never
 
 
 RULES: dict[str, Rule] = {}
@@ -65,10 +70,10 @@ RULES: dict[str, Rule] = {}
 
 def register_rule(kinds: str | Sequence[str], infer: Infer, emit: Emit,
                   check: Check = _always, speculate: Speculate = _never,
-                  by_value: bool = False) -> None:
+                  by_value: bool = False, checked: Speculate = _never) -> None:
     for kind in [kinds] if isinstance(kinds, str) else kinds:
         assert kind not in RULES, f"two native rules for {kind}"
-        RULES[kind] = Rule(infer, emit, check, speculate, by_value)
+        RULES[kind] = Rule(infer, emit, check, speculate, by_value, checked)
 
 
 def rule_for(node: Node) -> Rule | None:
