@@ -272,3 +272,59 @@ def test_float_arms_overflow_or_underflow_only_where_taken():
         with np.errstate(over=state, under=state):
             check_native(scale_by_sign, (x, np.zeros_like(x)), (x[1:2], np.zeros(1)),
                          (x[4:], np.zeros(3)))
+
+
+def test_an_index_out_of_bounds_ends_the_native_run(monkeypatch):
+    """The path of an index out of bounds calls Python's indexing (NumPy's IndexError)
+    and never comes back into the loop, so the loop after a read may take its index as
+    in bounds (one bounds test for `counts[b] += 1`, no registers saved around the
+    call).  A Python indexing that did not raise would be a bug: SystemError."""
+    from tsjit.codegen.scalar import sites
+    x = np.arange(5.0)
+    check_native(lookup_sum, (x, np.array([0, 7])), (x, np.array([-6])))
+    monkeypatch.setattr(sites.Site, "__call__", lambda self, *args: np.float64(0.0))
+    run, _ = native(lookup_sum)
+    with pytest.raises(SystemError, match="did not raise"):
+        run(x, np.array([0, 7]))
+
+
+def int_steps(x: tsjit.Tensor, d: int):
+    s = x[0]
+    t = x[0]
+    for i in range(x.shape[0]):
+        s = s + x[i] * 3
+        t = x[i] // d + x[i] % d
+    return s, t
+
+
+def quotients(x: tsjit.Tensor, d: float):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i] / d
+    return s
+
+
+def python_quotients(n: int, d: int) -> float:
+    s = 0.0
+    for i in range(n):
+        s += i % d + i / d
+    return s
+
+
+def test_numpy_scalar_overflow_and_division_by_zero_warn_or_raise_as_numpy():
+    """NumPy 2.4 warns "overflow encountered in scalar multiply" for np.int64, "divide by
+    zero encountered in scalar floor_divide / remainder" (result 0) for integer // and %
+    by zero, and "divide by zero" / "invalid value" for float division: native loops
+    give the same values and warnings, and FloatingPointError under errstate(raise)."""
+    x = np.array([2**62, 2**62, 5], np.int64)
+    ints = [(x, 0), (x, 3), (x.astype(np.int32), 7), (x.astype(np.uint64), 0)]
+    floats = [(np.array([1.0, 0.0, -1.0]), 0.0), (np.array([1.0, 2.0], np.float32), 4.0)]
+    check_native(int_steps, *ints)
+    check_native(quotients, *floats)
+    with np.errstate(all="raise"):
+        check_native(int_steps, *ints)
+        check_native(quotients, *floats)
+
+
+def test_python_division_by_zero_raises_zero_division_error_from_native_loops():
+    check_native(python_quotients, (5, 2), (5, 0), (0, 0), (3, -2))

@@ -214,10 +214,31 @@ class FunctionEmitter:
         return [self.merge([(values[k], block) for values, block in arrivals], kind)
                 for k, kind in enumerate(out_kinds)]
 
-    def _call_site(self, node: Node, args: Sequence[NValue], out_kinds: list[NType]
-                   ) -> list[NValue]:
+    def raise_at_site(self, node: Node, args: Sequence[NValue], when: ir.Value) -> None:
+        """Where `when` holds, the node's reference implementation raises (NumPy's
+        IndexError for an index out of bounds, Python's ZeroDivisionError): call it and
+        fail.  The path never rejoins
+        the code after the node, so that code may take `when` as false, and values live
+        across the call need no saving in the loop around it."""
+        assert self._deferred is None, "a raising path in a checked speculation"
+        b = self.b
+        raise_bb, cont = self.fn.append_basic_block("raise"), self.fn.append_basic_block()
+        b.cbranch(when, raise_bb, cont).set_weights([1, 1000])
+        b.position_at_end(raise_bb)
+        result = self._boxed_site_call(node, args, self._out_kinds[node])
+        self.check_object(result)       # NULL: the expected exception is set
+        cpython.call(b, "Py_DecRef", result)
+        unexpected = cpython.call(b, "PyObject_Vectorcall", self.object(_did_not_raise),
+                                  ir.Constant(PTR, None), ir.Constant(I64, 0),
+                                  ir.Constant(PTR, None))
+        cpython.call(b, "Py_DecRef", unexpected)     # NULL (it raises); Py_DecRef takes NULL
+        b.branch(self.fail_block)
+        b.position_at_end(cont)
+
+    def _boxed_site_call(self, node: Node, args: Sequence[NValue], out_kinds: list[NType]
+                         ) -> ir.Value:
         """Call the node's Python site with its distinct non-constant inputs (boxed), the
-        parameters of `sites.single_node_graph`."""
+        parameters of `sites.single_node_graph`; its result (a new reference or NULL)."""
         b = self.b
         distinct = {v: a for v, a in zip(node.inputs, args) if v.node.kind != "prim::Constant"}
         passed = list(distinct.values())
@@ -234,7 +255,14 @@ class FunctionEmitter:
                               ir.Constant(I64, len(passed)), ir.Constant(PTR, None))
         for obj in boxed:
             cpython.call(b, "Py_DecRef", obj)
-        self.check_object(result)
+        return result
+
+    def _call_site(self, node: Node, args: Sequence[NValue], out_kinds: list[NType]
+                   ) -> list[NValue]:
+        """Call the node's Python site with its distinct non-constant inputs (boxed), the
+        parameters of `sites.single_node_graph`."""
+        b = self.b
+        result = self.check_object(self._boxed_site_call(node, args, out_kinds))
         if out_kinds:
             self.bailouts.check_site_result(result)
         if len(out_kinds) == 1:
@@ -531,6 +559,11 @@ def _reads_as_numpy(node: Node, args: Sequence[NValue], k: int) -> bool:
     return RULES[node.kind].by_value and (kind.python, kind.numpy.dtype) in _SAME_VALUE \
         and bool(others) and all(o == kind.numpy for o in others)
 
+
+
+def _did_not_raise() -> None:
+    raise SystemError("tsjit: native code expected the interpreter to raise here (an "
+                      "index out of bounds, a division by zero), but it did not raise")
 
 
 def _may_warn(kinds: Sequence[NType]) -> bool:

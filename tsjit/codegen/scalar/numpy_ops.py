@@ -271,10 +271,8 @@ def element_read(em: FunctionEmitter, node: Node, args: Sequence[NValue], kind: 
                  ) -> list[NValue]:
     """`array[i, ...]`: the element, or NumPy's IndexError for an index out of bounds."""
     address, outside = _element_pointer(em, node, args)
-
-    def load() -> list[NValue]:
-        return [NValue(kind, (load_value(em.b, address, args[0].kind.dtype),))]
-    return em.python_fallback(node, args, outside, load)
+    em.raise_at_site(node, args, outside)
+    return [NValue(kind, (load_value(em.b, address, args[0].kind.dtype),))]
 
 
 def index_check(node: Node) -> str | None:
@@ -330,12 +328,13 @@ def _setitem_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NVal
     b = em.b
     array, index, value = args
     address, outside = _element_pointer(em, node, args[:2])
+    em.raise_at_site(node, args, outside)
     stored, inexact = _store_exact(b, value, array.kind.dtype)
 
     def store() -> list[NValue]:
         store_value(b, stored, address, array.kind.dtype)
         return []
-    return em.python_fallback(node, args, b.or_(outside, inexact), store)
+    return em.python_fallback(node, args, inexact, store)
 
 
 register_rule("aten::__setitem__", _setitem_infer, _setitem_emit, index_check)

@@ -126,8 +126,10 @@ def _int_binary(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValue]
                     if op == "floordiv" else b.and_(x, const(I64, y.constant - 1))
                 return [NValue(PY_INT, (value,))]
             return kernel()
-        rare = b.icmp_signed("==" if op in ("floordiv", "mod") else "<", y, zero)
-        return em.python_fallback(node, args, rare, kernel)
+        # a zero divisor (ZeroDivisionError), a negative shift count (ValueError)
+        em.raise_at_site(node, args, b.icmp_signed("==" if op in ("floordiv", "mod") else "<",
+                                                   y, zero))
+        return kernel()
     if op == "pow":
         return em.python_fallback(node, args, b.icmp_signed("<", y, zero),
                                   lambda: [NValue(PY_INT, (_int_power(em, x, y),))])
@@ -207,17 +209,17 @@ def _float_binary(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValu
     x, y = (to_double(b, a.value, a.kind) for a in args)
     if op in ("add", "sub", "mul"):
         return [NValue(PY_FLOAT, (elementwise(b, op, [x, y], FLOAT64),))]
-    y_zero = b.fcmp_ordered("==", y, const(DOUBLE, 0.0))
+    if op in ("truediv", "floordiv", "mod"):     # ZeroDivisionError
+        em.raise_at_site(node, args, b.fcmp_ordered("==", y, const(DOUBLE, 0.0)))
     if op == "truediv":
-        unusual = y_zero
         if all(a.kind in (PY_INT, PY_BOOL) for a in args):   # CPython divides ints exactly
-            unusual = any_of(b, [y_zero] + [_beyond_exact_double(b, to_int64(b, a.value, a.kind))
-                                            for a in args])
-        return em.python_fallback(node, args, unusual,
-                                  lambda: [NValue(PY_FLOAT, (b.fdiv(x, y),))])
+            inexact = any_of(b, [_beyond_exact_double(b, to_int64(b, a.value, a.kind))
+                                 for a in args])
+            return em.python_fallback(node, args, inexact,
+                                      lambda: [NValue(PY_FLOAT, (b.fdiv(x, y),))])
+        return [NValue(PY_FLOAT, (b.fdiv(x, y),))]
     if op in ("floordiv", "mod"):
-        return em.python_fallback(node, args, y_zero, lambda: [
-            NValue(PY_FLOAT, (elementwise(b, op, [x, y], FLOAT64),))])
+        return [NValue(PY_FLOAT, (elementwise(b, op, [x, y], FLOAT64),))]
     result = libm(b, "pow", x, y)                     # CPython's float_pow calls pow()
     unusual = any_of(b, [b.not_(is_finite(b, v)) for v in (x, y, result)])
     return em.python_fallback(node, args, unusual, [NValue(PY_FLOAT, (result,))])
