@@ -139,3 +139,76 @@ def test_partial_vectors_raise_no_flags(n):
         result = scripted(x, y)
     assert_same(result, sqrt_ratio(x, y))
     assert scripted.stats()["bailouts"] == 0
+
+
+def floor_divide_plus_one(a, b):
+    return a // b + 1
+
+
+def remainder_times_two(a, b):
+    return np.remainder(a, b) * 2
+
+
+def floor_divide_in_place(x, y):
+    x //= y * 1
+    return x
+
+
+def row_sums_of_quotients(a, b):
+    return np.sum(a // b, axis=-1)
+
+
+INTEGER_ERRSTATES = [{}, {"divide": "raise"}, {"over": "raise"}, {"all": "ignore"},
+                     {"all": "warn"}]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8, np.uint64])
+@pytest.mark.parametrize("errstate", INTEGER_ERRSTATES)
+@pytest.mark.parametrize("fn", [floor_divide_plus_one, remainder_times_two,
+                                floor_divide_in_place])
+def test_integer_division_by_zero_is_reported_as_eagerly(fn, dtype, errstate):
+    """No instruction flags an integer division by zero: the kernel reports it itself."""
+    a = np.arange(300).astype(dtype)
+    b = np.ones(300, dtype)
+    b[[3, 200]] = 0
+    _, warned = check(fn, (a, b), **errstate)
+    if not errstate:
+        name = "remainder" if fn is remainder_times_two else "floor_divide"
+        assert warned == [(RuntimeWarning, f"divide by zero encountered in {name}")]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64])
+@pytest.mark.parametrize("errstate", INTEGER_ERRSTATES)
+@pytest.mark.parametrize("fn", [floor_divide_plus_one, remainder_times_two,
+                                floor_divide_in_place])
+def test_least_integer_floor_divided_by_minus_one_overflows_as_eagerly(fn, dtype, errstate):
+    a = np.arange(300).astype(dtype)
+    b = np.ones(300, dtype)
+    a[100], b[100] = np.iinfo(dtype).min, -1   # floor_divide overflows, remainder not
+    _, warned = check(fn, (a, b), **errstate)
+    if not errstate and fn is not remainder_times_two:
+        assert warned == [(RuntimeWarning, "overflow encountered in floor_divide")]
+
+
+@pytest.mark.parametrize("errstate", INTEGER_ERRSTATES)
+def test_integer_errors_in_a_row_kernel_are_reported_as_eagerly(errstate):
+    a = np.arange(3000, dtype=np.int64).reshape(10, 300)
+    b = np.ones((10, 300), np.int64)
+    b[4, 17] = 0
+    a[7, 5], b[7, 5] = np.iinfo(np.int64).min, -1
+    _, warned = check(row_sums_of_quotients, (a, b), **errstate)
+    if not errstate:
+        assert warned == [(RuntimeWarning, "divide by zero encountered in floor_divide"),
+                          (RuntimeWarning, "overflow encountered in floor_divide")]
+
+
+def test_integer_division_by_zero_calls_the_seterrcall_handler():
+    a, b = np.arange(50), np.ones(50, np.int64)
+    b[9] = 0
+    calls = {"eager": [], "scripted": []}
+    scripted = compiled(floor_divide_plus_one, a, np.ones(50, np.int64))
+    for name, fn in (("eager", floor_divide_plus_one), ("scripted", scripted)):
+        with np.errstate(all="call", call=lambda kind, flag, name=name: calls[name].append(
+                (kind, flag))):
+            fn(a, b)
+    assert calls["scripted"] == calls["eager"] == [("divide by zero", 1)]

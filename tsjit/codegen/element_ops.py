@@ -16,12 +16,14 @@ import numpy as np
 from llvmlite import ir
 
 from tsjit.codegen import numpy_nans, vmath
+from tsjit.codegen.fp_status import FLAG_BITS
 from tsjit.codegen.ir_util import fcmp_quiet
 from tsjit.codegen.kernel_spec import MATH_FUNCTIONS, SCALAR_OPERANDS, KernelOp
 
 __all__ = [
     "cast_value",
     "float_truncate",
+    "integer_errors",
     "llvm_type",
     "load_value",
     "lower_op",
@@ -35,6 +37,7 @@ _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 _I1 = ir.IntType(1)
 _I8 = ir.IntType(8)
+_I32 = ir.IntType(32)
 
 
 def llvm_type(dtype: np.dtype) -> ir.Type:
@@ -342,6 +345,29 @@ def _int_floordiv_mod(
     quotient = b.select(adjust, b.sub(quotient, one), quotient)
     remainder = b.select(adjust, b.add(remainder, y), remainder)
     return b.select(y_zero, zero, quotient), b.select(y_zero, zero, remainder)
+
+
+def integer_errors(b: ir.IRBuilder, op: KernelOp, args: list[ir.Value],
+                   arg_dtypes: list[np.dtype]) -> ir.Value | None:
+    """The errors NumPy's integer loops report by hand for this element of ``op``, as an
+    i32 of MXCSR flags (``fp_status.FLAG_BITS``); None for an op that reports none. No
+    instruction flags them: ``x // 0`` and ``x % 0`` (divide by zero, the result 0) and
+    ``MIN // -1`` (overflow, the result MIN). The kernel sets them in MXCSR itself
+    (``fp_status.raise_flags``), so they reach NumPy's error state with the float ones."""
+    dtype = np.dtype(arg_dtypes[0])
+    if op.op not in ("floordiv", "mod") or dtype.kind not in "iu":
+        return None
+    x, y = args
+
+    def flag(condition: ir.Value, kind: str) -> ir.Value:
+        return b.select(condition, _const(_I32, FLAG_BITS[kind]), _const(_I32, 0))
+
+    flags = flag(b.icmp_unsigned("==", y, _const(y.type, 0)), "divide")
+    if op.op == "floordiv" and dtype.kind == "i":
+        least = _const(x.type, -(2 ** (x.type.width - 1)))
+        overflow = b.and_(b.icmp_signed("==", x, least), b.icmp_signed("==", y, _const(y.type, -1)))
+        flags = b.or_(flags, flag(overflow, "over"))
+    return flags
 
 
 def _shift(b: ir.IRBuilder, x: ir.Value, amount: ir.Value, left: bool, signed: bool):

@@ -24,8 +24,10 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
+from tsjit.codegen import fp_status
 from tsjit.codegen.element_ops import (
     float_truncate,
+    integer_errors,
     llvm_type,
     load_value,
     lower_op,
@@ -141,6 +143,8 @@ class _KernelBuilder:
         self.scalar_types = [llvm_type(spec.inputs[i].dtype) for i in self.scalar_inputs]
         self.scalars_type = ir.LiteralStructType(self.scalar_types)
         self.vector_width = str(vector_width(spec))
+        # the integer errors of the inner loop's elements (an i32 of MXCSR flags, or None)
+        self.integer_errors: ir.Value | None = None
 
     def _function(self, name: str, args: list[ir.Type], internal: bool,
                   result: ir.Type = VOID) -> ir.Function:
@@ -170,10 +174,25 @@ class _KernelBuilder:
         for index, op in enumerate(spec.ops, start=len(spec.inputs)):
             if index in needed:
                 arg_dtypes = [spec.value_dtype(a) for a in op.args]
-                values[index] = lower_op(b, op, [values[a] for a in op.args], arg_dtypes)
+                args = [values[a] for a in op.args]
+                values[index] = lower_op(b, op, args, arg_dtypes)
+                self.collect_integer_errors(b, integer_errors(b, op, args, arg_dtypes))
         for j, value_number in enumerate(spec.outputs):
             pointer = pointers[self.output_operand(j)]
             store_value(b, values[value_number], pointer, spec.value_dtype(value_number))
+
+    def collect_integer_errors(self, b: ir.IRBuilder, flags: ir.Value | None) -> None:
+        """Or an element's integer errors into the loop's (an or-reduction: it vectorizes)."""
+        if flags is not None and self.integer_errors is not None:
+            b.store(b.or_(b.load(self.integer_errors, typ=I32), flags), self.integer_errors)
+
+    def raise_integer_errors(self, b: ir.IRBuilder) -> None:
+        """Set the loop's integer errors in MXCSR, where the driver collects the flags (a
+        slot no element wrote folds away)."""
+        if self.integer_errors is not None:
+            flags = b.load(self.integer_errors, typ=I32)
+            with b.if_then(b.icmp_unsigned("!=", flags, ir.Constant(I32, 0))):
+                fp_status.raise_flags(b, flags)
 
     def _needed_values(self) -> set[int]:
         n_in = len(self.spec.inputs)
@@ -197,6 +216,8 @@ class _KernelBuilder:
         pointers = fn.args[: self.n_operands]
         scalars = list(fn.args[self.n_operands : -3])
         begin, end, prefetch = fn.args[-3:]
+        if fp_status.supported():
+            self.integer_errors = stack_slot(b, I32, ir.Constant(I32, 0))
 
         def element_of(operands, b: ir.IRBuilder, i: ir.Value) -> None:
             at = [
@@ -210,6 +231,7 @@ class _KernelBuilder:
 
         if not _is_compute_bound(self.spec):
             loop(b, begin, end, one_element)
+            self.raise_integer_errors(b)
             b.ret_void()
             return fn
         blocks = b.sdiv(b.sub(end, begin), i64(_INTERLEAVED_BLOCK))
@@ -232,6 +254,7 @@ class _KernelBuilder:
 
                     loop(b, i64(0), blocks, block)
         self.padded_tail(b, pointers, middle, end, element_of, interleaved)
+        self.raise_integer_errors(b)
         b.ret_void()
         return fn
 

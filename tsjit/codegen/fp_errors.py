@@ -58,8 +58,11 @@ def _ufunc(op: str, attrs: tuple) -> Callable | None:
 
 
 def _candidates(dtype: np.dtype) -> list:
+    if dtype.kind in "iu":   # the extremes: MIN // -1 overflows
+        info = np.iinfo(dtype)
+        return [v for v in (0, 1, -1, 2, int(info.min), int(info.max)) if info.min <= v]
     if dtype.kind != "f":
-        return [0, 1, -1, 2]
+        return [0, 1]
     info = np.finfo(dtype)
     return [0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 0.3, 3.0, np.inf, -np.inf, np.nan,
             float(info.max), -float(info.max), float(info.tiny), float(info.tiny) / 3,

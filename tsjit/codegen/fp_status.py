@@ -6,6 +6,10 @@ sets and nothing clears. A kernel's threads clear them before their part of a jo
 collect them after it (elementwise_driver), so the job knows which errors its ops raised,
 on any thread, as NumPy knows after a ufunc loop. Elsewhere (``supported()`` false) no
 flags are collected and kernels report no floating-point errors.
+
+NumPy's integer loops report some errors by hand (floor_divide and remainder by zero,
+floor_divide of the least integer by -1): no instruction flags them, so a kernel computes
+their flags itself and sets them here (``raise_flags``), and they travel with the rest.
 """
 
 from __future__ import annotations
@@ -15,12 +19,14 @@ from llvmlite import ir
 
 from tsjit.codegen.ir_util import I32, PTR, VOID, stack_slot
 
-__all__ = ["FP_FLAGS", "clear", "read", "supported"]
+__all__ = ["FLAG_BITS", "FP_FLAGS", "clear", "raise_flags", "read", "supported"]
 
 # The flags of NumPy's error kinds: invalid, divide by zero, overflow, underflow. Not
 # precision (0x20), which nearly every float result raises (a status read with it sent every
 # call of a kernel on real data through the error check), nor denormal operand (0x2).
 FP_FLAGS = 0x1D
+# Each of NumPy's error kinds (np.geterr()'s keys) as its MXCSR flag.
+FLAG_BITS = {"divide": 0x4, "over": 0x8, "under": 0x10, "invalid": 0x1}
 
 
 def supported() -> bool:
@@ -48,3 +54,12 @@ def read(b: ir.IRBuilder) -> ir.Value:
     slot = stack_slot(b, I32)
     _mxcsr(b, "llvm.x86.sse.stmxcsr", slot)
     return b.and_(b.load(slot, typ=I32), ir.Constant(I32, FP_FLAGS))
+
+
+def raise_flags(b: ir.IRBuilder, flags: ir.Value) -> None:
+    """Set ``flags`` (an i32 of FP_FLAGS bits) in this thread's status, as if an operation
+    had raised them (they are masked: no trap)."""
+    slot = stack_slot(b, I32)
+    _mxcsr(b, "llvm.x86.sse.stmxcsr", slot)
+    b.store(b.or_(b.load(slot, typ=I32), flags), slot)
+    _mxcsr(b, "llvm.x86.sse.ldmxcsr", slot)

@@ -45,6 +45,7 @@ from tsjit.codegen.elementwise_driver import (
 )
 from tsjit.codegen.engine import CompiledModule, generator_fingerprint, get_engine
 from tsjit.codegen.fp_errors import CATEGORIES, report_statically
+from tsjit.codegen.fp_status import FLAG_BITS
 from tsjit.codegen.kernel_cache import KernelCache
 from tsjit.codegen.kernel_spec import KernelSpec, supports
 from tsjit.codegen.output_pool import OutputPool
@@ -126,8 +127,6 @@ def _native_function(parameter_types: tuple[str, ...], address: int):
 
 
 _INT64 = _cffi_backend.new_primitive_type("int64_t")
-# MXCSR's exception flags of NumPy's error kinds (fp_errors.CATEGORIES).
-_MXCSR_BITS = {"divide": 0x4, "over": 0x8, "under": 0x10, "invalid": 0x1}
 
 
 class FloatingPointFlags(Exception):  # noqa: N818  (a signal to the caller, not an error)
@@ -165,7 +164,7 @@ def _finish(status: int, resume: Callable, operands: tuple, scalars: tuple,
     if flags:
         modes = np.geterr()
         raised = tuple(name for name in CATEGORIES
-                       if flags & _MXCSR_BITS[name] and modes[name] != "ignore")
+                       if flags & FLAG_BITS[name] and modes[name] != "ignore")
         if raised and report is not None:
             report(raised)
         elif raised:

@@ -26,7 +26,14 @@ import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
-from tsjit.codegen.element_ops import llvm_type, load_value, lower_op, memory_type, store_value
+from tsjit.codegen.element_ops import (
+    integer_errors,
+    llvm_type,
+    load_value,
+    lower_op,
+    memory_type,
+    store_value,
+)
 from tsjit.codegen.elementwise import convert_scalar, entry_parameter_types
 from tsjit.codegen.elementwise_driver import STATUS_FP_FLAGS
 from tsjit.codegen.ir_util import (
@@ -260,8 +267,12 @@ class _RowKernelBuilder:
             if op is not None and op.op == ROW_INDEX:
                 values[v] = index
             elif op is not None and v not in loads:
-                values[v] = lower_op(b, op, [values[a] for a in op.args],
-                                     [spec.value_dtype(a) for a in op.args])
+                args, dtypes = [values[a] for a in op.args], [spec.value_dtype(a) for a in op.args]
+                values[v] = lower_op(b, op, args, dtypes)
+                flags = integer_errors(b, op, args, dtypes)   # rare: set where they happen
+                if flags is not None:
+                    with b.if_then(b.icmp_unsigned("!=", flags, ir.Constant(I32, 0))):
+                        self.raise_fp_status(b, flags)
         return values
 
     def pointers_from(self, b: ir.IRBuilder, array: ir.Value, cached: bool) -> list[ir.Value]:
