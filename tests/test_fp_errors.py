@@ -212,3 +212,112 @@ def test_integer_division_by_zero_calls_the_seterrcall_handler():
                 (kind, flag))):
             fn(a, b)
     assert calls["scripted"] == calls["eager"] == [("divide by zero", 1)]
+
+
+def assign_ratio(out, a, b):
+    out[...] = a / b
+    return out
+
+
+def add_ratio_in_place(x, y, z):
+    x += y / z
+    return x
+
+
+def ratio_into(a, b, c):
+    np.divide(a * 1.0, b, out=c)
+    return c
+
+
+def lone_ratio_into(a, b, c):
+    return np.divide(a, b, out=c)
+
+
+def scale_in_place(x, y):
+    x *= y * 1e300
+    return x
+
+
+def record_with_arguments(fn, args, **errstate):
+    """record(), and each argument's contents afterwards."""
+    result, warned = record(fn, *args, **errstate)
+    return result, warned, [a.copy() for a in args]
+
+
+@pytest.mark.parametrize("errstate", [{"all": "raise"}, {"divide": "raise"}, {}, {"all": "ignore"},
+                                      {"all": "log"}])
+@pytest.mark.parametrize("fn, target", [(assign_ratio, 0), (add_ratio_in_place, 0),
+                                        (ratio_into, 2), (lone_ratio_into, 2)])
+def test_in_place_writes_happen_exactly_when_they_do_eagerly(fn, target, errstate):
+    """Eager `out[...] = a / b` and `x += y / z` raise before the target is written;
+    `np.divide(a, b, out=c)` writes c, then raises."""
+    n = 300
+    numerator, divisor, target_array = np.linspace(0.0, 1.0, n), np.ones(n), np.full(n, 7.0)
+    divisor[[5, 250]] = 0.0
+    args = [target_array, numerator, divisor] if target == 0 else \
+        [numerator, divisor, target_array]
+    scripted = tsjit.script(fn)
+    for _ in range(3):
+        scripted(*[np.ones(n)] * 3)
+    assert scripted.stats()["kernel_launches"] > 0 or fn is lone_ratio_into   # NumPy's call
+    if "log" in errstate.values():
+        errstate["call"] = _RaisingLog()
+    want = record_with_arguments(fn, [a.copy() for a in args], **errstate)
+    got = record_with_arguments(scripted, [a.copy() for a in args], **errstate)
+    assert got[1] == want[1]
+    for g, w in zip(got[2], want[2]):
+        assert_same(g, w)
+    if isinstance(want[0], tuple):
+        assert got[0] == want[0]
+    else:
+        assert_same(got[0], want[0])
+
+
+class _RaisingLog:
+    """A seterrcall log object that raises (np.errstate(all="log") calls its write)."""
+
+    def write(self, message: str) -> None:
+        raise FloatingPointError(message.strip())
+
+
+def test_a_handler_sees_the_target_as_eager_code_does():
+    n = 100
+    out, a, b = np.full(n, 7.0), np.ones(n), np.ones(n)
+    b[3] = 0.0
+    scripted = compiled(assign_ratio, out, a, np.ones(n))
+    seen = {}
+    for name, fn in (("eager", assign_ratio), ("scripted", scripted)):
+        target = out.copy()
+        with np.errstate(all="call", call=lambda *_, name=name, target=target: seen.setdefault(
+                name, target.copy())):
+            fn(target, a, b)
+    assert_same(seen["scripted"], seen["eager"])
+    assert (seen["eager"] == 7.0).all()
+
+
+@pytest.mark.parametrize("errstate", [{"all": "raise"}, {}])
+def test_an_in_place_op_that_overflows_writes_then_raises_as_eagerly(errstate):
+    """`x *= y * 1e300` is np.multiply(x, t, out=x): x is written when the overflow of
+    that multiply raises."""
+    x, y = np.ones(64), np.ones(64)
+    x[7] = 1e10
+    scripted = compiled(scale_in_place, np.ones(64), np.ones(64))
+    want = record_with_arguments(scale_in_place, [x.copy(), y.copy()], **errstate)
+    got = record_with_arguments(scripted, [x.copy(), y.copy()], **errstate)
+    assert got[1] == want[1]
+    if isinstance(want[0], tuple):
+        assert got[0] == want[0]
+    assert_same(got[2][0], want[2][0])
+    assert np.isinf(want[2][0][7])
+
+
+def test_in_place_kernels_run_under_the_default_error_state():
+    """The error state is looked at once per state object: the kernel runs, no bailout."""
+    x, y, z = np.ones(64), np.ones(64), np.ones(64)
+    scripted = compiled(add_ratio_in_place, x, y, z)
+    before = scripted.stats()
+    for _ in range(3):
+        scripted(x, y, z)
+    after = scripted.stats()
+    assert after["kernel_launches"] == before["kernel_launches"] + 3
+    assert after["bailouts"] == before["bailouts"]

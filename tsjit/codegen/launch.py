@@ -20,7 +20,8 @@ the group's ops as NumPy ufuncs, which warn, raise or call the handler exactly a
 code does, naming each op. That re-run needs the inputs as they were: a kernel that reads
 and writes an array in place (``x += y``) has overwritten one, so its errors are reported
 by ``fp_errors.report_statically`` instead (each kind of error put on the first op that can
-raise it), and its in-place writes stay done even when the error state raises.
+raise it). Under an error state that may raise, the fusion group's launcher does not run a
+kernel that writes in place at all (see ``fp_errors``).
 """
 
 from __future__ import annotations

@@ -93,6 +93,11 @@ class FusionRuntime:
                   if not (len(c) == 1 and next(iter(c)) in fused.written)]
         arrays = list(array.values())
         lines = []
+        if fused.written:   # see codegen.fp_errors: an error state that may raise
+            from ..codegen.fp_errors import current_errstate, errstate_may_raise
+            namespace.update(_errstate=current_errstate, _may_raise=errstate_may_raise,
+                             _known=[None, None])
+            lines += ["if _errstate() is not _known[0] and _may_raise(_known):", f"    {bail}"]
         for k, (lo, hi) in fused.range_checks.items():
             lines += [f"if not {lo} <= {args[k]} <= {hi}:", f"    {bail}"]
         if len(arrays) > 1 and checks:

@@ -1,8 +1,7 @@
 """NumPy ufuncs in script code: calls with `out=` and the ufunc methods (`np.add.reduce`).
 
-`np.add(a, b, out=c)` becomes the call without `out=`, then `c[...] = result` (the IR
-of an assignment, which the fuser turns into a kernel writing into c), preceded by the
-check of what NumPy refuses and the assignment would not (`ufunc::out_check`, see
+`np.add(a, b, out=c)` becomes `ufunc::call_out` (which the fuser turns into a kernel
+writing into c), preceded by the check of what NumPy refuses (`ufunc::out_check`, see
 tsjit/ops/numpy_ufuncs.py).  Its value is `c` itself, as NumPy returns the out array.
 
 A ufunc method is a new Python object at every attribute access, so `np.add.reduce` is
@@ -14,7 +13,7 @@ import numpy as np
 
 from ..ir.graph import SourceRange, Value
 from ..ir.types import NoneType, TensorType, TupleType
-from ..ops.numpy_ufuncs import OUT_CHECK, UFUNC, method_op
+from ..ops.numpy_ufuncs import CALL_OUT, OUT_CHECK, UFUNC, method_op
 from ..ops.registry import OpDef
 from .errors import CompilationError
 from .sugared import OpFunction, Sugared
@@ -50,9 +49,7 @@ class UfuncFunction(OpFunction):
         inputs = em.bind_arguments(self.op.params, args, kwargs, src, self.name)
         operands, dtype = inputs[:nin], inputs[-1]
         em.insert(OUT_CHECK.name, [*operands, *outs, dtype], [], {UFUNC: self.obj}, src)
-        result = em.call_op(self.op, operands, {"dtype": dtype}, src, self.name)
-        em.emit_op("aten::__setitem__", [outs[0], em.const(Ellipsis, src), result], src=src)
-        return outs[0]
+        return em.emit_op(CALL_OUT.name, [outs[0], dtype, *operands], {UFUNC: self.obj}, src)
 
     def out_arrays(self, em, out: Value, src: SourceRange) -> list[Value] | None:
         """The arrays `out=` names (an array, or a tuple of one per output); None when it

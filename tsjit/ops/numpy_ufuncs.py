@@ -5,12 +5,11 @@ every ufunc: the node's `ufunc` attribute says which (`np.maximum.reduce(x)` is
 `ufunc::reduce[ufunc=np.maximum](x, ...)`), the interpreter calls that ufunc's method, and
 the type rule asks NumPy for the result dtype of that very method.
 
-A ufunc call with `out=` is compiled as its call without `out=` followed by the assignment
-`out[...] = result` (so the fuser makes the pair one kernel writing in place).  The
-assignment casts unsafely and drops leading 1s of the result's shape, where the ufunc
-refuses a result dtype that 'same_kind' casting cannot write into `out` and an `out` of
-lower rank than the result: `ufunc::out_check` raises those errors first, as NumPy raises
-them before computing anything.
+A ufunc call with `out=` is `ufunc::call_out` (the call itself: NumPy writes `out`, then
+reports its floating-point errors, so under `np.errstate(all="raise")` `out` is written
+when FloatingPointError comes), preceded by `ufunc::out_check`: the fuser proves with it,
+once, that NumPy's casting and rank rules let the call write into `out` (see
+passes/elementwise_kernel.py).
 """
 from __future__ import annotations
 
@@ -19,7 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..ir.types import Type
+from ..ir.types import NoneType, Type
 from .numpy_reductions import along_axis, reduction
 from .numpy_rules import (
     ARRAY,
@@ -33,7 +32,7 @@ from .numpy_rules import (
     tensor,
 )
 from .promotion import array_dtype
-from .registry import OPS, OpDef, register
+from .registry import OPS, OpDef, infer_types, register
 
 UFUNC = "ufunc"   # node attribute: the np.ufunc whose method the node calls
 
@@ -70,6 +69,24 @@ def _out_check_call(args: list[str], attrs: dict) -> str:
 # inputs: the ufunc's operands, out, dtype
 OUT_CHECK = register("ufunc::out_check", "*operands", lambda types, attrs: None,
                      _out_check_call)
+
+
+def _call_out_rule(types: list[Type], attrs: dict) -> Type:
+    """The `out` array, once the ufunc's own rule accepts the operands."""
+    out, dtype, *operands = types
+    infer_types(OPS[f"numpy::{attrs[UFUNC].__name__}"], [*operands, NoneType, dtype], {})
+    return out
+
+
+def _call_out_call(args: list[str], attrs: dict) -> str:
+    out, dtype, *operands = args
+    extra = "" if dtype == "None" else f", dtype={dtype}"
+    return f"{attrs[UFUNC]}({', '.join(operands)}, out={out}{extra})"
+
+
+# inputs: out, dtype, the ufunc's operands; its value is `out`, which it writes
+CALL_OUT = register("ufunc::call_out", "out, dtype, *operands", _call_out_rule, _call_out_call,
+                    writes=(0,))
 
 
 # -- methods --

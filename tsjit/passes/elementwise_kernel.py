@@ -9,8 +9,9 @@ explicit in the spec.  Types come from the group's inputs (profiled, and checked
 group's guard at run time) and are derived for every value computed inside, so nothing
 inside a kernel rests on an unguarded assumption.
 
-A ufunc call with `out=` is preceded by `ufunc::out_check` (NumPy's casting and rank
-errors, see ops/numpy_ufuncs.py).  In a group the check needs no kernel op: it depends only
+A ufunc call with `out=` (`ufunc::call_out`) is the ufunc's kernel op written into `out`,
+as `x += y` is written into `x`.  It is preceded by `ufunc::out_check` (NumPy's casting and
+rank errors, see ops/numpy_ufuncs.py).  In a group the check needs no kernel op: it depends only
 on the dtypes and ranks of its inputs and the kinds of its Python numbers, which the
 group's guard fixes, so it is made once, here, on the same zero-size stand-ins; a check
 that raises keeps its node out of the group.  The value of a Python int matters too (NumPy
@@ -57,7 +58,7 @@ from ..ir.types import (
     Type,
 )
 from ..ops import OPS
-from ..ops.numpy_ufuncs import OUT_CHECK, UFUNC
+from ..ops.numpy_ufuncs import CALL_OUT, OUT_CHECK, UFUNC
 from ..ops.promotion import loop_dtypes, ufunc_loop
 from .analysis import NOT_CONSTANT, constant_value
 
@@ -88,6 +89,8 @@ def read_call(node: Node) -> ElementwiseCall | None:
         return _read_assignment(node)
     if node.kind == OUT_CHECK.name:    # inputs: the ufunc's operands, out, dtype
         return ElementwiseCall("out_check", node.attrs[UFUNC], tuple(node.inputs))
+    if node.kind == CALL_OUT.name:     # inputs: out, dtype, the ufunc's operands
+        return _read_call_out(node)
     op = OPS.get(node.kind)
     # x op= y carries its operator's kernel without being pure (it writes x)
     kernel = op.attrs.get("kernel") if op is not None and (
@@ -111,6 +114,15 @@ def read_call(node: Node) -> ElementwiseCall | None:
         return None
     target = node.inputs[0] if op.writes == (0,) else None
     return ElementwiseCall(kernel, ufunc, tuple(operands), target)
+
+
+def _read_call_out(node: Node) -> ElementwiseCall | None:
+    ufunc = node.attrs[UFUNC]
+    out, dtype, *operands = node.inputs
+    kernel = OPS[f"numpy::{ufunc.__name__}"].attrs.get("kernel")
+    if kernel is None or dtype.type != NoneType or ufunc.nout != 1:
+        return None
+    return ElementwiseCall(kernel, ufunc, tuple(operands), target=out)
 
 
 def _read_clip(clip: np.ufunc, args: dict[str, Value]) -> ElementwiseCall | None:
