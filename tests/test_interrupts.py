@@ -95,6 +95,41 @@ print("handled", len(globals().get("caught", [])), flush=True)
 # interrupt came after the last block.
 NESTED_SINES = "np.sin(" * 45 + "x" + ")" * 45
 
+# A row kernel: the sums of rows of nested sines (one kernel: 45 sines and the sum), on
+# 2**size elements in rows of 2**10.
+ROW_CHILD = """
+import time
+import numpy as np
+import tsjit
+tsjit.set_num_threads({threads})
+
+@tsjit.script
+def heavy(x):
+    return np.sum({expression}, axis=-1)
+
+def eager(x):
+    return np.sum({expression}, axis=-1)
+
+small = np.linspace(0, 1, 4096).reshape(4, 1024)
+for _ in range(3):
+    before = heavy(small)
+    assert np.allclose(before, eager(small), rtol=1e-12, atol=0)
+assert heavy.stats()["kernel_launches"] > 0, heavy.stats()
+{handler}
+x = np.linspace(0, 1, 1 << {size}).reshape(-1, 1 << 10)
+print("ready", flush=True)
+start = time.perf_counter()
+try:
+    result = heavy(x)
+    print("finished", time.perf_counter() - start,
+          np.allclose(result, eager(x), rtol=1e-12, atol=0), flush=True)
+except KeyboardInterrupt:
+    print("interrupted", time.perf_counter() - start, flush=True)
+assert np.array_equal(heavy(small), before)
+print("usable", flush=True)
+print("handled", len(globals().get("caught", [])), flush=True)
+"""
+
 # A Python handler that does not raise: the kernel must resume and finish.
 COUNTING_HANDLER = """
 import signal
@@ -141,6 +176,25 @@ def test_ctrl_c_stops_a_long_fused_kernel_between_blocks(tmp_path, threads):
 def test_a_kernel_resumes_when_the_python_handler_does_not_raise(tmp_path):
     lines = interrupt(tmp_path, KERNEL_CHILD.format(threads=2, expression=NESTED_SINES, size=22,
                                                     handler=textwrap.dedent(COUNTING_HANDLER)),
+                      delay=0.05)
+    word, _, complete = lines[0].split()
+    assert (word, complete) == ("finished", "True"), lines
+    assert lines[1:3] == ["usable", "handled 1"]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_ctrl_c_stops_a_long_row_kernel_between_rows(tmp_path, threads):
+    lines = interrupt(tmp_path, ROW_CHILD.format(threads=threads, expression=NESTED_SINES,
+                                                 size=24, handler=""))
+    word, seconds = lines[0].split()
+    assert word == "interrupted", lines
+    assert float(seconds) < 2.3
+    assert lines[1] == "usable"
+
+
+def test_a_row_kernel_runs_again_when_the_python_handler_does_not_raise(tmp_path):
+    lines = interrupt(tmp_path, ROW_CHILD.format(threads=2, expression=NESTED_SINES, size=22,
+                                                 handler=textwrap.dedent(COUNTING_HANDLER)),
                       delay=0.05)
     word, _, complete = lines[0].split()
     assert (word, complete) == ("finished", "True"), lines

@@ -46,6 +46,7 @@ from tsjit.codegen.ir_util import (
     I64,
     PTR,
     VOID,
+    declare_function,
     element,
     i64,
     indirect_call,
@@ -419,8 +420,7 @@ class _Driver:
         return [i64(1), zeros]
 
     def runtime_function(self, name: str, result: ir.Type, args: list[ir.Type]) -> ir.Function:
-        return self.module.globals.get(name) or ir.Function(
-            self.module, ir.FunctionType(result, args), name)
+        return declare_function(self.module, name, result, args)
 
     def build_claim_task(self) -> ir.Function:
         """The pool's task for a block-split job: each call (at most one per thread) claims

@@ -110,3 +110,9 @@ def _splat(ty: ir.Type, value: int) -> ir.Constant:
     if isinstance(ty, ir.VectorType):
         return ir.Constant(ty, [ir.Constant(ty.element, value)] * ty.count)
     return ir.Constant(ty, value)
+
+
+def declare_function(module: ir.Module, name: str, result: ir.Type,
+                     args: list[ir.Type]) -> ir.Function:
+    """The module's declaration of the external function ``name`` (added on first use)."""
+    return module.globals.get(name) or ir.Function(module, ir.FunctionType(result, args), name)

@@ -19,6 +19,11 @@ Module functions (``name`` is the entry point):
   Elements within a row are contiguous.  Rows are split across
   the runtime's threads (``tsjit_parallel_for``); a full reduction (one row) splits the
   top of its summation tree instead, so every thread count gives the same bits.
+  With the runtime, every ``INTERRUPT_ROWS`` rows a thread checks for Ctrl-C (the
+  runtime's flag, see runtime/interrupts.c); once it is pending the job's threads skip
+  their remaining rows and the status says so (``1 << STATUS_RESUME_SHIFT``, resume from
+  the start): the outputs are fresh, so the launcher lets Python's handler run and, if it
+  returns, runs the kernel again.
 """
 from __future__ import annotations
 
@@ -35,12 +40,19 @@ from tsjit.codegen.element_ops import (
     store_value,
 )
 from tsjit.codegen.elementwise import convert_scalar, entry_parameter_types
-from tsjit.codegen.elementwise_driver import STATUS_FP_FLAGS
+from tsjit.codegen.elementwise_driver import (
+    INTERRUPT_PENDING,
+    STATUS_FP_FLAGS,
+    STATUS_RESUME_SHIFT,
+    WATCH_INTERRUPTS,
+    WATCH_INTERRUPTS_MIN,
+)
 from tsjit.codegen.ir_util import (
     ARRAY_DATA_OFFSET,
     I32,
     I64,
     PTR,
+    declare_function,
     element,
     i64,
     load_field,
@@ -77,6 +89,8 @@ _TASK_TYPE = ir.FunctionType(ir.VoidType(), [PTR, I64, I64])
 # stack buffer (longer rows compute them again).
 SCRATCH_ELEMENTS = 4096
 _EXPENSIVE = frozenset({*MATH_FUNCTIONS, "pow"})
+# Rows between two checks for Ctrl-C (a call each: rows may be a few elements long).
+INTERRUPT_ROWS = 16
 
 
 def row_entry_parameter_types(spec: RowKernelSpec) -> tuple[str, ...]:
@@ -621,8 +635,9 @@ class _RowKernelBuilder:
         strides = [b.load(element(b, block, i64(2 + k), I64), typ=I64)
                    for k in range(self.n_operands)]
         rowptrs = stack_slot(b, ir.ArrayType(PTR, self.n_operands))
+        stopped = stack_slot(b, I32, ir.Constant(I32, 0))
 
-        def one(b: ir.IRBuilder, r: ir.Value) -> None:
+        def compute(b: ir.IRBuilder, r: ir.Value) -> None:
             for k in range(self.n_operands):
                 at = b.gep(bases[k], [b.mul(r, strides[k])], source_etype=ir.IntType(8))
                 b.store(at, element(b, rowptrs, i64(k), PTR))
@@ -632,7 +647,19 @@ class _RowKernelBuilder:
                             self.state_slot(b, state, i))
             b.call(row, [rowptrs, state, n])
 
+        def one(b: ir.IRBuilder, r: ir.Value) -> None:
+            if not self.parallel:   # no runtime: nothing to check for Ctrl-C
+                compute(b, r)
+                return
+            pending = declare_function(self.module, INTERRUPT_PENDING, I32, [])
+            with b.if_then(b.icmp_signed("==", b.srem(r, i64(INTERRUPT_ROWS)), i64(0))):
+                b.store(b.call(pending, []), stopped)
+            with b.if_then(b.icmp_unsigned("==", b.load(stopped, typ=I32), ir.Constant(I32, 0))):
+                compute(b, r)
+
         loop(b, begin, end, one)
+        with b.if_then(b.icmp_unsigned("!=", b.load(stopped, typ=I32), ir.Constant(I32, 0))):
+            b.atomic_rmw("or", status, ir.Constant(I32, 1 << STATUS_RESUME_SHIFT), "monotonic")
         self.collect_fp_status(b, status)
         b.ret_void()
         return fn
@@ -641,6 +668,10 @@ class _RowKernelBuilder:
         spec = self.spec
         fn, b, context, block, status = self.entry_prologue()
         rows = b.load(block, typ=I64)
+        if self.parallel:   # a long job makes sure that Ctrl-C reaches it
+            elements = b.mul(rows, b.load(element(b, block, i64(1), I64), typ=I64))
+            with b.if_then(b.icmp_signed(">=", elements, i64(WATCH_INTERRUPTS_MIN))):
+                b.call(declare_function(self.module, WATCH_INTERRUPTS, ir.VoidType(), []), [])
         if not self.parallel or spec.full:
             b.call(task, [context, i64(0), rows])
         else:

@@ -10,7 +10,9 @@ results and errors, never a wrong one.
 
 A kernel that raised floating-point flags which NumPy's error state does not ignore
 raises ``FloatingPointFlags`` (``launch._finish``): the launcher then runs the group's ops
-in NumPy, which warns or raises as eager code does.
+in NumPy, which warns or raises as eager code does.  A kernel stopped for Ctrl-C lets
+Python's handler run (KeyboardInterrupt by default); if that returns, the kernel runs
+again from the start (its outputs are fresh: nothing else was written).
 
 Outputs are fresh C-ordered arrays; a row-level output of rank 0 is returned as a NumPy
 scalar, as NumPy's full reductions do.
@@ -163,10 +165,15 @@ class RowKernel:
 
     def run(self, args: tuple, arrays: list, results: list, block: np.ndarray) -> tuple:
         operands = (*arrays, *(view for _, view in results), block)
-        status = self.native(id(operands), *(args[i] for i in self.scalars))
-        if status:   # flags NumPy's error state may report: FloatingPointFlags
-            _finish(status, None, operands, (), None)
+        scalars = tuple(args[i] for i in self.scalars)
+        status = self.native(id(operands), *scalars)
+        if status:   # floating-point flags (FloatingPointFlags), or stopped for Ctrl-C
+            _finish(status, self.run_again, operands, scalars, None)
         return tuple(r[()] if r.ndim == 0 else r for r, _ in results)
+
+    def run_again(self, operands: int, _start: int, *scalars) -> int:
+        """``launch._finish``'s resume: the whole job again (see the module docstring)."""
+        return self.native(operands, *scalars)
 
     @property
     def llvm_ir(self) -> str:
