@@ -162,32 +162,30 @@ INTEGER_ERRSTATES = [{}, {"divide": "raise"}, {"over": "raise"}, {"all": "ignore
                      {"all": "warn"}]
 
 
-@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8, np.uint64])
+# (divisor, dtype): x // 0 and x % 0 report divide by zero; MIN // -1 overflows (not %)
+INTEGER_CASES = [*[("zero", d) for d in (np.int8, np.int32, np.int64, np.uint8, np.uint64)],
+                 *[("minus one", d) for d in (np.int8, np.int16, np.int32, np.int64)]]
+
+
+@pytest.mark.parametrize("divisor, dtype", INTEGER_CASES)
 @pytest.mark.parametrize("errstate", INTEGER_ERRSTATES)
 @pytest.mark.parametrize("fn", [floor_divide_plus_one, remainder_times_two,
                                 floor_divide_in_place])
-def test_integer_division_by_zero_is_reported_as_eagerly(fn, dtype, errstate):
-    """No instruction flags an integer division by zero: the kernel reports it itself."""
+def test_integer_errors_are_reported_as_eagerly(fn, divisor, dtype, errstate):
+    """No instruction flags these integer errors: the kernel reports them itself."""
     a = np.arange(300).astype(dtype)
     b = np.ones(300, dtype)
-    b[[3, 200]] = 0
+    if divisor == "zero":
+        b[[3, 200]] = 0
+    else:
+        a[100], b[100] = np.iinfo(dtype).min, -1
     _, warned = check(fn, (a, b), **errstate)
+    name = "remainder" if fn is remainder_times_two else "floor_divide"
+    expected = [(RuntimeWarning, f"divide by zero encountered in {name}")] \
+        if divisor == "zero" else [] if fn is remainder_times_two \
+        else [(RuntimeWarning, "overflow encountered in floor_divide")]
     if not errstate:
-        name = "remainder" if fn is remainder_times_two else "floor_divide"
-        assert warned == [(RuntimeWarning, f"divide by zero encountered in {name}")]
-
-
-@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64])
-@pytest.mark.parametrize("errstate", INTEGER_ERRSTATES)
-@pytest.mark.parametrize("fn", [floor_divide_plus_one, remainder_times_two,
-                                floor_divide_in_place])
-def test_least_integer_floor_divided_by_minus_one_overflows_as_eagerly(fn, dtype, errstate):
-    a = np.arange(300).astype(dtype)
-    b = np.ones(300, dtype)
-    a[100], b[100] = np.iinfo(dtype).min, -1   # floor_divide overflows, remainder not
-    _, warned = check(fn, (a, b), **errstate)
-    if not errstate and fn is not remainder_times_two:
-        assert warned == [(RuntimeWarning, "overflow encountered in floor_divide")]
+        assert warned == expected
 
 
 @pytest.mark.parametrize("errstate", INTEGER_ERRSTATES)
