@@ -33,8 +33,21 @@ def cos_(a): return np.cos(a) * 1.0
 def expm1_(a): return np.expm1(a) * 1.0
 
 
+def abs_squared(a): return np.abs(a) ** 2 * 1.0
+def negated_squared(a): return (-a) * (-a) * 1.0
+
+
+def abs_times_itself(a):
+    t = np.abs(a)
+    return t * t + 0.0
+
+
+def norm_of_abs(a):   # a row kernel: sqrt(sum(|a| * |a|)), one NaN pattern per row
+    return np.linalg.norm(np.abs(a).reshape(13, -1), axis=-1) * 1.0
+
+
 FUNCTIONS = [log_, log1p_, log2_, log10_, power_three_halves, power_half, sqrt_, tanh_, exp_,
-             sin_, cos_, expm1_]
+             sin_, cos_, expm1_, abs_squared, negated_squared, abs_times_itself]
 
 
 def arguments(dtype) -> np.ndarray:
@@ -47,6 +60,16 @@ def arguments(dtype) -> np.ndarray:
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 @pytest.mark.parametrize("fn", FUNCTIONS, ids=lambda f: f.__name__)
 def test_nan_results_have_numpys_bits(fn, dtype):
+    check_nan_bits(fn, dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_row_kernels_nans_have_numpys_bits(dtype):
+    """LLVM rewrites fabs(y) * fabs(y) as y * y, which keeps a NaN y's sign."""
+    check_nan_bits(norm_of_abs, dtype)
+
+
+def check_nan_bits(fn, dtype):
     x = arguments(dtype)
     with np.errstate(all="ignore"):
         scripted = tsjit.script(fn)

@@ -254,6 +254,16 @@ def _float_sign(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     return b.select(fcmp_quiet(b, ">", x, zero), _const(x.type, 1.0), value)
 
 
+def _self_product(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """``x * x`` with x86's NaN: a NaN ``x`` itself, quieted. LLVM may rewrite the product
+    (``fabs(y) * fabs(y)`` and ``(-y) * (-y)`` become ``y * y``, which has y's sign), so a
+    NaN ``x`` is selected in the integer domain, where nothing is rewritten."""
+    bits = ir.IntType(_float_bits(x.type))
+    quiet_bit = 1 << {16: 9, 32: 22, 64: 51}[bits.width]
+    quieted = b.bitcast(b.or_(b.bitcast(x, bits), _const(bits, quiet_bit)), x.type)
+    return b.select(b.fcmp_unordered("uno", x, x), quieted, b.fmul(x, x))
+
+
 def _signbit(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     bits = ir.IntType(_float_bits(x.type))
     return b.icmp_signed("<", b.bitcast(x, bits), _const(bits, 0))
@@ -270,7 +280,7 @@ Lowering = Callable[[ir.IRBuilder, list[ir.Value]], ir.Value]
 _FLOAT_OPS: dict[str, Lowering] = {
     "add": lambda b, a: b.fadd(a[0], a[1]),
     "sub": lambda b, a: b.fsub(a[0], a[1]),
-    "mul": lambda b, a: b.fmul(a[0], a[1]),
+    "mul": lambda b, a: _self_product(b, a[0]) if a[0] is a[1] else b.fmul(a[0], a[1]),
     "truediv": lambda b, a: b.fdiv(a[0], a[1]),
     "floordiv": lambda b, a: _float_divmod(b, a[0], a[1])[0],
     "mod": lambda b, a: _float_divmod(b, a[0], a[1])[1],
@@ -279,7 +289,7 @@ _FLOAT_OPS: dict[str, Lowering] = {
     "pos": lambda b, a: a[0],
     "abs": lambda b, a: _call(b, "fabs", a[0]),
     "sign": lambda b, a: _float_sign(b, a[0]),
-    "square": lambda b, a: b.fmul(a[0], a[0]),
+    "square": lambda b, a: _self_product(b, a[0]),
     "reciprocal": lambda b, a: b.fdiv(_const(a[0].type, 1.0), a[0]),
     "maximum": lambda b, a: _fmaximum(b, a[0], a[1], ">"),
     "minimum": lambda b, a: _fmaximum(b, a[0], a[1], "<"),
@@ -500,7 +510,11 @@ def lower_op(
     elif SCALAR_OPERANDS in op.attrs and name == "pow" and operand_dtype == _F16:
         name = "pow_scalar_exponent"  # x ** 0.5 is sqrt(x) for half too: (-0.0) ** 0.5 = -0.0
     if operand_dtype == _F16:  # NumPy computes half ops in float and rounds each result
-        widened = [b.fpext(v, ir.FloatType()) for v in args]
+        once = {}   # one widening per value: x * x stays a product of one value
+        for v in args:
+            if id(v) not in once:
+                once[id(v)] = b.fpext(v, ir.FloatType())
+        widened = [once[id(v)] for v in args]
         if name in MATH_FUNCTIONS:  # NaN results as NumPy's half loops give them
             result = vmath.emit_math(b, name, widened, like="float16")
         else:
