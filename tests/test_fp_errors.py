@@ -319,3 +319,42 @@ def test_in_place_kernels_run_under_the_default_error_state():
     after = scripted.stats()
     assert after["kernel_launches"] == before["kernel_launches"] + 3
     assert after["bailouts"] == before["bailouts"]
+
+
+def unused_quotient(x, y):
+    t = x * 2.0
+    r = t + 1.0
+    q = t / y  # noqa: F841  (nothing uses q: it stays for its warning)
+    return r
+
+
+def unused_integer_quotient(x, y):
+    t = x * 2
+    r = t + 1
+    q = t // y  # noqa: F841
+    return r
+
+
+def unused_row_sums(x, y):
+    t = x * 1e306
+    r = t - 1.0
+    s = np.sum(t * y, axis=-1)  # noqa: F841
+    return r
+
+
+@pytest.mark.parametrize("errstate", [{}, {"all": "raise"}, {"all": "call"}])
+@pytest.mark.parametrize("fn, dtype", [(unused_quotient, np.float64),
+                                       (unused_integer_quotient, np.int64),
+                                       (unused_row_sums, np.float64)])
+def test_an_unused_op_warns_as_eagerly(fn, dtype, errstate):
+    """Dead-code elimination keeps an op that may warn; the fuser must not take it into a
+    kernel, which computes only the values its outputs need."""
+    x = np.ones((4, 64), dtype)
+    y = np.ones((4, 64), dtype) * (10 if fn is unused_row_sums else 1)
+    y[2, 5] = 0
+    if errstate.get("all") == "call":
+        calls = []
+        errstate["call"] = lambda *report: calls.append(report)
+    _, warned = check(fn, (x, y), **errstate)
+    if not errstate:
+        assert len(warned) == 1
