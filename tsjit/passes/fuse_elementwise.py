@@ -16,9 +16,9 @@ only if that changes nothing observable:
   - a member writing in place only passes nodes that neither read mutable values nor
     raise.
 Groups of one op are left alone (a kernel launch would not beat NumPy's own loop).  A
-node whose result nothing uses is not fused either: dead-code elimination kept it because
-it may warn or raise (a floating-point error is an effect), and a kernel computes only the
-values its outputs need, so it runs as NumPy's own call, which reports as eager code does.
+result that nothing uses is one of the group's outputs all the same: dead-code elimination
+kept its node because it may warn or raise (a floating-point error is an effect), and a
+kernel computes only the values its outputs need.
 
 A FusionGroup takes the values its members read from outside (constants are copied into
 it) and gives the values read after it; its `subgraph` holds copies of the members with
@@ -87,8 +87,7 @@ class BlockFuser:
         return users
 
     def candidate(self, node: Node) -> bool:
-        call = read_call(node)
-        return call is not None and (call.target is not None or not is_unused(node))
+        return read_call(node) is not None
 
     def build(self, members: list[Node], used_outside) -> FusedKernel:
         return build_group(members, used_outside)
@@ -171,8 +170,8 @@ class BlockFuser:
         return siblings[-1:]
 
     def _outside_of(self, members: set[Node]):
-        def used_outside(v: Value) -> bool:
-            return any(self._top(user) not in members for user, _ in v.uses)
+        def used_outside(v: Value) -> bool:   # unused: kept for its effects (see above)
+            return not v.uses or any(self._top(user) not in members for user, _ in v.uses)
         return used_outside
 
     def _top(self, user: Node) -> Node:
@@ -298,11 +297,6 @@ def _may_raise(node: Node) -> bool:
 def _reads_mutable(node: Node) -> bool:
     return reads_mutable(node) or any(
         _reads_mutable(inner) for block in node.blocks for inner in block.nodes)
-
-
-def is_unused(node: Node) -> bool:
-    """Whether `node` computes results that nothing uses (kept only for its effects)."""
-    return bool(node.outputs) and not any(v.uses for v in node.outputs)
 
 
 def _describe(node: Node) -> str:
