@@ -358,3 +358,13 @@ def test_an_unused_op_warns_as_eagerly(fn, dtype, errstate):
     _, warned = check(fn, (x, y), **errstate)
     if not errstate:
         assert len(warned) == 1
+
+
+@pytest.mark.parametrize("errstate", [{}, {"all": "warn"}])
+def test_a_float_floor_division_by_zero_raises_no_invalid_flag(errstate):
+    """NumPy's x // 0.0 is x / 0.0 alone (divide by zero; invalid only for 0 // 0): the
+    kernel's remainder of x by 0 raised invalid too, which an in-place kernel reported."""
+    x, y = np.linspace(1.0, 2.0, 200), np.ones(200)
+    y[7] = 0.0
+    _, warned = check(floor_divide_in_place, (x, y), **errstate)
+    assert warned == [(RuntimeWarning, "divide by zero encountered in floor_divide")]

@@ -190,6 +190,17 @@ def cast_value(b: ir.IRBuilder, v: ir.Value, src: np.dtype, dst: np.dtype) -> ir
 # ---------------------------------------------------------------------------- floats
 
 
+def _float_floor_divide(b: ir.IRBuilder, a: ir.Value, d: ir.Value) -> ir.Value:
+    """NumPy's npy_floor_divide: by zero it is ``a / d`` alone, whose flags are all it
+    raises (``fmod(a, 0)`` would add invalid), so the rest works on operands that raise
+    none there."""
+    zero = _const(a.type, 0.0)
+    d_is_zero = b.fcmp_ordered("==", d, zero)
+    safe = _float_divmod(b, b.select(d_is_zero, zero, a),
+                         b.select(d_is_zero, _const(a.type, 1.0), d))[0]
+    return b.select(d_is_zero, b.fdiv(a, d), safe)
+
+
 def _float_divmod(b: ir.IRBuilder, a: ir.Value, d: ir.Value) -> tuple[ir.Value, ir.Value]:
     """NumPy's npy_divmod (floor quotient and Python-style remainder), branch-free."""
     ty = a.type
@@ -282,7 +293,7 @@ _FLOAT_OPS: dict[str, Lowering] = {
     "sub": lambda b, a: b.fsub(a[0], a[1]),
     "mul": lambda b, a: _self_product(b, a[0]) if a[0] is a[1] else b.fmul(a[0], a[1]),
     "truediv": lambda b, a: b.fdiv(a[0], a[1]),
-    "floordiv": lambda b, a: _float_divmod(b, a[0], a[1])[0],
+    "floordiv": lambda b, a: _float_floor_divide(b, a[0], a[1]),
     "mod": lambda b, a: _float_divmod(b, a[0], a[1])[1],
     "pow": lambda b, a: vmath.emit_math(b, "pow", a),
     "neg": lambda b, a: b.fneg(a[0]),
