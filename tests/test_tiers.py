@@ -65,6 +65,16 @@ def scaled_sum(x: tsjit.Tensor, k: int) -> tsjit.Tensor:
     return s
 
 
+def histogram(values: tsjit.Tensor, counts: tsjit.Tensor, lo: float, hi: float) -> tsjit.Tensor:
+    # typed by its arguments: its first call holds its compile until it returns
+    scale = counts.shape[0] / (hi - lo)
+    for i in range(values.shape[0]):
+        v = values[i]
+        if v >= lo and v < hi:
+            counts[int((v - lo) * scale)] += 1
+    return counts
+
+
 CASES = [
     (poly, [(np.linspace(-3, 3, 101, dtype=np.float32),), (np.linspace(-2, 2, 7),),
             (np.linspace(-3, 3, 101, dtype=np.float32),)]),
@@ -73,14 +83,22 @@ CASES = [
                 (100 + np.cumsum(np.random.default_rng(2).standard_normal(50)),)]),
     (scaled_sum, [(np.arange(20, dtype=np.int32), 3), (np.arange(5.0), 2),
                   (np.arange(20, dtype=np.int32), -1)]),
+    (histogram, [(np.random.default_rng(4).standard_normal(300), np.zeros(8, np.int64), -2.0,
+                  2.0),
+                 (np.linspace(-1, 1, 9, dtype=np.float32), np.zeros(4, np.int32), -1.0, 1.5)]),
 ]
+
+
+def _fresh(args: tuple) -> list:
+    """The arguments, arrays copied (some functions write into theirs)."""
+    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
 
 
 def _results(fn, calls, finish=lambda: None) -> list:
     scripted = tsjit.script(fn)
     out = []
     for k, args in enumerate(calls * 3):
-        out.append(scripted(*[a.copy() if isinstance(a, np.ndarray) else a for a in args]))
+        out.append(scripted(*_fresh(args)))
         if k == len(calls):
             finish()
     return out, scripted
@@ -89,7 +107,7 @@ def _results(fn, calls, finish=lambda: None) -> list:
 @pytest.mark.parametrize("fn, calls", CASES, ids=[c[0].__name__ for c in CASES])
 def test_background_and_synchronous_compilation_give_the_same_results(default_settings, fn,
                                                                        calls):
-    want = [fn(*args) for args in calls * 3]
+    want = [fn(*_fresh(args)) for args in calls * 3]
     synchronous, _ = _results(fn, calls)
     tsjit.set_background_compilation(True)
     gate = threading.Event()
@@ -119,6 +137,36 @@ def test_calls_switch_to_compiled_code_once_it_is_ready(held_worker):
     stats = f.stats()
     assert (stats["kernel_launches"], stats["interpreted_runs"], stats["specializations"]) \
         == (1, 3, 1)
+
+
+def test_a_first_call_of_loop_code_holds_its_compile_until_it_returns(background_on,
+                                                                      monkeypatch):
+    """The compile of a first call typed by its arguments starts after that call (it
+    could only serve the next call, and would take the GIL from this one)."""
+    monkeypatch.setattr(background, "HELD_JOB_START_SECONDS", 600.0)
+    events = []
+    optimize = pipeline.optimize
+
+    def spy(graph):
+        events.append("compile")
+        return optimize(graph)
+    monkeypatch.setattr(pipeline, "optimize", spy)
+    values = np.random.default_rng(5).standard_normal(200_000)
+    f = tsjit.script(histogram)
+    got = f(values, np.zeros(16, np.int64), -3.0, 3.0)
+    events.append("returned")
+    f.executor.specialize_for(values, np.zeros(16, np.int64), -3.0, 3.0)
+    assert events == ["returned", "compile"]
+    assert_same(got, histogram(values, np.zeros(16, np.int64), -3.0, 3.0))
+    assert f.stats()["interpreted_runs"] == 1
+    assert_same(f(values, np.zeros(16, np.int64), -3.0, 3.0), got)
+    assert f.stats()["kernel_launches"] == 1
+
+
+def test_a_held_compile_starts_once_its_caller_used_its_cpu_time(background_on, monkeypatch):
+    monkeypatch.setattr(background, "HELD_JOB_START_SECONDS", 0.0)
+    job = background.submit(lambda: None, held=True)
+    assert job.wait(60)         # never released: the holder's CPU time let it start
 
 
 def test_graph_for_waits_for_the_background_compile(held_worker):

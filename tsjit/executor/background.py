@@ -35,16 +35,37 @@ from collections.abc import Callable, Iterator
 from .. import forking
 
 LONG_COMPILE_SECONDS = 1.0
+# How much CPU time the thread holding a held job may use before the job starts anyway.
+# Past it the compile shares the GIL with the call that holds it (the first compile of a
+# process loads the back end: ~60 ms of Python on a quiet Zen 3), which then costs a call
+# that ran this long at most ~1.1x.  CPU time, not wall time: on a loaded machine a call
+# that waits for a core would otherwise have a compile start beside it for no reason.
+HELD_JOB_START_SECONDS = 0.5
+_HOLD_POLL_SECONDS = 0.02
 
 log = logging.getLogger("tsjit.compile")
 
 
 class CompileJob:
-    """One queued compile; `wait()` blocks until it has run (or was dropped at exit)."""
+    """One queued compile; `wait()` blocks until it has run (or was dropped at exit).
 
-    def __init__(self, work: Callable[[], None]):
+    A held job (`submit(work, held=True)`) starts when `release()` is called, or after
+    HELD_JOB_START_SECONDS at the latest: an interpreted first call of loop code holds its
+    own compile until it returns, so that the compile (whose result only the next call can
+    use) does not take the GIL from it; a long call lets it start after that while."""
+
+    def __init__(self, work: Callable[[], None], held: bool = False):
         self.work = work
         self._done = threading.Event()
+        self._released = threading.Event()
+        self._holder_clock: int | None = None     # the CPU clock of the holding thread
+        if not held:
+            self._released.set()
+        elif hasattr(time, "pthread_getcpuclockid"):
+            self._holder_clock = time.pthread_getcpuclockid(threading.get_ident())
+
+    def release(self) -> None:
+        self._released.set()
 
     @property
     def done(self) -> bool:
@@ -52,6 +73,19 @@ class CompileJob:
 
     def wait(self, timeout: float | None = None) -> bool:
         return self._done.wait(timeout)
+
+    def wait_for_release(self) -> None:
+        """Until released, or until the holder has used HELD_JOB_START_SECONDS of CPU."""
+        if self._holder_clock is None:
+            self._released.wait(HELD_JOB_START_SECONDS)
+            return
+        try:
+            start = time.clock_gettime(self._holder_clock)
+            while not self._released.wait(_HOLD_POLL_SECONDS):
+                if time.clock_gettime(self._holder_clock) - start >= HELD_JOB_START_SECONDS:
+                    return
+        except OSError:     # the holding thread has ended
+            return
 
     def run(self) -> None:
         try:
@@ -103,11 +137,12 @@ class _Worker:
     def _loop(self) -> None:
         while True:
             job = self._jobs.get()
-            if self._exiting:
-                job.drop()
-                continue
-            self._running = job
+            self._running = job      # (a held one too: a forked child restarts it)
             try:
+                job.wait_for_release()
+                if self._exiting:
+                    job.drop()
+                    continue
                 job.run()
             except BaseException:   # the job logs its own failures; never kill the worker
                 log.exception("background compile job failed")
@@ -115,8 +150,8 @@ class _Worker:
                 self._running = None
 
     def unfinished(self) -> list[CompileJob]:
-        """The job running and those queued (in a forked child: its parent's, which no
-        thread of the child will finish)."""
+        """The job running (or waiting for its release) and those queued (in a forked
+        child: its parent's, which no thread of the child will finish)."""
         jobs = [self._running] if self._running is not None else []
         while True:
             try:
@@ -181,8 +216,9 @@ def load_back_end() -> None:
         _loaded = True
 
 
-def submit(work: Callable[[], None]) -> CompileJob:
-    """Queue `work` for the worker thread; the returned job tells when it has run."""
-    job = CompileJob(work)
+def submit(work: Callable[[], None], held: bool = False) -> CompileJob:
+    """Queue `work` for the worker thread; the returned job tells when it has run (a held
+    job starts when released, see CompileJob)."""
+    job = CompileJob(work, held)
     _worker.submit(job)
     return job

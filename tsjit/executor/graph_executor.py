@@ -49,14 +49,17 @@ if TYPE_CHECKING:
     from .pipeline import LoweringContext
 
 MAX_SPECIALIZATION_DEPTH = 8
-# How long a first call whose types follow from its arguments waits for its compile before
-# it runs in the interpreter.  Small straight-line array code (gelu) compiles in tens of
-# ms, or a little more in the process's first compile, which loads the back end:
-# interpreted calls meanwhile would only compete with it for the GIL.  A large graph (a
-# 150-statement function) compiles for seconds, and loop code runs its first call in the
-# interpreter about as fast as plain Python: neither should hold its first result back.
+# A first call whose types follow from its arguments has its compile queued before it runs.
+# Small straight-line array code (gelu) compiles in tens of ms, or a little more in the
+# process's first compile, which loads the back end: the call waits up to
+# FIRST_CALL_WAIT_SECONDS for it, since interpreted calls meanwhile would only compete with
+# it for the GIL.  Other code (loops: interpreted about as fast as plain Python; a
+# 150-statement function: compiles for seconds) runs its first call in the interpreter and
+# holds its compile until the call returns (`background.CompileJob`): the compile's Python
+# work (the back end's imports, IR building) would take the GIL from the call, whose
+# result it cannot speed up (a 70 ms histogram loop ran 2x slower with it).
 SMALL_GRAPH_NODES = 100
-FIRST_CALL_WAIT_SECONDS = {True: 2.0, False: 0.05}     # by whether it is small array code
+FIRST_CALL_WAIT_SECONDS = 2.0
 
 log = logging.getLogger("tsjit.executor")
 _executors: weakref.WeakSet[GraphExecutor] = weakref.WeakSet()
@@ -129,11 +132,16 @@ class GraphExecutor:
                     self.state = "new"  # next call starts again, not from a half state
                     raise
                 job = self._job
-        if job is not None:     # a first call whose types were known from its arguments
-            small = _size(self.graph) <= SMALL_GRAPH_NODES and not any(
-                node.kind == "prim::Loop" for node in self.graph.nodes())
-            job.wait(FIRST_CALL_WAIT_SECONDS[small])
-        return self._run(*args)
+        if job is None:
+            return self._run(*args)
+        # a first call whose types were known from its arguments (see SMALL_GRAPH_NODES)
+        if _is_small_array_code(self.graph):
+            job.wait(FIRST_CALL_WAIT_SECONDS)
+            return self._run(*args)
+        try:
+            return self._run(*args)
+        finally:
+            job.release()
 
     def _start(self, args: tuple) -> Callable:
         # every optimization pass makes native code (pipeline.py, which is imported by the
@@ -148,12 +156,14 @@ class GraphExecutor:
             typed = self._typed_by(args)
             if typed is not None:
                 self.counters.profiled_runs += 1
-                return self._specialize(typed, "the argument types of its first call")
+                return self._specialize(typed, "the argument types of its first call",
+                                        held=not _is_small_array_code(self.graph))
         graph = self.graph.copy()
         insert_profiles(graph, known=_derived_values(graph, args))
         profiles = [n for n in graph.nodes() if n.kind == "prim::profile"]
         if not profiles:
-            return self._specialize(graph, "the argument types of its first call")
+            return self._specialize(graph, "the argument types of its first call",
+                                    held=not _is_small_array_code(self.graph))
         recorder = ProfileRecorder(profiles)
         profiled = compile_graph(graph, self.name, self.filename).fn
         remaining = config.profiling_runs()
@@ -187,11 +197,12 @@ class GraphExecutor:
         propagate_types(graph)
         return None if unknown_operands(graph) else graph
 
-    def _specialize(self, graph: Graph, why: str) -> Callable:
+    def _specialize(self, graph: Graph, why: str, held: bool = False) -> Callable:
         """What runs the calls from now on: the specialization of `graph`, compiled here
         or (background compilation) on the worker thread while the interpreter serves the
         calls; the first call after the code is ready runs it.  A first call whose types
-        follow from its arguments may wait for it (`_first_call`)."""
+        follow from its arguments may wait for it, or (`held`) hold it until it returns
+        (`_first_call`)."""
         if not config.background_compilation():
             return self._install(self._compile(graph, why))
         self.state = "compiling"
@@ -206,7 +217,7 @@ class GraphExecutor:
                 if executor._generation == generation:
                     executor._install(done)
 
-        self._job = background.submit(compile_and_install)
+        self._job = background.submit(compile_and_install, held)
         self.counters.background_compiles += 1
         interpreted, counters = self._interpreter(), self.counters
 
@@ -427,8 +438,14 @@ def _is_numpy_scalar(t: Type) -> bool:
     return isinstance(t, TensorType) and t.ndarray is False and t.dtype is not None
 
 
-def _size(graph: Graph) -> int:
-    return sum(1 for _ in graph.nodes())
+def _is_small_array_code(graph: Graph) -> bool:
+    """Whether a first call waits for its compile (see SMALL_GRAPH_NODES)."""
+    size = 0
+    for node in graph.nodes():
+        size += 1
+        if node.kind == "prim::Loop" or size > SMALL_GRAPH_NODES:
+            return False
+    return True
 
 
 def _values(graph: Graph) -> list[Value]:
