@@ -20,8 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .. import config
-from ..codegen.scalar import direct_entry as native_direct_entry
-from ..codegen.scalar import lower_native_call
 from ..ir.graph import Graph, Node
 from ..passes.dead_code_elimination import eliminate_dead_code
 from ..passes.fuse_elementwise import fuse_elementwise
@@ -82,11 +80,16 @@ log = logging.getLogger("tsjit.executor")
 
 Lowering = Callable[[Node, LoweringContext], Callable]
 
+def _lower_native_call(node: Node, context: LoweringContext) -> Callable:
+    from ..codegen.scalar import lower_native_call  # loaded where a region was found
+    return lower_native_call(node, context)
+
+
 LOWERINGS: dict[str, Lowering] = {
     "prim::TypeCheck": lower_type_check,
     "prim::FusionGroup": lower_fusion_group,
     "prim::FallbackGraph": lambda node, context: context.fallback(node.attrs["subgraph"]),
-    "prim::NativeCall": lower_native_call,
+    "prim::NativeCall": _lower_native_call,
 }
 
 
@@ -123,8 +126,16 @@ def lower(graph: Graph, context: LoweringContext) -> None:
 # that node's code (no argument checks, executor or graph function in between): each takes
 # the optimized graph and the normal call path (for calls its guards refuse) and returns
 # the entry and its call counter, or None.
+def _native_direct_entry(graph: Graph | None,
+                         fallback: Callable) -> tuple[Callable, object] | None:
+    if graph is None or not any(n.kind == "prim::NativeCall" for n in graph.block.nodes):
+        return None
+    from ..codegen.scalar import direct_entry
+    return direct_entry(graph, fallback)
+
+
 DIRECT_ENTRIES: list[Callable[[Graph | None, Callable], tuple[Callable, object] | None]] = [
-    native_direct_entry,
+    _native_direct_entry,
     fused_direct_entry,
 ]
 

@@ -24,7 +24,6 @@ lowering gives it the NativeFunction that runs it (`codegen.scalar.lower_native_
 """
 from __future__ import annotations
 
-from ..codegen.scalar import rule_for
 from ..ir.graph import Block, Graph, Node, Value, clone_node
 from ..ir.types import (
     BoolType,
@@ -57,7 +56,23 @@ _ARRAY_READERS = frozenset(("aten::__getitem__", "aten::__setitem__", "aten::len
 
 def lower_native_regions(graph: Graph) -> None:
     """Replace the native regions of `graph` by prim::NativeCall nodes, in place."""
-    _RegionFinder(graph).lower_block(graph.block, whole_function=True)
+    if _may_hold_a_region(graph):
+        _RegionFinder(graph).lower_block(graph.block, whole_function=True)
+
+
+def _may_hold_a_region(graph: Graph) -> bool:
+    """A quick test, before the scalar code generator is loaded (its rules decide what is
+    native; array code such as gelu has no use for it): a region holds a loop, or is the
+    whole function, none of whose values can then be an array."""
+    return any(node.kind == "prim::Loop" for node in graph.nodes()) or not any(
+        isinstance(v.type, TensorType) and v.type.ndarray is True
+        for node in graph.block.nodes for v in node.outputs)
+
+
+def rule_for(node: Node):
+    """codegen/scalar's rule for `node` (the code generator loads on the first look-up)."""
+    from ..codegen.scalar import rule_for as scalar_rule_for
+    return scalar_rule_for(node)
 
 
 class _RegionFinder:
