@@ -39,7 +39,7 @@ from ..ir.types import (
     VarTupleType,
     is_number,
 )
-from .registry import OpDef, OpTypeError, Param, parse_params, register
+from .registry import OpDef, OpTypeError, Param, parse_params, register, signature_arguments
 
 CONSTANTS = "constants"   # attrs key: {input index: Python value} of the constant inputs
 UNKNOWN = object()        # a value the type rule cannot see
@@ -381,7 +381,7 @@ def call_template(callee: str, signature: str, *, omit: Sequence[str] = (),
     for it.  `method`: `callee` is ".name" called on the first argument.
     """
     params = parse_params(signature)
-    spec = ast.parse(f"def f({signature}): pass").body[0].args
+    spec = signature_arguments(signature)
     n_positional = len(spec.posonlyargs) + (len(spec.args) if spec.vararg else 0)
 
     def emit(args: list[str], attrs: dict) -> str:

@@ -18,6 +18,7 @@ module names.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,9 +102,18 @@ METHODS: dict[tuple[type, str], OpDef] = {}               # (Type class, name) -
 ATTRIBUTES: dict[tuple[type, str], OpDef] = {}            # (Type class, name) -> op, x.shape
 
 
+@functools.cache
+def signature_arguments(signature: str) -> ast.arguments:
+    """The parsed parameter list `signature` (Python syntax; shared: do not change it).
+    Hundreds of ops share a few dozen signatures, parsed once each (`import tsjit` spent a
+    third of its time in parsing them)."""
+    return ast.parse(f"def f({signature}): pass").body[0].args
+
+
+@functools.cache
 def parse_params(signature: str) -> tuple[Param, ...]:
     """Parameters from Python syntax: `"a, axis=None, *, keepdims=False"`."""
-    args = ast.parse(f"def f({signature}): pass").body[0].args
+    args = signature_arguments(signature)
     positional = args.posonlyargs + args.args
     defaults = [NO_DEFAULT] * (len(positional) - len(args.defaults)) + [
         ast.literal_eval(d) for d in args.defaults]
