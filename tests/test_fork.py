@@ -121,4 +121,4 @@ def test_llvm_lock_is_held_across_fork_once_llvmlite_is_in_use():
 
     from tsjit import forking
 
-    assert forking._llvmlite_lock() is ffi.lib._lock._lock
+    assert forking.llvmlite_lock() is ffi.lib._lock._lock

@@ -288,6 +288,35 @@ print("exiting", flush=True)
     assert done.stderr == ""
 
 
+def test_a_process_exiting_while_the_back_end_loads_exits_cleanly(tmp_path):
+    """The exit waits for the back end's import on the worker (seen: a loop program exiting
+    right after its first call, whose compile had begun importing llvmlite, printed an
+    AttributeError from the exit handler)."""
+    program = tmp_path / "exit_mid_import.py"
+    program.write_text("""
+import sys, threading, time, types
+import tsjit
+from tsjit.executor import background
+inside = threading.Event()
+def load_back_end():     # as background.load_back_end, caught halfway through llvmlite's
+    with background._importing:
+        sys.modules["llvmlite.binding.ffi"] = types.ModuleType("llvmlite.binding.ffi")
+        inside.set()
+        time.sleep(0.5)
+        del sys.modules["llvmlite.binding.ffi"]
+        import llvmlite.binding
+background.submit(load_back_end)
+inside.wait()
+print("exiting", flush=True)
+""")
+    done = subprocess.run([sys.executable, str(program)], capture_output=True, text=True,
+                          timeout=300, check=False,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "exiting"
+    assert done.stderr == ""
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX only")
 def test_a_child_forked_while_a_compile_waits_finishes_it(tmp_path):
     program = tmp_path / "fork_mid_compile.py"

@@ -50,7 +50,7 @@ def hold_across_fork(held: threading.RLock) -> None:
         _held_across_fork.add(held)
 
 
-def _llvmlite_lock() -> Any:
+def llvmlite_lock() -> Any:
     """llvmlite's lock around every LLVM call, once llvmlite.binding is in use."""
     ffi = sys.modules.get("llvmlite.binding.ffi")
     return getattr(getattr(getattr(ffi, "lib", None), "_lock", None), "_lock", None)
@@ -59,7 +59,7 @@ def _llvmlite_lock() -> Any:
 def _before_fork() -> None:
     _registry_lock.acquire()
     _held[:] = list(_held_across_fork)
-    llvm_lock = _llvmlite_lock()
+    llvm_lock = llvmlite_lock()
     if llvm_lock is not None:
         _held.append(llvm_lock)
     for held in _held:

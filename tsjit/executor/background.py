@@ -13,8 +13,9 @@ llvmlite, the C runtime): the first compile does (`load_back_end`), on the worke
 A forked child gets a worker of its own, which restarts the parent's unfinished jobs.
 
 Exiting while a job runs: at exit (`atexit`) no queued job starts any more, and the
-exiting thread takes llvmlite's global lock, which waits for the LLVM call in progress and
-keeps the worker out of LLVM from then on, while the process tears LLVM down.  The worker
+exiting thread waits for a load of the back end in progress (llvmlite's import with it),
+then takes llvmlite's global lock, which waits for the LLVM call in progress and keeps the
+worker out of LLVM from then on, while the process tears LLVM down.  The worker
 is a daemon: the interpreter does not wait for it.
 
 A compile that takes longer than LONG_COMPILE_SECONDS says so once, while it runs, on the
@@ -27,7 +28,6 @@ import contextlib
 import logging
 import os
 import queue
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -169,9 +169,10 @@ class _Worker:
             return
         for job in self.unfinished():
             job.drop()
-        binding = sys.modules.get("llvmlite.binding.ffi")
-        if binding is not None:
-            binding.lib._lock._lock.acquire()    # never released: the process is ending
+        with _importing:    # a load of the back end (llvmlite's with it) finishes first
+            llvm_lock = forking.llvmlite_lock()
+        if llvm_lock is not None:
+            llvm_lock.acquire()    # never released: the process is ending
 
 
 _worker = _Worker()
