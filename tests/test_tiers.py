@@ -169,6 +169,14 @@ def test_a_held_compile_starts_once_its_caller_used_its_cpu_time(background_on, 
     assert job.wait(60)         # never released: the holder's CPU time let it start
 
 
+def test_a_held_compile_whose_caller_stopped_starts_after_a_while(background_on,
+                                                                  monkeypatch):
+    monkeypatch.setattr(background, "HELD_JOB_START_SECONDS", 600.0)
+    monkeypatch.setattr(background, "HELD_JOB_MAX_SECONDS", 0.0)
+    job = background.submit(lambda: None, held=True)
+    assert job.wait(60)         # never released, its holder idle: the wall-time bound
+
+
 def test_graph_for_waits_for_the_background_compile(held_worker):
     f = tsjit.script(poly)
     x = np.ones(8, np.float32)

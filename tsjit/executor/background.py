@@ -41,6 +41,10 @@ LONG_COMPILE_SECONDS = 1.0
 # that ran this long at most ~1.1x.  CPU time, not wall time: on a loaded machine a call
 # that waits for a core would otherwise have a compile start beside it for no reason.
 HELD_JOB_START_SECONDS = 0.5
+# And at the latest after this long (wall time): a holder that stopped using CPU without
+# releasing its job (blocked, or gone through a path that forgot it) must not hold up
+# every later compile.
+HELD_JOB_MAX_SECONDS = 10.0
 _HOLD_POLL_SECONDS = 0.02
 
 log = logging.getLogger("tsjit.compile")
@@ -75,14 +79,17 @@ class CompileJob:
         return self._done.wait(timeout)
 
     def wait_for_release(self) -> None:
-        """Until released, or until the holder has used HELD_JOB_START_SECONDS of CPU."""
+        """Until released, or until the holder has used HELD_JOB_START_SECONDS of CPU (or
+        HELD_JOB_MAX_SECONDS have passed)."""
         if self._holder_clock is None:
             self._released.wait(HELD_JOB_START_SECONDS)
             return
+        deadline = time.monotonic() + HELD_JOB_MAX_SECONDS
         try:
             start = time.clock_gettime(self._holder_clock)
             while not self._released.wait(_HOLD_POLL_SECONDS):
-                if time.clock_gettime(self._holder_clock) - start >= HELD_JOB_START_SECONDS:
+                if time.clock_gettime(self._holder_clock) - start >= HELD_JOB_START_SECONDS \
+                        or time.monotonic() >= deadline:
                     return
         except OSError:     # the holding thread has ended
             return

@@ -130,6 +130,8 @@ class GraphExecutor:
                     self._run = self._start(args)
                 except BaseException:   # (a graph the interpreter cannot compile) the
                     self.state = "new"  # next call starts again, not from a half state
+                    if self._job is not None:
+                        self._job.release()     # (a compile it held)
                     raise
                 job = self._job
         if job is None:
