@@ -16,9 +16,11 @@ from _differential import assert_same
 import tsjit
 from tsjit import runtime
 
-# around the block size, several blocks, odd splits, and a run long enough for the
-# parallel split of a full reduction (codegen/reduction.py: _PARALLEL_RUN)
-LENGTHS = (2, 7, 8, 9, 127, 128, 129, 1000, 8191, 8193, 20_011, 300_007)
+# around the block size, subtrees of 2, 4 and 8 equal blocks (144, 320, 1024: reduced
+# interleaved, pairwise.run_reducer), several blocks, odd splits, and a run long enough for
+# the parallel split of a full reduction (codegen/reduction.py: _PARALLEL_RUN)
+LENGTHS = (2, 7, 8, 9, 127, 128, 129, 144, 320, 1000, 1024, 4096, 8191, 8193, 20_011,
+           300_007)
 
 
 def row_sum(x):
@@ -41,6 +43,10 @@ def row_var_std(x):
     return np.var(x * 1.5, axis=-1), (x * 1.5).std(axis=-1, ddof=1)
 
 
+def row_centered(x):
+    return x - x.mean(axis=-1, keepdims=True)   # the mean reads the input row itself
+
+
 def _run_native(fn, x):
     scripted = tsjit.script(fn)
     for _ in range(2):
@@ -51,7 +57,8 @@ def _run_native(fn, x):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("fn", [row_sum, row_mean_kept, full_sum, full_mean, row_var_std])
+@pytest.mark.parametrize("fn", [row_sum, row_mean_kept, full_sum, full_mean, row_var_std,
+                                row_centered])
 def test_float_sums_and_means_are_numpys_bits(fn, dtype):
     rng = np.random.default_rng(7)
     for n in LENGTHS:
@@ -68,6 +75,22 @@ def test_one_dimensional_runs(dtype):
         x = rng.standard_normal(n).astype(dtype)
         assert_same(_run_native(full_sum, x), full_sum(x))
         assert_same(_run_native(full_mean, x), full_mean(x))
+
+
+def softmax_and_exp(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True), e
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_sum_of_a_cached_value_is_numpys_sum_of_it(dtype):
+    """exp is kept in a scratch row that the sum reads; its sum is NumPy's sum of the
+    kernel's own exp values (exp itself is not NumPy's bits: vmath's, within 4 ulp)."""
+    rng = np.random.default_rng(11)
+    for n in (9, 129, 320, 1000, 1024, 4096):
+        x = rng.standard_normal((3, n)).astype(dtype) * 4
+        softmax, e = _run_native(softmax_and_exp, x)
+        assert_same(softmax, e / e.sum(axis=-1, keepdims=True), f"n={n}")
 
 
 def test_every_thread_count_gives_the_same_bits():

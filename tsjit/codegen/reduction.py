@@ -4,10 +4,11 @@ One call of the kernel computes ``rows`` rows of ``n`` elements (see ``reduction
 Per row, the reductions run in passes over the row (a row of a few KB stays in cache
 between passes): pass ``p`` computes the reductions whose operands need the row values of
 passes before it (softmax: the max, then the sum of ``exp(x - max)``, then the normalized
-output).  A pass walks NumPy's pairwise-summation tree (``pairwise``): each leaf block of
-at most 128 elements computes the operands of every reduction of the pass into small
-stack buffers (a plain loop the vectorizer widens), then reduces each buffer in NumPy's
-block order; the tree adds the halves as NumPy does.  Row-level values (means, ``log`` of
+output).  A pass walks NumPy's pairwise-summation tree (``pairwise``) down to subtrees
+of at most NODE elements; there one loop (which the vectorizer widens) computes the
+operands of the pass's reductions that are not in memory already (an input, a cached
+value) into stack buffers, and ``pairwise.run_reducer`` reduces each run in NumPy's
+order; the tree adds the halves as NumPy does.  Row-level values (means, ``log`` of
 a sum, ...) are computed once per row between passes, and the element-level outputs in a
 last loop over the row.
 
@@ -62,7 +63,7 @@ from tsjit.codegen.ir_util import (
     tuple_item,
 )
 from tsjit.codegen.kernel_spec import MATH_FUNCTIONS, KernelOp
-from tsjit.codegen.pairwise import BLOCK, emit_block_reduce, emit_combine, emit_split
+from tsjit.codegen.pairwise import emit_combine, emit_split, run_reducer
 from tsjit.codegen.reduction_scan import build_scan
 from tsjit.codegen.reduction_spec import (
     BUFFER,
@@ -88,6 +89,10 @@ _TASK_TYPE = ir.FunctionType(ir.VoidType(), [PTR, I64, I64])
 # Rows up to this long keep the expensive values of a pass for the later passes in a
 # stack buffer (longer rows compute them again).
 SCRATCH_ELEMENTS = 4096
+# A pass's sums recurse down NumPy's tree to subtrees of at most this many elements, whose
+# operands one loop computes into a stack buffer (a few KB: it stays in L1) for
+# ``pairwise.run_reducer`` to reduce.
+NODE = 1024
 _EXPENSIVE = frozenset({*MATH_FUNCTIONS, "pow"})
 # Rows between two checks for Ctrl-C (a call each: rows may be a few elements long).
 INTERRUPT_ROWS = 16
@@ -311,61 +316,88 @@ class _RowKernelBuilder:
                                      source_etype=llvm_type(self.spec.value_dtype(v))))
 
     # ------------------------------------------------------------------ passes
-    def build_leaf(self, p: int, cached: bool) -> ir.Function:
-        """``leaf(rowptrs, state, start, n, results)``: the pass's reductions of elements
-        [start, start + n), n <= BLOCK, into 8-byte result slots.  Its loop is in an
-        inlined function whose pointers are noalias (inputs are only read; outputs are
-        not touched; scratch buffers are private), so it vectorizes."""
+    def sources(self, p: int, cached: bool) -> list[int | None]:
+        """Per reduction of pass ``p``: the row pointer slot its operand is read from
+        where it is in memory already (an array input, or a cached value in its scratch
+        buffer), else None (computed into a node buffer)."""
+        loads, stores = self.scratch(p, cached)
+        slots = []
+        for r in self.passes[p]:
+            a = self._op(r).args[0]
+            dtype = self.spec.value_dtype(a)
+            if a in self.array_inputs and memory_type(dtype) == llvm_type(dtype):
+                slots.append(self.array_inputs.index(a))
+            else:
+                slots.append(loads.get(a, stores.get(a)))
+        return slots
+
+    def build_node(self, p: int, cached: bool) -> ir.Function:
+        """``node(rowptrs, state, start, n, results)``: the pass's reductions of elements
+        [start, start + n), n <= NODE, into 8-byte result slots.  A loop computes the
+        operands that are not in memory already into node buffers (and the pass's cached
+        values into their scratch buffers); it is in an inlined function whose pointers
+        are noalias (inputs are only read; outputs are not touched; scratch buffers are
+        private), so it vectorizes.  Each operand's run is then reduced in NumPy's order
+        (``pairwise.run_reducer``)."""
         reductions = self.passes[p]
         loads, stores = self.scratch(p, cached)
+        sources = self.sources(p, cached)
         suffix = "c" if cached else ""
-        args = [self._op(r).args[0] for r in reductions]
-        types = [llvm_type(self.spec.value_dtype(a)) for a in args]
-        inner = self.function(f"{self.name}_leaf{p}{suffix}_inner",
-                              [PTR] * self.n_slots + [PTR, I64, I64] + [PTR] * len(args),
-                              inline=True)
-        for k in range(self.n_slots + 1 + 2 + len(args)):
-            if inner.args[k].type == PTR:
-                inner.args[k].add_attribute("noalias")
-        pointers = list(inner.args[:self.n_slots])
-        state, start, n = inner.args[self.n_slots:self.n_slots + 3]
-        buffers = inner.args[self.n_slots + 3:]
-        b = ir.IRBuilder(inner.append_basic_block())
-        row = self.load_state(b, state)
-        wanted = self.needed(args, loads)
-
-        def one(b: ir.IRBuilder, i: ir.Value) -> None:
-            index = b.add(start, i)
-            values = self.emit_elements(b, pointers, index, row, wanted, loads)
-            self.store_scratch(b, pointers, index, values, stores)
-            for buffer, a, ty in zip(buffers, args, types):
-                b.store(values[a], element(b, buffer, i, ty))
-
-        loop(b, i64(0), n, one)
-        b.ret_void()
-
-        fn = self.function(f"{self.name}_leaf{p}{suffix}", [PTR, PTR, I64, I64, PTR],
-                           computes=wanted - set(loads))
+        computed = [self._op(r).args[0] for r, k in zip(reductions, sources) if k is None]
+        types = [llvm_type(self.spec.value_dtype(a)) for a in computed]
+        fn = self.function(f"{self.name}_node{p}{suffix}", [PTR, PTR, I64, I64, PTR],
+                           computes=self.needed(computed + list(stores), loads) - set(loads))
         rowptrs, state, start, n, results = fn.args
         b = ir.IRBuilder(fn.append_basic_block())
-        buffers = [stack_slot(b, ir.ArrayType(ty, BLOCK)) for ty in types]
-        b.call(inner, self.pointers_from(b, rowptrs, cached) + [state, start, n, *buffers])
-        for j, (r, buffer) in enumerate(zip(reductions, buffers)):
+        pointers = self.pointers_from(b, rowptrs, cached)
+        buffers = [stack_slot(b, ir.ArrayType(ty, NODE)) for ty in types]
+        if computed or stores:
+            inner = self.function(f"{self.name}_node{p}{suffix}_inner",
+                                  [PTR] * self.n_slots + [PTR, I64, I64] + [PTR] * len(computed),
+                                  inline=True)
+            for arg in inner.args:
+                if arg.type == PTR:
+                    arg.add_attribute("noalias")
+            inner_pointers = list(inner.args[:self.n_slots])
+            inner_state, inner_start, inner_n = inner.args[self.n_slots:self.n_slots + 3]
+            inner_buffers = inner.args[self.n_slots + 3:]
+            ib = ir.IRBuilder(inner.append_basic_block())
+            row = self.load_state(ib, inner_state)
+            wanted = self.needed(computed + list(stores), loads)
+
+            def one(ib: ir.IRBuilder, i: ir.Value) -> None:
+                index = ib.add(inner_start, i)
+                values = self.emit_elements(ib, inner_pointers, index, row, wanted, loads)
+                self.store_scratch(ib, inner_pointers, index, values, stores)
+                for buffer, a, ty in zip(inner_buffers, computed, types):
+                    ib.store(values[a], element(ib, buffer, i, ty))
+
+            loop(ib, i64(0), inner_n, one)
+            ib.ret_void()
+            b.call(inner, pointers + [state, start, n, *buffers])
+        computed_runs = iter(buffers)
+        for j, (r, k) in enumerate(zip(reductions, sources)):
             op = self._op(r)
-            value = emit_block_reduce(b, op.op, op.dtype, buffer, n)
-            b.store(value, element(b, results, i64(j), I64))
+            if k is None:
+                run, align = next(computed_runs), np.dtype(op.dtype).itemsize
+            else:   # inputs may be unaligned views
+                run = b.gep(pointers[k], [start], source_etype=llvm_type(op.dtype))
+                align = 1 if k < len(self.array_inputs) else np.dtype(op.dtype).itemsize
+            reduce = run_reducer(self.module, op.op, op.dtype, align)
+            b.store(b.call(reduce, [run, n]), element(b, results, i64(j), I64))
         b.ret_void()
         return fn
 
-    def build_tree(self, p: int, leaf: ir.Function) -> ir.Function:
-        """``tree(rowptrs, state, start, n, results)``: NumPy's pairwise recursion."""
+    def build_tree(self, p: int, node: ir.Function) -> ir.Function:
+        """``tree(rowptrs, state, start, n, results)``: NumPy's pairwise recursion down to
+        subtrees of at most NODE elements."""
         reductions = self.passes[p]
-        fn = self.function(f"{leaf.name}_tree", [PTR, PTR, I64, I64, PTR])
+        fn = self.function(f"{node.name}_tree", [PTR, PTR, I64, I64, PTR])
         rowptrs, state, start, n, results = fn.args
         b = ir.IRBuilder(fn.append_basic_block())
-        with b.if_else(b.icmp_signed("<=", n, i64(BLOCK))) as (small, large):
+        with b.if_else(b.icmp_signed("<=", n, i64(NODE))) as (small, large):
             with small:
-                b.call(leaf, [rowptrs, state, start, n, results])
+                b.call(node, [rowptrs, state, start, n, results])
             with large:
                 half = emit_split(b, n)
                 left = stack_slot(b, ir.ArrayType(I64, len(reductions)))
@@ -455,7 +487,7 @@ class _RowKernelBuilder:
 
     @staticmethod
     def halves(b: ir.IRBuilder, start: ir.Value, n: ir.Value) -> list[tuple]:
-        """The two subtrees of a range (longer than BLOCK: runs of at least _PARALLEL_RUN
+        """The two subtrees of a range (longer than NODE: runs of at least _PARALLEL_RUN
         split SUBTREE_DEPTH times stay far above it)."""
         half = emit_split(b, n)
         return [(start, half), (b.add(start, half), b.sub(n, half))]
@@ -518,7 +550,7 @@ class _RowKernelBuilder:
             if sequential or all(self._op(r).op != "reduce_sum" for r in reductions):
                 tree = build_scan(self, p, cached)   # max/min too: in any order
             else:
-                tree = self.build_tree(p, self.build_leaf(p, cached))
+                tree = self.build_tree(p, self.build_node(p, cached))
             trees.append(self.build_parallel_tree(p, tree) if split[p] else tree)
         outputs = self.build_outputs(cached)
         loads, _ = self.scratch(len(self.passes), cached)
