@@ -44,13 +44,13 @@ from tsjit.codegen.elementwise_driver import (
     OPERAND_INFO_TYPE,
 )
 from tsjit.codegen.ir_util import (
-    I1,
     I8,
     I32,
     I64,
     PTR,
     VOID,
     element,
+    hinted_loop,
     i64,
     loop,
     set_string_attribute,
@@ -238,17 +238,17 @@ class _KernelBuilder:
         middle = b.add(begin, b.mul(blocks, i64(_INTERLEAVED_BLOCK)))
         interleaved = {"llvm.loop.interleave.count": _INTERLEAVE}
         if not self.prefetches:
-            _hinted_loop(b, begin, middle, one_element, interleaved)
+            hinted_loop(b, begin, middle, one_element, interleaved)
         else:
             with b.if_else(b.icmp_unsigned("==", prefetch, ir.Constant(PTR, None))) as (
                     plain, prefetching):
                 with plain:
-                    _hinted_loop(b, begin, middle, one_element, interleaved)
+                    hinted_loop(b, begin, middle, one_element, interleaved)
                 with prefetching:
                     def block(b: ir.IRBuilder, index: ir.Value) -> None:
                         start = b.add(begin, b.mul(index, i64(_INTERLEAVED_BLOCK)))
                         self.emit_prefetches(b, pointers, prefetch, start)
-                        _hinted_loop(b, i64(0), i64(_INTERLEAVED_BLOCK),  # a constant count
+                        hinted_loop(b, i64(0), i64(_INTERLEAVED_BLOCK),  # a constant count
                                      lambda b, j: one_element(b, b.add(start, j, flags=["nsw"])),
                                      interleaved)
 
@@ -282,7 +282,7 @@ class _KernelBuilder:
 
                 loop(b, i64(0), i64(_INTERLEAVED_BLOCK), fill)
                 buffers.append((buffer, source, etype))
-            _hinted_loop(b, i64(0), i64(_INTERLEAVED_BLOCK),
+            hinted_loop(b, i64(0), i64(_INTERLEAVED_BLOCK),
                          lambda b, i: element_of([buf for buf, _, _ in buffers], b, i), hints)
             for k in sorted(written):
                 buffer, target, etype = buffers[k]
@@ -392,25 +392,6 @@ class _KernelBuilder:
         table.linkage = "internal"
         table.initializer = ir.Constant(table_type, rows)
         return table
-
-
-def _hinted_loop(b: ir.IRBuilder, begin, end, body, hints: dict) -> None:
-    """``loop`` with loop-vectorizer hints: ``llvm.loop`` metadata on its latch, the
-    branch back to its header (the first block ``loop`` appends)."""
-    fn = b.function
-    first_new = len(fn.blocks)
-    loop(b, begin, end, body)
-    header = fn.blocks[first_new]
-    latch = next(block.terminator for block in fn.blocks[first_new:]
-                 if isinstance(block.terminator, ir.ConditionalBranch)
-                 and block.terminator.operands[1] is header)
-    module = fn.module
-    operands = [module.add_metadata([ir.MetaDataString(module, name),
-                                     ir.Constant(I1 if isinstance(v, bool) else I32, int(v))])
-                for name, v in hints.items()]
-    loop_id = module.add_metadata([ir.MetaDataString(module, f"loop{first_new}")])
-    loop_id.operands = (loop_id, *operands)
-    latch.set_metadata("llvm.loop", loop_id)
 
 
 def convert_scalar(b: ir.IRBuilder, arg: ir.Value, dtype: np.dtype) -> ir.Value:

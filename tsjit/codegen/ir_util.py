@@ -41,6 +41,25 @@ def loop(
     b.position_at_end(done)
 
 
+def hinted_loop(b: ir.IRBuilder, begin, end, body, hints: dict) -> None:
+    """``loop`` with loop-vectorizer hints: ``llvm.loop`` metadata on its latch, the
+    branch back to its header (the first block ``loop`` appends)."""
+    fn = b.function
+    first_new = len(fn.blocks)
+    loop(b, begin, end, body)
+    header = fn.blocks[first_new]
+    latch = next(block.terminator for block in fn.blocks[first_new:]
+                 if isinstance(block.terminator, ir.ConditionalBranch)
+                 and block.terminator.operands[1] is header)
+    module = fn.module
+    operands = [module.add_metadata([ir.MetaDataString(module, name),
+                                     ir.Constant(I1 if isinstance(v, bool) else I32, int(v))])
+                for name, v in hints.items()]
+    loop_id = module.add_metadata([ir.MetaDataString(module, f"{fn.name}.loop{first_new}")])
+    loop_id.operands = (loop_id, *operands)
+    latch.set_metadata("llvm.loop", loop_id)
+
+
 def stack_slot(b: ir.IRBuilder, ty: ir.Type, initial: ir.Value | None = None) -> ir.Value:
     """An ``alloca`` in the entry block, used as an opaque pointer (SROA turns scalar slots
     back into registers). llvmlite type-checks stores through typed pointers, hence the

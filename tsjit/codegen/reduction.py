@@ -55,6 +55,7 @@ from tsjit.codegen.ir_util import (
     PTR,
     declare_function,
     element,
+    hinted_loop,
     i64,
     load_field,
     loop,
@@ -89,6 +90,7 @@ _TASK_TYPE = ir.FunctionType(ir.VoidType(), [PTR, I64, I64])
 # Rows up to this long keep the expensive values of a pass for the later passes in a
 # stack buffer (longer rows compute them again).
 SCRATCH_ELEMENTS = 4096
+_INTERLEAVE = 4
 # A pass's sums recurse down NumPy's tree to subtrees of at most this many elements, whose
 # operands one loop computes into a stack buffer (a few KB: it stays in L1) for
 # ``pairwise.run_reducer`` to reduce.
@@ -185,12 +187,25 @@ class _RowKernelBuilder:
         fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), args), name=name)
         fn.attributes.add("nounwind")
         fn.linkage = "internal"
-        expensive = any(self._op(v) is not None and self._op(v).op in _EXPENSIVE
-                        for v in computes)
-        set_string_attribute(fn, "prefer-vector-width", "512" if expensive else "256")
+        set_string_attribute(fn, "prefer-vector-width",
+                             "512" if self.expensive(computes) else "256")
         if inline:
             fn.attributes.add("alwaysinline")
         return fn
+
+    def expensive(self, computes: set[int]) -> bool:
+        """Whether computing these values includes transcendental functions."""
+        return any(self._op(v) is not None and self._op(v).op in _EXPENSIVE for v in computes)
+
+    def element_loop(self, b: ir.IRBuilder, begin: ir.Value, end: ir.Value, body,
+                     computes: set[int]) -> None:
+        """A loop over elements; one that computes transcendental functions (long
+        dependency chains) interleaves _INTERLEAVE vectors per iteration, as the
+        elementwise kernels' do (``elementwise._INTERLEAVE``)."""
+        if self.expensive(computes):
+            hinted_loop(b, begin, end, body, {"llvm.loop.interleave.count": _INTERLEAVE})
+        else:
+            loop(b, begin, end, body)
 
     def _mxcsr(self, b: ir.IRBuilder, name: str, slot: ir.Value) -> None:
         intrinsic = self.module.globals.get(name) or ir.Function(
@@ -372,7 +387,7 @@ class _RowKernelBuilder:
                 for buffer, a, ty in zip(inner_buffers, computed, types):
                     ib.store(values[a], element(ib, buffer, i, ty))
 
-            loop(ib, i64(0), inner_n, one)
+            self.element_loop(ib, i64(0), inner_n, one, wanted - set(loads))
             ib.ret_void()
             b.call(inner, pointers + [state, start, n, *buffers])
         computed_runs = iter(buffers)
@@ -515,7 +530,7 @@ class _RowKernelBuilder:
             values = self.emit_elements(b, pointers, i, row, wanted, loads)
             self.store_outputs(b, pointers, i, values, element_outputs)
 
-        loop(b, begin, end, one)
+        self.element_loop(b, begin, end, one, wanted - set(loads))
         b.ret_void()
         return fn
 

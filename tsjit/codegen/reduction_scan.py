@@ -18,7 +18,7 @@ import numpy as np
 from llvmlite import ir
 
 from tsjit.codegen.element_ops import llvm_type
-from tsjit.codegen.ir_util import I64, PTR, element, fcmp_quiet, i64, loop, stack_slot
+from tsjit.codegen.ir_util import I64, PTR, element, fcmp_quiet, i64, stack_slot
 from tsjit.codegen.pairwise import emit_combine
 
 __all__ = ["ARG_REDUCTIONS", "SEQUENTIAL", "build_scan", "emit_scan_step", "scan_start"]
@@ -100,7 +100,7 @@ def build_scan(kb, p: int, cached: bool) -> ir.Function:
             if index is not None:
                 b.store(position, index)
 
-    loop(b, start, b.add(start, n), one)
+    kb.element_loop(b, start, b.add(start, n), one, wanted - set(loads))
     for j, (dtype, (best, index)) in enumerate(zip(dtypes, slots)):
         result = b.load(index, typ=I64) if index is not None else \
             b.load(best, typ=llvm_type(dtype))
