@@ -72,30 +72,36 @@ def _exp(em: Emit, x, x_lo=None):
     """exp(x + x_lo); x_lo (pow's double-double exponent) is ignored where exp is 0 or inf,
     since it may then be inf or NaN itself."""
     low, high = _EXP_RANGE[em.fmt.name]
+    special, finite = _finite_part(em, x)
+    clamped = em.clamp(finite, low, high)
     if x_lo is not None:
-        x_lo = em.sel(em.b.and_(em.cmp(">", x, low), em.cmp("<", x, high)), x_lo, 0.0)
-    e, n = _exp_reduce(em, em.clamp(_finite_or_zero(em, x), low, high), x_lo)
-    return _infinities(em, x, em.ldexp(em.add(e, 1.0), n), 0.0)
+        in_range = em.b.and_(em.b.not_(special), em.cmp_numbers("==", clamped, finite))
+        x_lo = em.sel(in_range, x_lo, 0.0)
+    e, n = _exp_reduce(em, clamped, x_lo)
+    return _at_infinities_and_nan(em, x, special, em.ldexp(em.add(e, 1.0), n), 0.0)
 
 
-def _finite_or_zero(em: Emit, x):
-    """x, with infinities replaced by 0: exp's clamping would turn them into the largest
-    finite arguments, whose results overflow or underflow, raising flags that NumPy's exp
-    does not raise for exp(+-inf) (exact results)."""
-    return em.sel(em.cmp("==", em.fabs(x), _INF), 0.0, x)
+def _finite_part(em: Emit, x) -> tuple[ir.Value, ir.Value]:
+    """(special, finite): whether x is +-inf or NaN, and x with those lanes replaced by 0.
+    One integer test serves the clamp and the fix-up: clamping +-inf to the largest finite
+    arguments would raise the overflow or underflow flags that NumPy's exact exp(+-inf)
+    does not, and a NaN would raise invalid in the clamp's compares."""
+    special = em.not_finite(x)
+    return special, em.sel(special, 0.0, x)
 
 
-def _infinities(em: Emit, x, value, at_minus_inf: float):
-    """``value``, with the results at +inf (+inf) and -inf (``at_minus_inf``) put back."""
-    return em.sel(em.cmp("==", x, _INF), _INF, em.sel(em.cmp("==", x, -_INF), at_minus_inf,
-                                                        value))
+def _at_infinities_and_nan(em: Emit, x, special, value, at_minus_inf: float):
+    """``value``, with the special lanes' results put back: +inf at +inf, ``at_minus_inf``
+    at -inf, NumPy's NaN for a NaN."""
+    return em.sel(special, em.sel(em.cmp("==", x, -_INF), at_minus_inf, em.nan_result(x)),
+                  value)
 
 
 def _expm1(em: Emit, x):
     fmt = em.fmt
-    result = _expm1_in_range(em, em.clamp(_finite_or_zero(em, x), _EXPM1_LOW[fmt.name],
-                                          _EXP_RANGE[fmt.name][1]))
-    result = _infinities(em, x, result, -1.0)
+    special, finite = _finite_part(em, x)
+    result = _expm1_in_range(em, em.clamp(finite, _EXPM1_LOW[fmt.name], _EXP_RANGE[fmt.name][1]))
+    result = _at_infinities_and_nan(em, x, special, result, -1.0)
     return em.sel(em.cmp("==", x, 0.0), x, result)  # expm1(-0) = -0
 
 
@@ -116,9 +122,10 @@ _TANH_SATURATION = {"float32": 10.0, "float64": 22.0}
 def _tanh(em: Emit, x):
     """tanh|x| = expm1(2|x|) / (expm1(2|x|) + 2): no cancellation anywhere, and exact
     behaviour at 0 and for denormals (expm1(2x) = 2x there). 2|x| is within expm1's range
-    and never -0: no clamp or sign fix-up needed."""
-    ax = em.sel(em.cmp(">", em.fabs(x), _TANH_SATURATION[em.fmt.name]),
-                _TANH_SATURATION[em.fmt.name], em.fabs(x))
+    and never -0: no clamp or sign fix-up needed. (NaN lanes saturate: emit_math puts the
+    NaN back.)"""
+    saturation = _TANH_SATURATION[em.fmt.name]
+    ax = em.sel(em.magnitude_above(em.fabs(x), saturation), saturation, em.fabs(x))
     e = _expm1_in_range(em, em.mul(ax, 2.0))
     return em.copysign(em.div(e, em.add(e, 2.0)), x)
 
@@ -127,7 +134,7 @@ def _sigmoid(em: Emit, x):
     """1 / (1 + exp(-x)) through e = exp(-|x|): 1/(1+e) for x >= 0 and e/(1+e) below, so
     large negative x gives the tiny (even denormal) true value, not 0 from overflow."""
     e = _exp(em, em.neg(em.fabs(x)))
-    numerator = em.sel(em.cmp("<", x, 0.0), e, 1.0)
+    numerator = em.sel(em.sign_set(x), e, 1.0)  # -0: e = 1
     return em.div(numerator, em.add(e, 1.0))
 
 
@@ -141,7 +148,7 @@ _SQRT_HALF_BITS = {"float32": 0x3F3504F3, "float64": 0x3FE6A09E667F3BCD}
 def _log_reduce(em: Emit, x) -> tuple[ir.Value, ir.Value]:
     """(k, f) with x = 2^k (1 + f), 1 + f in [sqrt(1/2), sqrt(2)), for finite x > 0."""
     fmt = em.fmt
-    tiny = em.cmp("<", x, fmt.min_normal)
+    tiny = _below_normal(em, x)
     x = _normalized(em, x)
     offset = em.b.sub(em.bits(x), em.int(_SQRT_HALF_BITS[fmt.name]))
     k = em.b.ashr(offset, em.int(fmt.mant_bits))
@@ -150,10 +157,14 @@ def _log_reduce(em: Emit, x) -> tuple[ir.Value, ir.Value]:
     return k_f, em.sub(z, 1.0)  # exact: z within a factor of 2 of 1
 
 
+def _below_normal(em: Emit, x):
+    """|x| < the smallest normal number (NaN: false), compared as integers: no flag."""
+    return em.b.icmp_signed("<", em.bits(em.fabs(x)), em.bits(em.fmt.min_normal))
+
+
 def _normalized(em: Emit, x):
     """x scaled by 2**precision if it is denormal (or 0): a normal number then."""
-    tiny = em.cmp("<", em.fabs(x), em.fmt.min_normal)
-    return em.mul(x, em.sel(tiny, 2.0**em.fmt.precision, 1.0))
+    return em.mul(x, em.sel(_below_normal(em, x), 2.0**em.fmt.precision, 1.0))
 
 
 def _log1p_terms(em: Emit, f) -> tuple[ir.Value, ir.Value, ir.Value]:
@@ -208,20 +219,23 @@ def _log_base(em: Emit, x, base: _LogBase):
     return em.add(w, em.add(val_lo, em.add(em.sub(y_hi, w), val_hi)))
 
 
-def _log_special(em: Emit, x, value):
+def _log_special(em: Emit, x, value, special=None):
     """``value`` where x is finite and positive, else log's value at 0, +inf, < 0, NaN,
-    computed as x86 and NumPy compute them, flags and NaN bits included: -|1/x| at +-0
-    (divide by zero), ``em.invalid(x)`` below 0 (the invalid flag, NumPy's NaN), and a NaN
-    argument itself (its own bits, no flag). Every lane computes 1/x (x normalized) and
-    sqrt(x): for the others they raise nothing but underflow for |x| > 2**(emax - 2),
-    which NumPy does not raise (a flag NumPy would not report makes the caller re-run the
-    ops in NumPy: slower, never wrong)."""
-    positive = em.b.and_(em.cmp(">", x, 0.0), em.cmp("<", x, _INF))
+    computed as x86 and NumPy compute them, flags and NaN bits included: -1/0 at +-0
+    (divide by zero; 1/x of every lane, x normalized, raises nothing else but underflow
+    for |x| > 2**(emax - 2), a flag NumPy would not report: the caller then re-runs the ops
+    in NumPy, slower, never wrong), sqrt(x) elsewhere: ``em.invalid(x)`` below 0 (the invalid flag,
+    NumPy's NaN), +inf at +inf, and a NaN argument itself (its own bits, no flag; or the
+    mimicked loop's NaN). ``special`` (x not finite and positive) may be given, if known."""
+    if special is None:  # x - 1 beyond the largest finite: x <= +0, -0 (and every negative
+        # number: its bits are unsigned-larger), +inf, NaN
+        special = em.b.icmp_unsigned(">=", em.b.sub(em.bits(x), em.int(1)),
+                                     em.int(em.fmt.inf_bits - 1))
     at_zero = em.neg(em.fabs(em.div(1.0, _normalized(em, x))))
-    negative = em.invalid(x)
-    special = em.sel(em.cmp("==", x, 0.0), at_zero, em.sel(
-        em.cmp("==", x, _INF), _INF, em.sel(em.cmp("uno", x, x), x, negative)))
-    return em.sel(positive, value, special)
+    elsewhere = em.invalid(x)
+    if em.invalid_nan_positive or em.nan_argument_bits is not None:
+        elsewhere = em.sel(em.cmp("uno", x, x), em.nan_result(x), elsewhere)
+    return em.sel(special, em.sel(em.cmp("==", x, 0.0), at_zero, elsewhere), value)
 
 
 def _log(em: Emit, x):
@@ -238,10 +252,11 @@ def _logarithm(base: _LogBase) -> Callable[[Emit, ir.Value], ir.Value]:
 def _log1p(em: Emit, x):
     """log(u) + c/u where u + c == 1 + x exactly (u = fl(1 + x)): small x keep their
     relative accuracy through the correction c."""
-    u, c = em.two_sum(em.v(1.0), _finite_or_zero(em, x))  # inf - inf: invalid
+    not_finite, finite = _finite_part(em, x)  # (two_sum of inf: inf - inf, invalid)
+    u, c = em.two_sum(em.v(1.0), finite)
     correction = em.div(c, em.sel(em.cmp("==", u, 0.0), 1.0, u))  # x = -1: c = 0
-    value = _log_special(em, em.sel(em.cmp("==", em.fabs(x), _INF), x, u),
-                         _ln(em, u, correction=correction))
+    argument = em.sel(not_finite, x, u)
+    value = _log_special(em, argument, _ln(em, u, correction=correction))
     return em.sel(em.cmp("==", x, 0.0), x, value)  # log1p(-0) = -0
 
 
@@ -302,7 +317,8 @@ def _pow(em: Emit, x, y):
     # NumPy's NaN, as NumPy's pow); a NaN x or y propagates its bits
     finite_negative = em.b.and_(em.cmp("<", x, 0.0), em.cmp(">", x, -_INF))
     invalid = em.b.and_(em.b.and_(finite_negative, em.cmp("ord", y, y)), em.b.not_(y_integer))
-    result = em.sel(invalid, em.invalid(em.sel(finite_negative, x, 1.0)), result)
+    # (sqrt of x on those lanes only: of |x| elsewhere, an arm no fold can turn constant)
+    result = em.sel(invalid, em.invalid(em.sel(invalid, x, ax)), result)
     result = em.sel(em.cmp("uno", x, x), x, result)
     # 1**y, x**0 and (-1)**+-inf are 1, even for NaN (y log|x| would give NaN or 0*inf)
     one = em.b.or_(em.b.or_(em.cmp("==", x, 1.0), em.cmp("==", y, 0.0)),
@@ -370,8 +386,9 @@ def _erf(em: Emit, x):
     and coefficients are selected per lane; x^2 enters exp as an exact double-word."""
     fmt = em.fmt
     saturation = _ERF_SATURATION[fmt.name]
-    ax = em.sel(em.cmp(">", em.fabs(x), saturation), saturation, em.fabs(x))
-    small = em.cmp("<", ax, 1.0)
+    # |x| saturated: NaN too (emit_math puts it back), so the compares below see numbers
+    ax = em.sel(em.magnitude_above(em.fabs(x), saturation), saturation, em.fabs(x))
+    small = em.cmp_numbers("<", ax, 1.0)
     x2 = em.mul(ax, ax)
     pieces = K.ERFC_SCALED[fmt.name]
     inner = K.ERF_SMALL[fmt.name]
@@ -379,7 +396,7 @@ def _erf(em: Emit, x):
     center = em.v(0.0)
     coefficients = [em.v(0.0)] * degree
     for start, piece_center, coeffs in pieces:
-        here = em.cmp(">=", ax, start)
+        here = em.cmp_numbers(">=", ax, start)
         center = em.sel(here, piece_center, center)
         coefficients = [em.sel(here, c, old) for c, old in zip(coeffs, coefficients)]
     padded = list(inner) + [0.0] * (degree - len(inner))
@@ -439,11 +456,17 @@ def emit_math(builder: ir.IRBuilder, name: str, args: list[ir.Value],
                         f"{[str(a.type) for a in args]}")
     fmt = F64 if isinstance(ty, ir.DoubleType) else F32
     nans = numpy_nans.nan_bits(name, like or fmt.name)
-    em = Emit(builder, fmt, invalid_nan_positive=nans.invalid_positive)
+    own_bits = None if nans.argument is None else \
+        numpy_nans.converted(nans.argument, like or fmt.name, fmt.name)
+    em = Emit(builder, fmt, invalid_nan_positive=nans.invalid_positive,
+              nan_argument_bits=own_bits)
     result = emit(em, *args)
-    if arity == 1:
-        own = args[0] if nans.argument is None else em.from_bits(em.int(
-            numpy_nans.converted(nans.argument, like or fmt.name, fmt.name)))
-        result = em.sel(em.cmp("uno", args[0], args[0]), own, result)
+    if arity == 1 and name not in _NAN_RESULT_FOLDED:
+        result = em.sel(em.cmp("uno", args[0], args[0]), em.nan_result(args[0]), result)
     return result
+
+
+# One-argument functions whose code gives ``Emit.nan_result`` for a NaN argument in the
+# select of its other special values; emit_math adds that select to the others.
+_NAN_RESULT_FOLDED = frozenset({"exp", "expm1", "log", "log2", "log10", "log1p"})
 

@@ -43,6 +43,10 @@ class Format:
         return self.mant_bits + 1
 
     @property
+    def inf_bits(self) -> int:
+        return (1 << (self.itype.width - 1)) - (1 << self.mant_bits)
+
+    @property
     def min_normal(self) -> float:
         return 2.0 ** (1 - self.bias)
 
@@ -71,15 +75,18 @@ class Emit:
     """Arithmetic in one float format on an IRBuilder, on scalars (``lanes`` None) or on
     vectors of ``lanes`` elements. Python numbers stand for constants of that format (splat
     across the lanes), which keeps the algorithms readable as formulas.
-    ``invalid_nan_positive``: ``invalid`` gives NaNs with the sign bit clear (as the NumPy
-    loop being mimicked does, see numpy_nans)."""
+
+    The NaNs of the NumPy loop being mimicked (see numpy_nans): ``invalid_nan_positive``,
+    ``invalid`` gives NaNs with the sign bit clear; ``nan_argument_bits``, the bits (in this
+    format) ``nan_result`` gives for a NaN argument, None for the argument itself."""
 
     def __init__(self, builder: ir.IRBuilder, fmt: Format, lanes: int | None = None,
-                 invalid_nan_positive: bool = False):
+                 invalid_nan_positive: bool = False, nan_argument_bits: int | None = None):
         self.b = builder
         self.fmt = fmt
         self.lanes = lanes
         self.invalid_nan_positive = invalid_nan_positive
+        self.nan_argument_bits = nan_argument_bits
         self.ftype = self.shaped(fmt.ftype)
         self.itype = self.shaped(fmt.itype)
 
@@ -94,6 +101,7 @@ class Emit:
         return ir.Constant(ir.VectorType(ty, self.lanes), [value] * self.lanes)
 
     def in_format(self, fmt: Format) -> Emit:
+        """Arithmetic in another format (NumPy's NaN bits are not carried over)."""
         return Emit(self.b, fmt, self.lanes, self.invalid_nan_positive)
 
     def promoted(self) -> Emit:
@@ -156,6 +164,27 @@ class Emit:
         nan = self.sqrt(negative)
         return self.fabs(nan) if self.invalid_nan_positive else nan
 
+    def nan_result(self, x):
+        """The result for lanes where the argument x is NaN: x itself, or the NaN the
+        mimicked loop gives instead (a select only then)."""
+        if self.nan_argument_bits is None:
+            return x
+        return self.sel(self.cmp("uno", x, x), self.from_bits(self.int(self.nan_argument_bits)),
+                        x)
+
+    def not_finite(self, x):
+        """Whether x is +-inf or NaN: |x| == inf or unordered, a quiet compare (no flag)."""
+        return self.b.fcmp_unordered("==", self.fabs(x), self.v(float("inf")))
+
+    def magnitude_above(self, magnitude, bound: float):
+        """magnitude > bound for a magnitude with its sign bit clear (|x|) and a bound > 0,
+        compared as integers: no flag, and true for NaN as for inf."""
+        return self.b.icmp_signed(">", self.bits(magnitude), self.bits(bound))
+
+    def sign_set(self, x):
+        """Whether x's sign bit is set (-0.0 and negative NaNs included), without a flag."""
+        return self.b.icmp_signed("<", self.bits(x), self.int(0))
+
     def _intrinsic(self, name: str, *args):
         return self.call_intrinsic(name, self.ftype, [self.v(a) for a in args], [self.ftype])
 
@@ -171,14 +200,22 @@ class Emit:
 
     # -- comparisons (ordered: false when either side is NaN) and selection
     def cmp(self, op: str, x, y):
+        """x op y, raising no flag for a NaN (as NumPy's comparisons; see fcmp_quiet)."""
         return fcmp_quiet(self.b, op, self.v(x), self.v(y))
+
+    def cmp_numbers(self, op: str, x, y):
+        """x op y for operands that are never NaN: one vector compare, which for a NaN
+        operand would raise the invalid flag (x86's <, <=, >, >= signal). The promise is
+        the compare's ``nnan`` flag, which lets a select of it become a min or max."""
+        return self.b.fcmp_ordered(op, self.v(x), self.v(y), flags=("nnan",))
 
     def sel(self, cond, x, y):
         return self.b.select(cond, self.v(x), self.v(y))
 
     def clamp(self, x, lo: float, hi: float):
-        """x limited to [lo, hi]; NaN stays NaN."""
-        return self.sel(self.cmp(">", x, hi), hi, self.sel(self.cmp("<", x, lo), lo, x))
+        """x, never NaN, limited to [lo, hi] (a min and a max)."""
+        return self.sel(self.cmp_numbers(">", x, hi), hi,
+                        self.sel(self.cmp_numbers("<", x, lo), lo, x))
 
     # -- conversions and bit manipulation
     def int(self, value: int) -> ir.Constant:
