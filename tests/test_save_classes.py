@@ -476,3 +476,20 @@ def test_instances_of_rebuilt_classes_pickle_by_name(program):
     assert pickle.loads(pickle.dumps(moved)) == program.Point(2.0, 0.0)
     assert pickle.loads(pickle.dumps(Color.BLUE)) is program.Color.BLUE
     assert _only_tsjit_reconstructors(pickle.dumps(moved)) == program.Point(2.0, 0.0)
+
+
+def test_class_count_limit(program, monkeypatch):
+    """Each class costs far more than a graph element: 50,000 exception records loaded
+    in 12 s within the element budget."""
+    from tsjit.api import class_records
+
+    def edit(classes, _):
+        for k in range(30):
+            classes[f"{PROGRAM}.E{k}"] = {"kind": "exception", "module": PROGRAM,
+                                          "qualname": f"E{k}", "base": "builtins.Exception"}
+    source = _edited(tsjit.script(program.summarize), edit)
+    monkeypatch.setattr(class_records, "MAX_CLASSES", 25)
+    _refused(source, "over the limit of 25")
+    monkeypatch.setattr(class_records, "MAX_CLASSES", 40)
+    source.seek(0)
+    assert tsjit.load(source) is not None

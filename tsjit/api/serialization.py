@@ -34,6 +34,7 @@ from ..ir.printer import print_graph
 from ..ir.types import _TYPE_ATTRIBUTE, ClassType, Type, is_subtype, qualified_name
 from ..ir.verifier import IRVerificationError, verify
 from ..ops.registry import NO_DEFAULT, Param
+from . import class_records
 from .archive import (
     ArchiveReader,
     PathOrFile,
@@ -354,6 +355,9 @@ class _Loader(ValueDecoder):
         the same records."""
         if type(records) is not dict:
             raise SerializationError("corrupt archive: 'classes' is not a mapping")
+        if len(records) > class_records.MAX_CLASSES:
+            raise SerializationError(f"the archive defines {len(records)} classes, over the "
+                                     f"limit of {class_records.MAX_CLASSES}")
         graphs = {}
         for name, record in records.items():
             if _dotted_name(name, "class") in ALLOWED_OBJECTS:
