@@ -108,3 +108,16 @@ def test_products_are_numpys_bits(dtype):
         got, group = _native(fn, arg)
         assert_same(got, fn(arg), fn.__name__)
         assert "prod" in group
+
+
+def first_indices_of_both(x):
+    return np.argmax(x), np.argmin(x)
+
+
+def test_full_arg_reductions_of_a_transposed_view_are_c_order_indices():
+    """A Fortran-ordered operand is not walked transposed when the group reads indices:
+    the memory order gave argmin 3 where NumPy's C-order flat index is 7."""
+    a = np.array([[1.0, 5.0, 5.0, -2.0], [5.0, 0.0, -2.0, 3.0], [4.0, 4.0, 1.0, 1.0]])
+    scripted = tsjit.script(first_indices_of_both)
+    for x in (a, a, a.T, a.T, np.asfortranarray(a), a[:, ::-1]):
+        assert_same(scripted(x), first_indices_of_both(x))

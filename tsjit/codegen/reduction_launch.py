@@ -42,6 +42,7 @@ from tsjit.codegen.reduction_scan import ARG_REDUCTIONS
 from tsjit.codegen.reduction_spec import (
     BUFFER,
     BUFFERED,
+    ROW_INDEX,
     RowKernelSpec,
     element_level,
     row_supports,
@@ -51,6 +52,10 @@ __all__ = ["RowKernel", "compile_row_kernel"]
 
 # Shared while some executor holds one (weak: see launch._kernels).
 _kernels: KernelCache[RowKernelSpec, RowKernel] = KernelCache(row_supports, "row kernel")
+
+
+# Ops whose values depend on the order the kernel walks the elements in.
+POSITIONAL = (*ARG_REDUCTIONS, ROW_INDEX)
 
 
 class RowKernel:
@@ -94,10 +99,11 @@ class RowKernel:
     def transposed(self) -> RowKernel | None:
         """The kernel of this one's reduced axes in reversed order (compiled on first use),
         or None where results would not follow: an index (argmax's results are C-ordered
-        whatever the layout) or a value kept per row."""
+        whatever the layout, and argmax lowered to two passes reads ``row_index``) or a
+        value kept per row."""
         if self._transposed is None:
             spec = self.spec
-            if spec.row_inputs or any(op.op in ARG_REDUCTIONS for op in spec.ops):
+            if spec.row_inputs or any(op.op in POSITIONAL for op in spec.ops):
                 self._transposed = False
             else:
                 self._transposed = compile_row_kernel(reversed_axes(spec))
