@@ -31,8 +31,8 @@ from llvmlite import ir
 from tsjit.codegen.element_ops import llvm_type, lower_op, memory_type, store_value
 from tsjit.codegen.ir_util import I8, I32, I64, PTR, element, i64, loop, stack_slot
 from tsjit.codegen.reduction import _PARALLEL_WORK, _RowKernelBuilder
-from tsjit.codegen.reduction_scan import ARG_REDUCTIONS, emit_scan_step, scan_start
-from tsjit.codegen.reduction_spec import REDUCTIONS, ROW_LENGTH, RowKernelSpec
+from tsjit.codegen.reduction_scan import emit_scan_step, scan_start
+from tsjit.codegen.reduction_spec import ARG_REDUCTIONS, REDUCTIONS, ROW_LENGTH, RowKernelSpec
 
 __all__ = ["LANES", "build_column_kernel_module"]
 

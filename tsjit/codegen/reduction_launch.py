@@ -38,8 +38,8 @@ from tsjit.codegen.reduction_layout import (
     reversed_axes,
     row_layout,
 )
-from tsjit.codegen.reduction_scan import ARG_REDUCTIONS
 from tsjit.codegen.reduction_spec import (
+    ARG_REDUCTIONS,
     BUFFER,
     BUFFERED,
     ROW_INDEX,

@@ -20,11 +20,9 @@ from llvmlite import ir
 from tsjit.codegen.element_ops import llvm_type
 from tsjit.codegen.ir_util import I64, PTR, element, fcmp_quiet, i64, stack_slot
 from tsjit.codegen.pairwise import emit_combine
+from tsjit.codegen.reduction_spec import ARG_REDUCTIONS
 
-__all__ = ["ARG_REDUCTIONS", "SEQUENTIAL", "build_scan", "emit_scan_step", "scan_start"]
-
-ARG_REDUCTIONS = ("reduce_argmax", "reduce_argmin")
-SEQUENTIAL = ("reduce_prod", *ARG_REDUCTIONS)
+__all__ = ["build_scan", "emit_scan_step", "scan_start"]
 
 
 def scan_start(kind: str, dtype: np.dtype) -> ir.Constant:

@@ -46,13 +46,15 @@ from tsjit.codegen.kernel_spec import (
     check_op,
 )
 
-__all__ = ["BUFFER", "BUFFERED", "REDUCTIONS", "ROW_INDEX", "ROW_LENGTH", "SEQUENTIAL",
+__all__ = ["ARG_REDUCTIONS", "BUFFER", "BUFFERED", "REDUCTIONS", "ROW_INDEX", "ROW_LENGTH",
+           "SEQUENTIAL",
            "RowKernelSpec", "element_level", "row_supports"]
 
 REDUCTIONS = ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_argmax",
               "reduce_argmin")
 # taken element after element in NumPy's order (``reduction_scan``), never pairwise
-SEQUENTIAL = ("reduce_prod", "reduce_argmax", "reduce_argmin")
+ARG_REDUCTIONS = ("reduce_argmax", "reduce_argmin")
+SEQUENTIAL = ("reduce_prod", *ARG_REDUCTIONS)
 # A float sum's attribute: NumPy casts its operand in buffers of BUFFER elements (its
 # default np.getbufsize()) and sums each buffer pairwise, adding them in order.
 BUFFERED = "buffered"
