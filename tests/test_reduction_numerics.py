@@ -192,16 +192,29 @@ def half_columns(x):
     return y.sum(axis=0), y.mean(axis=0)
 
 
+def variances(x):
+    y = x * 3
+    return np.var(y, axis=-1), y.std(axis=-1, ddof=1, keepdims=True), np.var(y)
+
+
+def column_variances(x):
+    y = x * 3
+    return y.var(axis=0, ddof=1), np.std(y, axis=0)
+
+
 @pytest.mark.parametrize("fn, dtype", [
     (integer_means, np.int64), (integer_means, np.int32), (integer_means, np.bool_),
     (sums_as_float64, np.float32), (half_sums_and_means, np.float16),
-    (half_full_mean, np.float16), (half_columns, np.float16)])
+    (half_full_mean, np.float16), (half_columns, np.float16),
+    (variances, np.int64), (variances, np.bool_), (variances, np.uint8),
+    (variances, np.float16), (column_variances, np.int32), (column_variances, np.float16)])
 def test_sums_through_numpys_cast_buffers_are_its_bits(fn, dtype):
     """A sum whose operand NumPy casts (int -> float64 for a mean, dtype=, float16 ->
     float32 for a mean) is its pairwise sums of 8192-element buffers, added in order; a
     float16 sum is pairwise in float32, rounded once (along a leading axis: one half
     addition at a time); a float16 mean rounds its float64 quotient through float32 for
-    an array, directly for a scalar."""
+    an array, directly for a scalar. A variance of integers is one of float64 whose mean
+    sums through the buffers; one of float16 rounds each step to float16."""
     rng = np.random.default_rng(13)
     for n in LENGTHS[:-1]:
         rows = 3 if n < 10_000 else 2

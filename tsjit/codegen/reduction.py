@@ -75,6 +75,7 @@ from tsjit.codegen.reduction_spec import (
     SEQUENTIAL,
     RowKernelSpec,
     element_level,
+    schedule,
 )
 
 __all__ = ["build_row_kernel_module", "row_entry_parameter_types", "SUBTREE_DEPTH"]
@@ -116,8 +117,7 @@ class _RowKernelBuilder:
         self.scalar_inputs = [i for i, inp in enumerate(spec.inputs) if inp.is_scalar]
         self.n_operands = len(self.array_inputs) + len(spec.outputs)
         self.levels = element_level(spec)
-        self.stage, self.avail = self._schedule()
-        self.passes = self._passes()
+        self.stage, self.avail, self.passes = schedule(spec, self.levels)
         self.first_use, self.cached = self._cached_values()
         self.n_slots = self.n_operands + len(self.cached)
         # the row state: every row-level value, by value number
@@ -134,30 +134,6 @@ class _RowKernelBuilder:
     # ------------------------------------------------------------------ schedule
     def _op(self, v: int) -> KernelOp | None:
         return self.spec.ops[v - self.n_in] if v >= self.n_in else None
-
-    def _schedule(self) -> tuple[list[int], list[int]]:
-        """stage[v]: the pass an element-level value can be computed in; avail[v]: the
-        pass before which a row-level value is known (0: from the start of the row)."""
-        total = self.n_in + len(self.spec.ops)
-        stage, avail = [0] * total, [0] * total
-        for v in range(self.n_in, total):
-            op = self._op(v)
-            if op.op in REDUCTIONS:
-                avail[v] = stage[op.args[0]] + 1
-            elif self.levels[v]:
-                stage[v] = max((stage[a] if self.levels[a] else avail[a] for a in op.args),
-                               default=0)
-            else:
-                avail[v] = max((avail[a] for a in op.args), default=0)
-        return stage, avail
-
-    def _passes(self) -> list[list[int]]:
-        """The reductions of each pass, by value number."""
-        reductions = [v for v in range(self.n_in, self.n_in + len(self.spec.ops))
-                      if self._op(v).op in REDUCTIONS]
-        count = max(self.stage[self._op(v).args[0]] for v in reductions) + 1
-        return [[v for v in reductions if self.stage[self._op(v).args[0]] == p]
-                for p in range(count)]
 
     def _cached_values(self) -> tuple[dict[int, int], list[int]]:
         """The pass that first computes each element-level value, and the expensive values

@@ -48,7 +48,7 @@ from tsjit.codegen.kernel_spec import (
 
 __all__ = ["ARG_REDUCTIONS", "BUFFER", "BUFFERED", "REDUCTIONS", "ROW_INDEX", "ROW_LENGTH",
            "SEQUENTIAL",
-           "RowKernelSpec", "element_level", "row_supports"]
+           "RowKernelSpec", "element_level", "row_supports", "schedule"]
 
 REDUCTIONS = ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_argmax",
               "reduce_argmin")
@@ -107,6 +107,27 @@ def element_level(spec: RowKernelSpec) -> list[bool]:
     return levels
 
 
+def schedule(spec: RowKernelSpec, levels: list[bool]) -> tuple[list[int], list[int],
+                                                              list[list[int]]]:
+    """stage[v]: the pass an element-level value can be computed in; avail[v]: the pass
+    before which a row-level value is known (0: from the start of the row); and the
+    reductions of each pass, by value number."""
+    n_in, total = len(spec.inputs), len(spec.inputs) + len(spec.ops)
+    stage, avail = [0] * total, [0] * total
+    for v, op in enumerate(spec.ops, n_in):
+        if op.op in REDUCTIONS:
+            avail[v] = stage[op.args[0]] + 1
+        elif levels[v]:
+            stage[v] = max((stage[a] if levels[a] else avail[a] for a in op.args), default=0)
+        else:
+            avail[v] = max((avail[a] for a in op.args), default=0)
+    reductions = [v for v, op in enumerate(spec.ops, n_in) if op.op in REDUCTIONS]
+    count = max((stage[spec.ops[v - n_in].args[0]] for v in reductions), default=-1) + 1
+    passes = [[v for v in reductions if stage[spec.ops[v - n_in].args[0]] == p]
+              for p in range(count)]
+    return stage, avail, passes
+
+
 def _check_reduction(spec: RowKernelSpec, index: int, op: KernelOp, levels) -> str | None:
     if op.op in (ROW_LENGTH, ROW_INDEX):
         if op.args or np.dtype(op.dtype) != _INT64 or (op.op == ROW_INDEX and spec.column):
@@ -137,11 +158,13 @@ def _check_axes(spec: RowKernelSpec) -> str | None:
     kinds = {op.op for op in spec.ops}
     if spec.column is None and "reduce_sum" in kinds and kinds.intersection(SEQUENTIAL):
         return "pairwise sums and sequential reductions in one row kernel"
-    float_sums = {BUFFERED in op.attrs for op in spec.ops
-                  if op.op == "reduce_sum" and np.dtype(op.dtype).kind == "f"}
-    if spec.column is None and len(float_sums) > 1:
-        return "float sums with and without NumPy's cast buffers in one row kernel"
     if spec.column is None:
+        n_in = len(spec.inputs)
+        for reductions in schedule(spec, element_level(spec))[2]:
+            ops = [spec.ops[v - n_in] for v in reductions]
+            if len({BUFFERED in op.attrs for op in ops
+                    if op.op == "reduce_sum" and np.dtype(op.dtype).kind == "f"}) > 1:
+                return "float sums with and without NumPy's cast buffers in one pass"
         return None if 1 <= spec.row_axes <= max(rank, 1) else "row axes out of range"
     start, stop = spec.column
     if spec.full or spec.row_inputs or not 0 <= start < stop < rank:

@@ -292,18 +292,28 @@ class _RowBuilder(_Builder):
             return self.norm(node, call, x, dtype)
         if kind == "mean":
             return self.mean_as_numpy(node, call, x, dtype)
-        if dtype not in _FLOATS:
-            raise GroupError(f"{node.kind} of {dtype} (NumPy sums it in buffered float64)")
-        mean = self.mean(x, dtype)
+        return self.variance(node, call, x, dtype)
+
+    def variance(self, node: Node, call: ReductionCall, x: int, dtype: np.dtype) -> int:
+        """np.var and np.std (``_var`` in numpy/_core/_methods.py): integers and bools in
+        float64, the mean's sum casting them in buffers; float16 with float16 sums (NumPy's
+        half loop), its mean and variance rounded to float16; each division by the count in
+        float64."""
+        buffered = dtype.kind in "biu"
+        if buffered:
+            x, dtype = self.cast(x, _F64), _F64
+        elif dtype.kind != "f":
+            raise GroupError(f"{node.kind} of {dtype}")
+        mean = self.mean(node, x, dtype, buffered)
         self.ranks[mean], self.kept[mean] = self.ranks[x], True   # kept per row, as NumPy
         deviation = self.op("sub", (x, mean), dtype)
-        squares = self.reduction("reduce_sum", self.op("square", (deviation,), dtype), dtype)
+        squares = self.sum_as_numpy(node, self.op("square", (deviation,), dtype), dtype)
         count = self.op("maximum", (self.op("sub", (self.op(ROW_LENGTH, (), _I64),
                                                     self.constant(call.ddof, _I64)), _I64),
                                     self.constant(0, _I64)), _I64)
         self.min_length = max(self.min_length, call.ddof + 1)
         variance = self.divided(squares, count, dtype)
-        return variance if kind == "var" else self.op("sqrt", (variance,), dtype)
+        return variance if call.kind == "var" else self.op("sqrt", (variance,), dtype)
 
     def norm(self, node: Node, call: ReductionCall, x: int, dtype: np.dtype) -> int:
         """np.linalg.norm along one axis: integers as float64 first, then by `ord`:
@@ -347,6 +357,12 @@ class _RowBuilder(_Builder):
                                                               self.op(ROW_LENGTH, (), _I64)),
                                                      _I64), _I64)
 
+    def sum_as_numpy(self, node: Node, x: int, dtype: np.dtype, buffered: bool = False) -> int:
+        """np.sum of ``x`` in its own ``dtype`` (``buffered``: cast to it in buffers)."""
+        if dtype == np.float16:
+            return self.half_sum(node, "sum", x, dtype)
+        return self.reduction("reduce_sum", x, dtype, buffered)
+
     def half_sum(self, node: Node, kind: str, x: int, dtype: np.dtype) -> int:
         """A float16 sum as NumPy's half loop adds: a run pairwise in float32, rounded
         once; along a leading axis one half addition after another."""
@@ -367,15 +383,15 @@ class _RowBuilder(_Builder):
                 np.dtype(np.float32) if dtype == np.float16 else dtype
         if total not in _FLOATS or dtype.kind not in "biuf":
             raise GroupError(f"{node.kind} of {dtype} into {total}")
-        mean = self.mean(self.cast(x, total), total, buffered=total != dtype)
+        mean = self.mean(node, self.cast(x, total), total, buffered=total != dtype)
         if dtype != np.float16 or call.dtype is not None:
             return mean
         scalar = not call.keepdims and len(self.axes) == self.reduced_rank
         return self.cast(self.quotients[-1] if scalar else mean, dtype)
 
-    def mean(self, x: int, dtype: np.dtype, buffered: bool = False) -> int:
+    def mean(self, node: Node, x: int, dtype: np.dtype, buffered: bool = False) -> int:
         self.min_length = max(self.min_length, 1)
-        return self.divided(self.reduction("reduce_sum", x, dtype, buffered),
+        return self.divided(self.sum_as_numpy(node, x, dtype, buffered),
                             self.op(ROW_LENGTH, (), _I64), dtype)
 
     def divided(self, total: int, count: int, dtype: np.dtype) -> int:
