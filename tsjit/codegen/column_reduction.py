@@ -33,6 +33,7 @@ from tsjit.codegen.ir_util import I8, I32, I64, PTR, element, i64, loop, stack_s
 from tsjit.codegen.reduction import _PARALLEL_WORK, _RowKernelBuilder
 from tsjit.codegen.reduction_scan import emit_scan_step, scan_start
 from tsjit.codegen.reduction_spec import ARG_REDUCTIONS, REDUCTIONS, ROW_LENGTH, RowKernelSpec
+from tsjit.codegen.reduction_ties import column_step, float_extremes
 
 __all__ = ["LANES", "build_column_kernel_module"]
 
@@ -112,8 +113,10 @@ class _ColumnKernelBuilder(_RowKernelBuilder):
                 if kind not in ARG_REDUCTIONS:
                     at = self.lane_address(b, lanes, r, i)
                     acc = b.load(at, typ=llvm_type(dtype))
-                    b.store(emit_scan_step(b, kind, dtype, acc, None, values[a], r_index)[0],
-                            at)
+                    step = column_step(b, kind, dtype, acc, values[a]) \
+                        if float_extremes([self._op(r)]) else \
+                        emit_scan_step(b, kind, dtype, acc, None, values[a], r_index)[0]
+                    b.store(step, at)
                     continue
                 at, best_at = self.lane_address(b, lanes, r, i), \
                     self.lane_address(b, lanes, r, i, best=True)

@@ -77,6 +77,7 @@ from tsjit.codegen.reduction_spec import (
     element_level,
     schedule,
 )
+from tsjit.codegen.reduction_ties import emit_row_ties, float_extremes
 
 __all__ = ["build_row_kernel_module", "row_entry_parameter_types", "SUBTREE_DEPTH"]
 
@@ -565,6 +566,8 @@ class _RowKernelBuilder:
                 value = b.load(element(b, results, i64(j), I64), typ=ty)
                 if op.op == "reduce_sum" and np.dtype(op.dtype).kind == "f":
                     value = b.fadd(ir.Constant(ty, 0.0), value)   # NumPy's identity first
+                elif float_extremes([op]):   # a zero's sign, a NaN's bits: NumPy's
+                    value = emit_row_ties(self, b, rowptrs, state, n, r, value)
                 b.store(value, self.state_slot(b, state, r))
             if buffered[p]:
                 self.add_later_chunks(b, reductions, trees[p], rowptrs, state, n)

@@ -28,6 +28,7 @@ from tsjit.codegen.column_reduction import build_column_kernel_module
 from tsjit.codegen.engine import CompiledModule, generator_fingerprint, get_engine
 from tsjit.codegen.kernel_cache import KernelCache
 from tsjit.codegen.launch import _finish, _native_function, broadcast_shape
+from tsjit.codegen.numpy_minmax import fingerprint
 from tsjit.codegen.output_pool import OutputPool
 from tsjit.codegen.reduction import PARALLEL_FOR, build_row_kernel_module, row_entry_parameter_types
 from tsjit.codegen.reduction_layout import (
@@ -47,6 +48,7 @@ from tsjit.codegen.reduction_spec import (
     element_level,
     row_supports,
 )
+from tsjit.codegen.reduction_ties import order_dtypes
 
 __all__ = ["RowKernel", "compile_row_kernel"]
 
@@ -201,7 +203,8 @@ def _build_row_kernel(spec: RowKernelSpec) -> RowKernel:
     parallel = PARALLEL_FOR in engine.symbols
     build = build_row_kernel_module if spec.column is None else build_column_kernel_module
     name = "tsjit_rows_" + hashlib.sha256(repr(spec).encode()).hexdigest()[:20]
+    ties = order_dtypes(spec.ops)   # the kernel follows NumPy's order measured here
     compiled = engine.compile_keyed(
-        f"{generator_fingerprint()}|rows|{parallel}|{spec!r}",
+        f"{generator_fingerprint()}|rows|{parallel}|{spec!r}|{ties and fingerprint(ties)}",
         lambda: build(spec, name, parallel), [name])
     return RowKernel(spec, name, compiled)

@@ -7,7 +7,7 @@ elementwise ops it has:
 
 - ``reduce_sum`` / ``reduce_max`` / ``reduce_min`` of one element-level value: a row-level
   value (one per row).  Sums follow NumPy's pairwise order (``pairwise``); max and min are
-  exact (NaN wins).
+  NumPy's bits, the sign of a zero and a NaN's included (``reduction_ties``).
 - ``reduce_prod``, ``reduce_argmax`` / ``reduce_argmin`` (int64: an index along the row):
   element after element in the row's order (``SEQUENTIAL``, ``reduction_scan``);
 - a ``reduce_sum`` with the ``BUFFERED`` attribute sums each chunk of ``BUFFER`` elements
@@ -45,6 +45,7 @@ from tsjit.codegen.kernel_spec import (
     KernelOp,
     check_op,
 )
+from tsjit.codegen.numpy_minmax import column_newer_wins, row_order
 
 __all__ = ["ARG_REDUCTIONS", "BUFFER", "BUFFERED", "REDUCTIONS", "ROW_INDEX", "ROW_LENGTH",
            "SEQUENTIAL",
@@ -142,10 +143,16 @@ def _check_reduction(spec: RowKernelSpec, index: int, op: KernelOp, levels) -> s
         if dtype != _INT64:
             return f"{op.op}: an index is int64"
         dtype = spec.value_dtype(op.args[0])
-    half_adds = spec.column is not None and op.op == "reduce_sum"   # one at a time
+    # float16 sums and products round at each step only along leading axes (NumPy's
+    # binary half loop); along a row NumPy computes them in float32 (a float32 reduction)
+    half_steps = spec.column is not None or op.op not in ("reduce_sum", "reduce_prod")
     if dtype not in SUPPORTED_DTYPES or dtype.kind == "b" or \
-            (dtype == np.float16 and not half_adds):
+            (dtype == np.float16 and not half_steps):
         return f"{op.op}: unsupported dtype {dtype}"
+    if dtype.kind == "f" and op.op in ("reduce_max", "reduce_min") and \
+            (column_newer_wins if spec.column else row_order)(dtype.name) is None:
+        return f"{op.op}: NumPy's choice among equal {dtype} values here is not one " \
+               f"the kernels know (numpy_minmax)"
     if op.attrs not in ((), (BUFFERED,)) or (op.attrs and op.op != "reduce_sum"):
         return f"{op.op}: unknown attributes {op.attrs}"
     if spec.value_dtype(op.args[0]) != dtype:

@@ -21,7 +21,7 @@ kernel, `codegen.column_reduction`), with or without keepdims.  A kept row value
 broadcasts back over its row (`x - x.max(axis=-1, keepdims=True)`); a value reduced
 without keepdims may only be a result, but where it lost leading axes only (NumPy then
 broadcasts it back along them: `x - x.mean(axis=0)`).  Axes apart, out=, where=, and
-float16 max/min, var and std stay NumPy calls (the fuser's log says which).
+float16 var and std stay NumPy calls (the fuser's log says which).
 """
 from __future__ import annotations
 
@@ -268,14 +268,14 @@ class _RowBuilder(_Builder):
             if dtype.kind == "b":
                 dtype = np.dtype(np.uint8)
                 x = self.cast(x, dtype)
-            if dtype.kind not in "iuf" or dtype == np.float16:
+            if dtype.kind not in "iuf":
                 raise GroupError(f"{node.kind} of {dtype}")
             self.min_length = max(self.min_length, 1)   # empty: NumPy's ValueError
             if self.axes[-1] != self.reduced_rank - 1:   # a column kernel's scan
                 return self.reduction(f"reduce_{kind}", x, _I64)
             return self.first_index(kind, x, dtype)
         if kind in ("max", "min"):
-            if dtype.kind not in "iuf" or dtype == np.float16:
+            if dtype.kind not in "iuf":
                 raise GroupError(f"{node.kind} of {dtype}")
             self.min_length = max(self.min_length, 1)
             return self.reduction(f"reduce_{kind}", x, dtype)
@@ -364,14 +364,16 @@ class _RowBuilder(_Builder):
         return self.reduction("reduce_sum", x, dtype, buffered)
 
     def half_sum(self, node: Node, kind: str, x: int, dtype: np.dtype) -> int:
-        """A float16 sum as NumPy's half loop adds: a run pairwise in float32, rounded
-        once; along a leading axis one half addition after another."""
-        if kind != "sum" or dtype != np.float16:
+        """A float16 sum or product as NumPy's half loops compute it: along a row in
+        float32 (a sum pairwise, a product in order), rounded once; along a leading axis
+        one half operation after another."""
+        if dtype != np.float16:
             raise GroupError(f"{node.kind} into float16 (NumPy's buffered half loop)")
+        name = f"reduce_{kind}"
         if self.axes[-1] != self.reduced_rank - 1:
-            return self.reduction("reduce_sum", x, dtype)
+            return self.reduction(name, x, dtype)
         single = np.dtype(np.float32)
-        return self.cast(self.reduction("reduce_sum", self.cast(x, single), single), dtype)
+        return self.cast(self.reduction(name, self.cast(x, single), single), dtype)
 
     def mean_as_numpy(self, node: Node, call: ReductionCall, x: int, dtype: np.dtype) -> int:
         """np.mean (numpy/_core/_methods.py): the sum in float64 for integers and bools, in

@@ -1,0 +1,170 @@
+"""Which of several equal values a fused max or min returns: NumPy's (``numpy_minmax``).
+
+The row kernels compute a float max/min's value in whatever order is fastest
+(``llvm.maximum``: the same value in any order).  Its bits are ambiguous only where the
+value is a zero (either sign may win) or a NaN (sign and payload): then ``row_ties`` walks
+the row in NumPy's order and returns NumPy's bits.  That walk evaluates the operand one
+element at a time (the producer again), but it runs only for rows whose max or min is a
+zero or a NaN.
+
+- Contiguous float32/float64 runs: the last zero in NumPy's sequence (``numpy_minmax.
+  in_order``), looked for from its end: the scalar rest backwards, the highest-priority
+  lane backwards, the seed, the other lanes; a NaN in the seed or the vector part gives
+  NumPy's default NaN, else the first NaN of the rest keeps its bits.
+- float16 runs: the first element equal to the value, or the first NaN.
+
+Column kernels (``column_step``) combine one reduced row at a time, as NumPy's binary
+loop does, so they follow NumPy's rule exactly at each step.
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+
+from tsjit.codegen.element_ops import llvm_type
+from tsjit.codegen.ir_util import I64, PTR, i64, loop, stack_slot
+from tsjit.codegen.numpy_minmax import column_newer_wins, row_order
+
+__all__ = ["column_step", "emit_row_ties", "float_extremes", "order_dtypes"]
+
+_EXTREMES = ("reduce_max", "reduce_min")
+
+
+def float_extremes(ops) -> list:
+    """The float max/min reductions among ``ops`` (KernelOps)."""
+    return [op for op in ops if op.op in _EXTREMES and np.dtype(op.dtype).kind == "f"]
+
+
+def order_dtypes(ops) -> list[str]:
+    """The dtypes whose NumPy order kernels of ``ops`` follow (their cache key)."""
+    return sorted({np.dtype(op.dtype).name for op in float_extremes(ops)})
+
+
+def _bits(b: ir.IRBuilder, ty: ir.Type, bits: int) -> ir.Value:
+    """The float of type ``ty`` with exactly these bits (a NaN's payload included)."""
+    width = {"half": 16, "float": 32, "double": 64}[str(ty)]
+    return b.bitcast(ir.Constant(ir.IntType(width), bits), ty)
+
+
+def emit_row_ties(kb, b: ir.IRBuilder, rowptrs: ir.Value, state: ir.Value, n: ir.Value,
+                  r: int, value: ir.Value) -> ir.Value:
+    """Row-kernel reduction ``r`` (a float max/min whose value is ``value``) with NumPy's
+    bits: ``value`` unless it is a zero or a NaN, else the element NumPy returns."""
+    fn = _ties_function(kb, r)
+    result = stack_slot(b, value.type, value)
+    with b.if_then(b.fcmp_unordered("==", value, ir.Constant(value.type, 0.0)),
+                   likely=False):
+        b.store(b.call(fn, [rowptrs, state, n, value]), result)
+    return b.load(result)
+
+
+def _ties_function(kb, r: int) -> ir.Function:
+    """``T ties(rowptrs, state, n, value)``: NumPy's element for a zero or NaN ``value``."""
+    name = f"{kb.name}_ties{r}"
+    existing = kb.module.globals.get(name)
+    if existing is not None:
+        return existing
+    op = kb._op(r)
+    dtype = np.dtype(op.dtype)
+    ty = llvm_type(dtype)
+    arg = op.args[0]
+    fn = ir.Function(kb.module, ir.FunctionType(ty, [PTR, PTR, I64, ty]), name=name)
+    fn.linkage = "internal"
+    fn.attributes.add("nounwind")
+    fn.attributes.add("noinline")
+    fn.attributes.add("cold")
+    rowptrs, state, n, value = fn.args
+    b = ir.IRBuilder(fn.append_basic_block())
+    pointers = kb.pointers_from(b, rowptrs, False)
+    row = kb.load_state(b, state)
+    wanted = kb.needed([arg])
+    order = row_order(dtype.name)
+
+    def at(b: ir.IRBuilder, i: ir.Value) -> ir.Value:
+        return kb.emit_elements(b, pointers, i, row, wanted, {})[arg]
+
+    is_nan = b.fcmp_unordered("uno", value, value)
+    if order.lanes == 0:   # one element after another: the first equal one, the first NaN
+        def first(b: ir.IRBuilder, i: ir.Value) -> None:
+            x = at(b, i)
+            same = b.or_(b.fcmp_ordered("==", x, value),
+                         b.and_(is_nan, b.fcmp_unordered("uno", x, x)))
+            with b.if_then(same):
+                b.ret(x)
+
+        loop(b, i64(0), n, first)
+        b.ret(value)
+        return fn
+    lanes = order.lanes
+    whole = b.sdiv(b.sub(n, i64(1)), i64(lanes))   # K: the vectors after the seed
+    vector_part = b.select(b.icmp_signed("==", n, i64(1)), i64(0),
+                           b.add(i64(1), b.mul(whole, i64(lanes))))
+    with b.if_then(is_nan):
+        def first_nan(b: ir.IRBuilder, i: ir.Value) -> None:
+            x = at(b, i)
+            with b.if_then(b.fcmp_unordered("uno", x, x)):
+                b.ret(b.select(b.icmp_signed("<", i, vector_part),
+                               _bits(b, ty, order.vector_nan), x))
+
+        loop(b, i64(0), n, first_nan)
+        b.ret(value)
+    table = _lane_table(kb.module, order.lane_order)
+
+    def last_zero(b: ir.IRBuilder, k: ir.Value) -> None:
+        i = _reverse_position(b, table, lanes, n, whole, vector_part, k)
+        x = at(b, i)
+        with b.if_then(b.fcmp_ordered("==", x, value)):
+            b.ret(x)
+
+    loop(b, i64(0), n, last_zero)
+    b.ret(value)
+    return fn
+
+
+def _lane_table(module: ir.Module, lane_order: tuple[int, ...]) -> ir.GlobalVariable:
+    """The lanes by falling priority, as a constant int64 array."""
+    name = "tsjit_lanes_" + "_".join(map(str, lane_order))
+    table = module.globals.get(name)
+    if table is None:
+        ty = ir.ArrayType(I64, len(lane_order))
+        table = ir.GlobalVariable(module, ty, name=name)
+        table.global_constant = True
+        table.linkage = "internal"
+        table.initializer = ir.Constant(ty, [i64(lane) for lane in reversed(lane_order)])
+    return table
+
+
+def _reverse_position(b: ir.IRBuilder, table: ir.GlobalVariable, lanes: int, n: ir.Value,
+                      whole: ir.Value, vector_part: ir.Value, k: ir.Value) -> ir.Value:
+    """The element index of step ``k`` of NumPy's sequence walked from its end: the rest
+    (``n - vector_part`` elements) backwards, the top lane's ``whole`` elements backwards,
+    the seed, then the other lanes, each backwards."""
+    rest = b.sub(n, vector_part)
+    in_rest = b.icmp_signed("<", k, rest)
+    step = b.sub(k, rest)                              # into the lanes' part
+    after_top = b.icmp_signed(">", step, whole)        # past the top lane and the seed
+    shifted = b.select(after_top, b.sub(step, i64(1)), step)
+    safe = b.select(b.icmp_signed(">", whole, i64(0)), whole, i64(1))
+    rank = b.sdiv(shifted, safe)
+    within = b.srem(shifted, safe)
+    lane = b.load(b.gep(table, [i64(0), rank], source_etype=table.value_type), typ=I64)
+    in_lane = b.add(b.add(i64(1), lane),
+                    b.mul(b.sub(b.sub(whole, i64(1)), within), i64(lanes)))
+    seed = b.icmp_signed("==", step, whole)
+    lane_or_seed = b.select(seed, i64(0), in_lane)
+    return b.select(in_rest, b.sub(b.sub(n, i64(1)), k), lane_or_seed)
+
+
+def column_step(b: ir.IRBuilder, kind: str, dtype: np.dtype, out: ir.Value,
+                x: ir.Value) -> ir.Value:
+    """NumPy's binary max/min loop ``out = op(out, x)`` for floats: a NaN in ``out`` stays,
+    a NaN ``x`` replaces it, of equal values the newer (float32/float64 on x86) or the
+    older (float16) is kept, as ``numpy_minmax.column_newer_wins`` measured."""
+    newer = column_newer_wins(np.dtype(dtype).name)
+    biggest = kind == "reduce_max"
+    if newer:
+        beats = b.fcmp_ordered(">" if biggest else "<", out, x)
+    else:
+        beats = b.fcmp_ordered(">=" if biggest else "<=", out, x)
+    keep = b.or_(b.fcmp_unordered("uno", out, out), beats)
+    return b.select(keep, out, x)
