@@ -156,6 +156,19 @@ def test_leading_axes_keep_numpys_zero_and_nan(fn, dtype, threads):
             _check(fn, _with_nans(rng, x.T.copy()).T.copy(), f"{fn.__name__} NaN rows={count}")
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("fn", [rows, columns, whole])
+def test_fortran_ordered_operands_follow_numpys_memory_order(fn, dtype):
+    """NumPy walks a Fortran-ordered operand in memory order: a row max is then its binary
+    loop along the rows, a column max a contiguous run (the kernels of reversed axes)."""
+    rng = np.random.default_rng(10)
+    for shape in ((3, 40), (70, 5), (9, 300)):
+        x = np.asfortranarray(_signed_zeros(rng, shape, dtype, -1.0))
+        _check(fn, x, f"{fn.__name__} F-ordered {shape}")
+        with np.errstate(invalid="ignore"):
+            _check(fn, np.asfortranarray(_with_nans(rng, x)), f"{fn.__name__} F NaN {shape}")
+
+
 def test_a_long_run_split_across_threads_keeps_numpys_zero(threads):
     rng = np.random.default_rng(9)
     x = np.full(300_007, -1.0, np.float32)

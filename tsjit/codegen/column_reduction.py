@@ -5,7 +5,8 @@ axis inner and walks the reduced axis outside it: ``out[j] = 0; out[j] += x[i, j
 ``i`` in order (its binary add loop, not the pairwise one).  So each output element is a
 plain sequential sum, and the sums of neighbouring output elements are independent: the
 kernel computes them side by side, a vector of output elements at a time, which is both
-fast and NumPy's bits.  The same holds for max/min (any order), integer sums, products
+fast and NumPy's bits.  The same holds for max/min (whose zero or NaN result
+``reduction_ties`` then sets to NumPy's element), integer sums, products
 and argmax/argmin (``reduction_scan``: the first index along the reduced axis).
 
 A ``column`` spec (``reduction_spec``) reduces the axes ``[start, stop)`` of the iteration
@@ -33,7 +34,7 @@ from tsjit.codegen.ir_util import I8, I32, I64, PTR, element, i64, loop, stack_s
 from tsjit.codegen.reduction import _PARALLEL_WORK, _RowKernelBuilder
 from tsjit.codegen.reduction_scan import emit_scan_step, scan_start
 from tsjit.codegen.reduction_spec import ARG_REDUCTIONS, REDUCTIONS, ROW_LENGTH, RowKernelSpec
-from tsjit.codegen.reduction_ties import column_step, float_extremes
+from tsjit.codegen.reduction_ties import build_column_ties
 
 __all__ = ["LANES", "build_column_kernel_module"]
 
@@ -113,10 +114,8 @@ class _ColumnKernelBuilder(_RowKernelBuilder):
                 if kind not in ARG_REDUCTIONS:
                     at = self.lane_address(b, lanes, r, i)
                     acc = b.load(at, typ=llvm_type(dtype))
-                    step = column_step(b, kind, dtype, acc, values[a]) \
-                        if float_extremes([self._op(r)]) else \
-                        emit_scan_step(b, kind, dtype, acc, None, values[a], r_index)[0]
-                    b.store(step, at)
+                    b.store(emit_scan_step(b, kind, dtype, acc, None, values[a], r_index)[0],
+                            at)
                     continue
                 at, best_at = self.lane_address(b, lanes, r, i), \
                     self.lane_address(b, lanes, r, i, best=True)
@@ -221,6 +220,7 @@ class _ColumnKernelBuilder(_RowKernelBuilder):
         sizes = [memory_type(spec.value_dtype(v)) for v in self.operand_values()]
         lanes = stack_slot(b, ir.ArrayType(I8, max(len(self.lane_offset), 1) * LANES * 8))
         sweeps = [self.build_sweep(p) for p in range(len(self.passes))]
+        ties = [build_column_ties(self, p) for p in range(len(self.passes))]
         row_ops = [self.build_row_ops(p) for p in range(len(self.passes) + 1)]
         outputs, results = self.build_outputs_sweep(), self.build_row_outputs()
 
@@ -244,6 +244,8 @@ class _ColumnKernelBuilder(_RowKernelBuilder):
                 if p < len(self.passes):
                     loop(b, i64(0), count, lambda b, r, p=p: b.call(
                         sweeps[p], at_row(b, r) + [lanes, state, w, r]))
+                    if ties[p] is not None:   # a zero's sign, a NaN's bits: NumPy's
+                        b.call(ties[p], corner + tail + row_strides)
             if results is not None:
                 b.call(results, corner + tail)
             if outputs is not None:
