@@ -63,7 +63,8 @@ def emit_scan_step(b: ir.IRBuilder, kind: str, dtype: np.dtype, best: ir.Value,
 
 def build_scan(kb, p: int, cached: bool) -> ir.Function:
     """Row kernel pass ``p`` (builder ``kb``, ``reduction._RowKernelBuilder``) of
-    sequential reductions, or of max/min only (their result does not depend on the order):
+    sequential reductions, or of max/min only (their value does not depend on the order;
+    the row then sets a zero or NaN result to NumPy's element, ``reduction_ties``):
     ``run(rowptrs, state, start, n, results)``, one loop over the row in its order (the
     vectorizer widens max/min: ``llvm.maximum``, NaN wins); an arg reduction's result slot
     holds the index."""
