@@ -8,8 +8,10 @@ builder this one extends: NumPy's loop dtypes, casts, weak Python scalars).
 
 A reduction is written as NumPy computes it (numpy/_core/_methods.py):
 - `sum`: the values cast to the sum's dtype (int32 -> int64, bool -> int64), summed in
-  NumPy's pairwise order; `prod` likewise, multiplied in order; `max`/`min`: exact, NaN
-  wins; `argmax`/`argmin`: the first index of the extreme, or of the first NaN;
+  NumPy's pairwise order; `prod` likewise, multiplied in order (float16 along a row in
+  float32, rounded once, as NumPy's half loop); `max`/`min`: NumPy's bits (which zero or
+  NaN NumPy returns: `codegen.reduction_ties`); `argmax`/`argmin`: the first index of
+  the extreme, or of the first NaN;
 - `mean`: `sum / n` in float64 (NumPy divides by an intp count), cast back; integers
   and bools are summed in float64, float16 in float32, through NumPy's cast buffers
   (`BUFFERED`: pairwise sums of 8192-element chunks, added in order), as is a sum with
@@ -20,8 +22,8 @@ trailing ones (a row, or every axis: one run) or a block before the last axis (a
 kernel, `codegen.column_reduction`), with or without keepdims.  A kept row value
 broadcasts back over its row (`x - x.max(axis=-1, keepdims=True)`); a value reduced
 without keepdims may only be a result, but where it lost leading axes only (NumPy then
-broadcasts it back along them: `x - x.mean(axis=0)`).  Axes apart, out=, where=, and
-float16 var and std stay NumPy calls (the fuser's log says which).
+broadcasts it back along them: `x - x.mean(axis=0)`).  Axes apart, out= and where=
+stay NumPy calls (the fuser's log says which).
 """
 from __future__ import annotations
 
