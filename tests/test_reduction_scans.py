@@ -8,6 +8,7 @@ import pytest
 from _differential import assert_same
 
 import tsjit
+from tsjit import runtime
 
 
 def _native(fn, *args):
@@ -121,3 +122,34 @@ def test_full_arg_reductions_of_a_transposed_view_are_c_order_indices():
     scripted = tsjit.script(first_indices_of_both)
     for x in (a, a, a.T, a.T, np.asfortranarray(a), a[:, ::-1]):
         assert_same(scripted(x), first_indices_of_both(x))
+
+
+def sums_beside_scans(x):
+    y = x * 1.0001
+    return y.sum(axis=-1), np.prod(y, axis=-1), y.mean(axis=-1, keepdims=True), \
+        np.argmax(y, axis=-1)
+
+
+def full_sum_beside_product(x):
+    y = x - 0.0001
+    return np.sum(y), y.prod()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_pairwise_sums_and_scans_of_one_value_share_a_kernel(dtype, threads):
+    """A sum (pairwise) and a product or argmax (element after element) of the same
+    value run as two passes of one kernel, each in NumPy's order."""
+    rng = np.random.default_rng(3)
+    x = (1 + rng.standard_normal((5, 3001)) * 0.001).astype(dtype)
+    long = (1 + rng.standard_normal(400_003) * 0.0001).astype(dtype)   # split over threads
+    before = runtime.get_num_threads()
+    tsjit.set_num_threads(threads)
+    try:
+        for fn, arg in ((sums_beside_scans, x), (full_sum_beside_product, x),
+                        (full_sum_beside_product, long)):
+            got, group = _native(fn, arg)
+            assert_same(got, fn(arg), fn.__name__)
+            assert "sum" in group and "prod" in group, group
+    finally:
+        tsjit.set_num_threads(before)

@@ -118,7 +118,7 @@ class _RowKernelBuilder:
         self.scalar_inputs = [i for i, inp in enumerate(spec.inputs) if inp.is_scalar]
         self.n_operands = len(self.array_inputs) + len(spec.outputs)
         self.levels = element_level(spec)
-        self.stage, self.avail, self.passes = schedule(spec, self.levels)
+        self.avail, self.passes = schedule(spec, self.levels)
         self.first_use, self.cached = self._cached_values()
         self.n_slots = self.n_operands + len(self.cached)
         # the row state: every row-level value, by value number

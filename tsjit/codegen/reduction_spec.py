@@ -108,11 +108,12 @@ def element_level(spec: RowKernelSpec) -> list[bool]:
     return levels
 
 
-def schedule(spec: RowKernelSpec, levels: list[bool]) -> tuple[list[int], list[int],
-                                                              list[list[int]]]:
-    """stage[v]: the pass an element-level value can be computed in; avail[v]: the pass
-    before which a row-level value is known (0: from the start of the row); and the
-    reductions of each pass, by value number."""
+def schedule(spec: RowKernelSpec, levels: list[bool]) -> tuple[list[int], list[list[int]]]:
+    """avail[v]: the pass before which a row-level value is known (0: from the start of the
+    row), and the reductions of each pass, by value number.  A reduction's pass is the
+    first in which its operand can be computed; in a row kernel, a pass whose reductions
+    mix pairwise sums and sequential ones (``reduce_prod``, argmax: NumPy's orders differ)
+    becomes two, the sums' tree, then the scan."""
     n_in, total = len(spec.inputs), len(spec.inputs) + len(spec.ops)
     stage, avail = [0] * total, [0] * total
     for v, op in enumerate(spec.ops, n_in):
@@ -124,9 +125,17 @@ def schedule(spec: RowKernelSpec, levels: list[bool]) -> tuple[list[int], list[i
             avail[v] = max((avail[a] for a in op.args), default=0)
     reductions = [v for v, op in enumerate(spec.ops, n_in) if op.op in REDUCTIONS]
     count = max((stage[spec.ops[v - n_in].args[0]] for v in reductions), default=-1) + 1
-    passes = [[v for v in reductions if stage[spec.ops[v - n_in].args[0]] == p]
-              for p in range(count)]
-    return stage, avail, passes
+    passes, starts = [], []    # starts[p]: where stage p's first pass is
+    for p in range(count):
+        starts.append(len(passes))
+        in_stage = [v for v in reductions if stage[spec.ops[v - n_in].args[0]] == p]
+        kinds = {spec.ops[v - n_in].op for v in in_stage}
+        if spec.column is None and "reduce_sum" in kinds and kinds.intersection(SEQUENTIAL):
+            passes.append([v for v in in_stage if spec.ops[v - n_in].op not in SEQUENTIAL])
+            in_stage = [v for v in in_stage if spec.ops[v - n_in].op in SEQUENTIAL]
+        passes.append(in_stage)
+    starts.append(len(passes))
+    return [starts[a] for a in avail], passes
 
 
 def _check_reduction(spec: RowKernelSpec, index: int, op: KernelOp, levels) -> str | None:
@@ -162,12 +171,9 @@ def _check_reduction(spec: RowKernelSpec, index: int, op: KernelOp, levels) -> s
 
 def _check_axes(spec: RowKernelSpec) -> str | None:
     rank = spec.out_rank
-    kinds = {op.op for op in spec.ops}
-    if spec.column is None and "reduce_sum" in kinds and kinds.intersection(SEQUENTIAL):
-        return "pairwise sums and sequential reductions in one row kernel"
     if spec.column is None:
         n_in = len(spec.inputs)
-        for reductions in schedule(spec, element_level(spec))[2]:
+        for reductions in schedule(spec, element_level(spec))[1]:
             ops = [spec.ops[v - n_in] for v in reductions]
             if len({BUFFERED in op.attrs for op in ops
                     if op.op == "reduce_sum" and np.dtype(op.dtype).kind == "f"}) > 1:
