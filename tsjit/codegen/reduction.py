@@ -75,9 +75,11 @@ from tsjit.codegen.reduction_spec import (
     SEQUENTIAL,
     RowKernelSpec,
     element_level,
+    nonpositive_values,
     schedule,
 )
 from tsjit.codegen.reduction_ties import emit_row_ties, float_extremes
+from tsjit.codegen.vmath import emit_math
 
 __all__ = ["build_row_kernel_module", "row_entry_parameter_types", "SUBTREE_DEPTH"]
 
@@ -119,6 +121,7 @@ class _RowKernelBuilder:
         self.n_operands = len(self.array_inputs) + len(spec.outputs)
         self.levels = element_level(spec)
         self.avail, self.passes = schedule(spec, self.levels)
+        self.nonpositive = nonpositive_values(spec)
         self.first_use, self.cached = self._cached_values()
         self.n_slots = self.n_operands + len(self.cached)
         # the row state: every row-level value, by value number
@@ -279,7 +282,10 @@ class _RowKernelBuilder:
                 values[v] = index
             elif op is not None and v not in loads:
                 args, dtypes = [values[a] for a in op.args], [spec.value_dtype(a) for a in op.args]
-                values[v] = lower_op(b, op, args, dtypes)
+                if op.op in MATH_FUNCTIONS and op.args[0] in self.nonpositive:
+                    values[v] = emit_math(b, op.op, args, nonpositive=True)
+                else:
+                    values[v] = lower_op(b, op, args, dtypes)
                 flags = integer_errors(b, op, args, dtypes)   # rare: set where they happen
                 if flags is not None:
                     with b.if_then(b.icmp_unsigned("!=", flags, ir.Constant(I32, 0))):

@@ -48,8 +48,8 @@ from tsjit.codegen.kernel_spec import (
 from tsjit.codegen.numpy_minmax import column_newer_wins, row_order
 
 __all__ = ["ARG_REDUCTIONS", "BUFFER", "BUFFERED", "REDUCTIONS", "ROW_INDEX", "ROW_LENGTH",
-           "SEQUENTIAL",
-           "RowKernelSpec", "element_level", "row_supports", "schedule"]
+           "SEQUENTIAL", "RowKernelSpec", "element_level", "nonpositive_values", "row_supports",
+           "schedule"]
 
 REDUCTIONS = ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_argmax",
               "reduce_argmin")
@@ -63,6 +63,7 @@ BUFFER = 8192
 ROW_LENGTH = "row_length"
 ROW_INDEX = "row_index"
 _INT64 = np.dtype(np.int64)
+_WIDE_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,17 @@ def schedule(spec: RowKernelSpec, levels: list[bool]) -> tuple[list[int], list[l
         passes.append(in_stage)
     starts.append(len(passes))
     return [starts[a] for a in avail], passes
+
+
+def nonpositive_values(spec: RowKernelSpec) -> set[int]:
+    """Values known to be <= 0 or NaN: ``a - max(a)`` of the same row (softmax's
+    ``x - x.max(axis=-1, keepdims=True)``; a NaN in the row makes the max NaN), whose exp
+    has a cheaper exact form (``vmath.emit_math``'s ``nonpositive``)."""
+    n_in = len(spec.inputs)
+    maxima = {n_in + k: op.args[0] for k, op in enumerate(spec.ops) if op.op == "reduce_max"}
+    return {n_in + k for k, op in enumerate(spec.ops)
+            if op.op == "sub" and len(op.args) == 2 and maxima.get(op.args[1]) == op.args[0]
+            and spec.value_dtype(op.args[0]) == np.dtype(op.dtype) in _WIDE_FLOATS}
 
 
 def _check_reduction(spec: RowKernelSpec, index: int, op: KernelOp, levels) -> str | None:

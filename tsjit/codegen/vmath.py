@@ -81,6 +81,35 @@ def _exp(em: Emit, x, x_lo=None):
     return _at_infinities_and_nan(em, x, special, em.ldexp(em.add(e, 1.0), n), 0.0)
 
 
+# The offset K of ``_exp_nonpositive``'s scale 2**(n + K): n + K is a normal exponent for
+# every n of its clamped range (n >= -151 in float32, >= -1077 in float64; n <= 0).
+_NONPOSITIVE_OFFSET = {"float32": 64, "float64": 512}
+
+
+def _exp_nonpositive(em: Emit, x):
+    """exp(x) for x <= 0 or NaN (softmax's and logsumexp's ``x - max(x)``): ``_exp``'s bits
+    and flags, with fewer operations on the multiply pipes, which bound exp-heavy row
+    kernels on AVX2 (12 per vector instead of 17):
+    - no upper clamp;
+    - 2**n as 2**(n + K) (integer arithmetic) times 2**-K: the first product is exact,
+      the second rounds once, as ldexp's second factor does, so subnormal results and
+      their flags are the same;
+    - the special lanes (-inf gives 0, NaN gives NumPy's NaN) by bit masks, not compares
+      and blends.
+    A positive argument would give a wrong result (+inf gives 0)."""
+    fmt, b = em.fmt, em.b
+    low, _ = _EXP_RANGE[fmt.name]
+    special, finite = _finite_part(em, x)
+    e, n = _exp_reduce(em, em.sel(em.cmp_numbers("<", finite, low), low, finite))
+    offset = _NONPOSITIVE_OFFSET[fmt.name]
+    value = em.mul(em.mul(em.add(e, 1.0), em.pow2(b.add(n, em.int(offset)))), 2.0**-offset)
+    nan = em.magnitude_above(em.fabs(x), _INF)
+    nan_bits = em.bits(x) if em.nan_argument_bits is None else em.int(em.nan_argument_bits)
+    zero = em.int(0)
+    return em.from_bits(b.or_(b.select(special, zero, em.bits(value)),
+                              b.select(nan, nan_bits, zero)))
+
+
 def _finite_part(em: Emit, x) -> tuple[ir.Value, ir.Value]:
     """(special, finite): whether x is +-inf or NaN, and x with those lanes replaced by 0.
     One integer test serves the clamp and the fix-up: clamping +-inf to the largest finite
@@ -435,19 +464,25 @@ _FUNCTIONS: dict[str, tuple[int, Callable[..., ir.Value]]] = {
 }
 
 SUPPORTED: frozenset[str] = frozenset(_FUNCTIONS)
+# Forms for arguments known to be <= 0 or NaN (emit_math's ``nonpositive``).
+_NONPOSITIVE_FORMS: dict[str, Callable[..., ir.Value]] = {"exp": _exp_nonpositive}
 
 
 def emit_math(builder: ir.IRBuilder, name: str, args: list[ir.Value],
-              like: str | None = None) -> ir.Value:
+              like: str | None = None, nonpositive: bool = False) -> ir.Value:
     """Emit `name` applied to scalar float/double values (all args same type: ir.FloatType() or
     ir.DoubleType()); returns a value of the same type. Select-based code that the loop
     vectorizer can widen: no libm calls, no loops. sin, cos and tan branch (rarely) to a
     function they define in the builder's module, so the builder may end in a new block:
     callers continue at ``builder.block``. NaN results have the bits of NumPy's loop for
-    the dtype ``like`` (default: the arguments' own type), as numpy_nans finds them."""
+    the dtype ``like`` (default: the arguments' own type), as numpy_nans finds them.
+    ``nonpositive``: the (one) argument is known to be <= 0 or NaN, which some functions
+    compute more cheaply (``_NONPOSITIVE_FORMS``), with the same results."""
     if name not in _FUNCTIONS:
         raise ValueError(f"vmath has no function {name!r}; supported: {sorted(SUPPORTED)}")
     arity, emit = _FUNCTIONS[name]
+    if nonpositive:
+        emit = _NONPOSITIVE_FORMS.get(name, emit)
     if len(args) != arity:
         raise ValueError(f"{name} takes {arity} argument(s), got {len(args)}")
     ty = args[0].type
