@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -56,6 +57,18 @@ __all__ = ["RowKernel", "compile_row_kernel"]
 _kernels: KernelCache[RowKernelSpec, RowKernel] = KernelCache(row_supports, "row kernel")
 
 
+# Layouts a kernel remembers (laying one out costs microseconds of Python per call).
+_PLANS = 32
+
+
+class _Plan(NamedTuple):
+    """How one layout of the operands runs: the kernel's block (``[rows, n, row stride per
+    operand...]``, or a column kernel's) and each output's shape."""
+
+    block: np.ndarray
+    shapes: tuple[tuple[int, ...], ...]
+
+
 # Ops whose values depend on the order the kernel walks the elements in.
 POSITIONAL = (*ARG_REDUCTIONS, ROW_INDEX)
 
@@ -69,6 +82,7 @@ class RowKernel:
         self.arrays = [i for i, inp in enumerate(spec.inputs) if not inp.is_scalar]
         self.buffered = any(BUFFERED in op.attrs for op in spec.ops)
         self._transposed: RowKernel | bool | None = None
+        self._plans: dict[tuple, _Plan] = {}   # by (shape, each array's shape and strides)
         self.scalars = [i for i, inp in enumerate(spec.inputs) if inp.is_scalar]
         levels = element_level(spec)
         self.outputs = [(spec.value_dtype(v), levels[v], rank)
@@ -81,22 +95,35 @@ class RowKernel:
 
     def call(self, *args, shape=None) -> tuple:
         arrays = [args[i] for i in self.arrays]
+        if self.buffered and np.getbufsize() != BUFFER:
+            raise LayoutError("NumPy's buffer size is not the one the kernel follows")
+        key = (shape, *[(a.shape, a.strides) for a in arrays])
+        plan = self._plans.get(key)
+        if plan is not None:
+            return self.run(args, arrays, self.allocate(plan.shapes, False), plan.block)
         if shape is None:
             shape = arrays[0].shape
             if any(a.shape != shape for a in arrays[1:]):
                 shape = broadcast_shape(*(a.shape for a in arrays))
         try:
-            return self.call_ordered(args, arrays, shape, False)
+            plan = self.plan(arrays, shape)
         except LayoutError:
             if not fortran_ordered(arrays, shape) or self.transposed() is None:
                 raise
+        else:
+            if len(self._plans) >= _PLANS:
+                self._plans.clear()
+            self._plans[key] = plan
+            return self.run(args, arrays, self.allocate(plan.shapes, False), plan.block)
         # NumPy walks Fortran-ordered operands (and their temporaries) in memory order:
         # the transposed operands in C order, by the kernel of the transposed axes
         rank, flipped = len(shape), list(args)
         for i in self.arrays:
             flipped[i] = args[i].reshape((1,) * (rank - args[i].ndim) + args[i].shape).T
-        return self._transposed.call_ordered(tuple(flipped), [flipped[i] for i in self.arrays],
-                                             shape[::-1], True)
+        arrays = [flipped[i] for i in self.arrays]
+        plan = self._transposed.plan(arrays, shape[::-1])
+        return self._transposed.run(tuple(flipped), arrays,
+                                    self._transposed.allocate(plan.shapes, True), plan.block)
 
     def transposed(self) -> RowKernel | None:
         """The kernel of this one's reduced axes in reversed order (compiled on first use),
@@ -111,15 +138,12 @@ class RowKernel:
                 self._transposed = compile_row_kernel(reversed_axes(spec))
         return self._transposed or None
 
-    def call_ordered(self, args: tuple, arrays: list, shape: tuple[int, ...],
-                     fortran: bool) -> tuple:
-        """The call with the operands in the order the kernel walks them; ``fortran``: the
-        operands are transposed views, the results are allocated in Fortran order."""
+    def plan(self, arrays: list, shape: tuple[int, ...]) -> _Plan:
+        """The block and output shapes for operands in the order the kernel walks them
+        (LayoutError where it cannot walk them as NumPy does)."""
         spec = self.spec
         if spec.column is not None:
-            return self.call_columns(args, arrays, shape, fortran)
-        if self.buffered and np.getbufsize() != BUFFER:
-            raise LayoutError("NumPy's buffer size is not the one the kernel follows")
+            return self.plan_columns(arrays, shape)
         if spec.full:
             if any(a.shape != shape or not a.flags.c_contiguous for a in arrays):
                 raise LayoutError("a full reduction of operands that are not one C run")
@@ -130,44 +154,44 @@ class RowKernel:
                                           shape, spec.row_axes)
         if n < spec.min_length:
             raise LayoutError("rows too short for the reductions (NumPy raises or warns)")
-        reduced = range(0 if spec.full else len(shape) - spec.row_axes, len(shape))
-        results = self.allocate(shape, reduced, fortran)
         for dtype, element, _ in self.outputs:
             strides.append(n * dtype.itemsize if element else
                            dtype.itemsize if not spec.full else 0)
-        block = np.array([rows, n, *strides], np.int64)
-        return self.run(args, arrays, results, block)
+        reduced = range(0 if spec.full else len(shape) - spec.row_axes, len(shape))
+        return _Plan(np.array([rows, n, *strides], np.int64), self.shapes(shape, reduced))
 
-    def call_columns(self, args: tuple, arrays: list, shape: tuple[int, ...],
-                     fortran: bool) -> tuple:
-        """A column kernel's call (``reduction_layout.column_layout``)."""
+    def plan_columns(self, arrays: list, shape: tuple[int, ...]) -> _Plan:
+        """A column kernel's plan (``reduction_layout.column_layout``)."""
         start, stop = self.spec.column
         (outer, count, inner), outer_strides, row_strides = column_layout(arrays, shape,
                                                                           (start, stop))
         if count < self.spec.min_length:
             raise LayoutError("too few elements to reduce (NumPy raises or warns)")
-        results = self.allocate(shape, range(start, stop), fortran)
         for dtype, element, _ in self.outputs:
             outer_strides.append(count * inner * dtype.itemsize if element
                                  else inner * dtype.itemsize)
             row_strides.append(inner * dtype.itemsize if element else 0)
         block = np.array([outer, count, inner, *outer_strides, *row_strides], np.int64)
-        return self.run(args, arrays, results, block)
+        return _Plan(block, self.shapes(shape, range(start, stop)))
 
-    def allocate(self, shape: tuple[int, ...], axes: range,
+    def shapes(self, shape: tuple[int, ...], axes: range) -> tuple[tuple[int, ...], ...]:
+        """Each output's shape: element-level ones ``shape``, reduced ones without
+        ``axes`` (or with them as 1: keepdims)."""
+        return tuple(shape if element else kept_shape(shape, axes, rank == len(shape))
+                     for _, element, rank in self.outputs)
+
+    def allocate(self, shapes: tuple[tuple[int, ...], ...],
                  fortran: bool) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Fresh outputs, each as (result, the C-ordered view the kernel writes):
-        element-level ones of ``shape``, reduced ones without ``axes`` (or with them as 1:
-        keepdims); ``fortran``: the results are those views transposed, in Fortran order
+        """Fresh outputs of ``shapes``, each as (result, the C-ordered view the kernel
+        writes); ``fortran``: the results are those views transposed, in Fortran order
         (as NumPy allocates the results of Fortran-ordered operands)."""
         results = []
-        for (dtype, element, rank), allocate in zip(self.outputs, self.allocators):
-            out_shape = shape if element else kept_shape(shape, axes, rank == len(shape))
+        for (dtype, element, _), allocate, shape in zip(self.outputs, self.allocators, shapes):
             if fortran:
-                out = np.empty(out_shape[::-1], dtype, order="F")
+                out = np.empty(shape[::-1], dtype, order="F")
                 results.append((out, out.T))
             else:
-                out = allocate(shape, None) if element else np.empty(out_shape, dtype)
+                out = allocate(shape, None) if element else np.empty(shape, dtype)
                 results.append((out, out))
         return results
 
