@@ -368,3 +368,61 @@ def test_a_float_floor_division_by_zero_raises_no_invalid_flag(errstate):
     y[7] = 0.0
     _, warned = check(floor_divide_in_place, (x, y), **errstate)
     assert warned == [(RuntimeWarning, "divide by zero encountered in floor_divide")]
+
+
+def shifted(x, y):
+    return (y - y) + x * 2.0
+
+
+def shifted_row_sums(x, y):
+    return np.sum((y - y) + x, axis=-1)
+
+
+def shifted_column_sums(x, y):
+    return np.sum((y - y) + x, axis=0)
+
+
+def shift_in_place(x, y):
+    x += y - y
+    return x
+
+
+# (function, x of the compiling calls, x and y of the call with no element)
+EMPTY_CASES = [
+    (shifted, (2, 3), (0, 3), (3,)),
+    (shifted_row_sums, (2, 3), (0, 3), (3,)),
+    (shifted_row_sums, (3, 2), (3, 0), (3, 1)),
+    (shifted_column_sums, (3, 2), (3, 0), (3, 1)),
+    (shifted_column_sums, (3, 3), (0, 3), (3,)),
+    (shift_in_place, (2, 3), (0, 3), (3,)),
+]
+
+
+@pytest.mark.parametrize("errstate", [{}, {"invalid": "raise"}, {"all": "ignore"}])
+@pytest.mark.parametrize("fn, compile_shape, x_shape, y_shape", EMPTY_CASES)
+def test_ops_on_a_non_empty_operand_warn_when_the_result_is_empty(fn, compile_shape,
+                                                                  x_shape, y_shape, errstate):
+    """Eager NumPy computes `y - y` on y before broadcasting it against an empty x: inf - inf
+    warns, though the kernel's iteration space has no element."""
+    scripted = compiled(fn, np.ones(compile_shape), np.ones(y_shape))
+    x, y = np.ones(x_shape), np.full(y_shape, np.inf)
+    want, want_warnings = record(fn, x.copy(), y.copy(), **errstate)
+    got, got_warnings = record(scripted, x.copy(), y.copy(), **errstate)
+    assert got_warnings == want_warnings
+    assert (got == want) if isinstance(want, tuple) else assert_same(got, want) is None
+    if not errstate:
+        assert want_warnings == [(RuntimeWarning, "invalid value encountered in subtract")]
+
+
+@pytest.mark.parametrize("fn, compile_shape", [(fn, c) for fn, c, _, _ in EMPTY_CASES[:4]])
+def test_a_call_with_every_operand_empty_runs_the_kernel(fn, compile_shape):
+    """Only a non-empty operand sends the call to NumPy."""
+    scripted = compiled(fn, np.ones(compile_shape), np.ones(compile_shape[-1:]))
+    before = scripted.stats()
+    x, y = np.ones((compile_shape[0], 0)), np.full(0, np.inf)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert_same(scripted(x.copy(), y), fn(x.copy(), y))
+    after = scripted.stats()
+    assert after["kernel_launches"] > before["kernel_launches"]
+    assert after["bailouts"] == before["bailouts"]

@@ -23,7 +23,8 @@ starts its part of the job and collected when it ends), and whether the job stop
 for Ctrl-C (``tsjit_interrupt_pending``, checked before each block is claimed: a long job
 is always cut into blocks, on one thread too). Stopped early, the blocks before the resume
 point are done and none after it has begun: calling the driver again with ``JOB_START``
-at the resume point finishes the job.
+at the resume point finishes the job. A job with no element says whether an operand had
+some (``STATUS_EMPTY_JOB``).
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ __all__ = [
     "BODY_TYPE",
     "DRIVER_SYMBOL",
     "JOB_TYPE",
+    "STATUS_EMPTY_JOB",
     "STATUS_FP_FLAGS",
     "STATUS_RESUME_SHIFT",
     "OPERAND_INFO_TYPE",
@@ -102,6 +104,11 @@ WATCH_INTERRUPTS_MIN = 1 << 20
 # bits; a job stopped by Ctrl-C adds (resume point + 1) << STATUS_RESUME_SHIFT.
 STATUS_FP_FLAGS = fp_status.FP_FLAGS
 STATUS_RESUME_SHIFT = 8
+# A job with no element whose operands are not all empty: eager NumPy computes the ops on
+# the non-empty ones before broadcasting to the empty result (``(y - y) + x`` with x of
+# shape (0, 3) subtracts y of shape (3,)), which may warn. The kernel computed nothing: its
+# caller runs the ops in NumPy.
+STATUS_EMPTY_JOB = 0x80
 # A parallel job is cut into about this many blocks per thread, claimed one at a time: a
 # thread that shares its core with another process (or starts late) takes fewer blocks
 # instead of setting the job's time, and the finishing tail is one block long.
@@ -212,7 +219,8 @@ class _Driver:
             b.mul(b.load(size, typ=I64), b.load(element(b, out_dims, d, I64), typ=I64)), size))
         n = b.load(size, typ=I64)
         with b.if_then(b.icmp_signed("==", n, i64(0))):
-            b.ret(i64(0))
+            filled = b.icmp_signed(">", self.operand_bytes(b, job, operands), i64(0))
+            b.ret(b.select(filled, i64(STATUS_EMPTY_JOB), i64(0)))
         parallel_min = self.get(b, job, I64, JOB_PARALLEL_MIN)
         self.decide_streaming(b, job, operands, n)
         streamed = self.get(b, job, I1, JOB_STREAM)

@@ -21,7 +21,10 @@ code does, naming each op. That re-run needs the inputs as they were: a kernel t
 and writes an array in place (``x += y``) has overwritten one, so its errors are reported
 by ``fp_errors.report_statically`` instead (each kind of error put on the first op that can
 raise it). Under an error state that may raise, the fusion group's launcher does not run a
-kernel that writes in place at all (see ``fp_errors``).
+kernel that writes in place at all (see ``fp_errors``). A job with no element but a
+non-empty operand (``STATUS_EMPTY_JOB``: eager NumPy computes ops on that operand before
+broadcasting, and they may warn) raises ``FloatingPointFlags`` too, unless every error is
+ignored: the kernel wrote nothing, so the ops can run in NumPy.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from tsjit.codegen.elementwise import (
     resume_symbol,
 )
 from tsjit.codegen.elementwise_driver import (
+    STATUS_EMPTY_JOB,
     STATUS_FP_FLAGS,
     STATUS_RESUME_SHIFT,
     ensure_driver,
@@ -162,7 +166,12 @@ def _finish(status: int, resume: Callable, operands: tuple, scalars: tuple,
         runtime.clear_interrupt()
         _python_check_signals()
         status = resume(id(operands), resume_at, *scalars)
-    if flags:
+    if status & STATUS_EMPTY_JOB:   # nothing was computed or written: NumPy's run reports
+        modes = np.geterr()
+        raised = tuple(name for name in CATEGORIES if modes[name] != "ignore")
+        if raised:
+            raise FloatingPointFlags(raised)
+    elif flags:
         modes = np.geterr()
         raised = tuple(name for name in CATEGORIES
                        if flags & FLAG_BITS[name] and modes[name] != "ignore")

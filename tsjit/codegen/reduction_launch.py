@@ -4,9 +4,10 @@ The call lays the broadcast iteration shape out as the kernel walks it
 (``reduction_layout``: rows, or a column kernel's outer, reduced and inner blocks).  A full
 reduction (``spec.full``) needs every array input C-contiguous with the iteration shape:
 NumPy then sums one run of all elements, which is what the kernel follows.  Anything else
-(a Fortran-ordered or strided row, an empty or too short row) raises ValueError, which
-the group's launcher answers by running the group's ops in the interpreter: NumPy's own
-results and errors, never a wrong one.
+(a Fortran-ordered or strided row, an empty or too short row; an empty iteration shape
+with a non-empty operand, on which NumPy computes ops that may warn) raises ValueError,
+which the group's launcher answers by running the group's ops in the interpreter: NumPy's
+own results and errors, never a wrong one.
 
 A kernel that raised floating-point flags which NumPy's error state does not ignore
 raises ``FloatingPointFlags`` (``launch._finish``): the launcher then runs the group's ops
@@ -105,6 +106,9 @@ class RowKernel:
             shape = arrays[0].shape
             if any(a.shape != shape for a in arrays[1:]):
                 shape = broadcast_shape(*(a.shape for a in arrays))
+        if 0 in shape and any(a.size for a in arrays):
+            raise LayoutError("no element, but NumPy computes ops on a non-empty operand "
+                              "before broadcasting (they may warn)")
         try:
             plan = self.plan(arrays, shape)
         except LayoutError:
