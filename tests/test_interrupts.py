@@ -95,9 +95,10 @@ print("handled", len(globals().get("caught", [])), flush=True)
 # interrupt came after the last block.
 NESTED_SINES = "np.sin(" * 45 + "x" + ")" * 45
 
-# A row kernel: the sums of rows of nested sines (one kernel: 45 sines and the sum), on
-# 2**size elements in rows of 2**10.
-ROW_CHILD = """
+# A row kernel (axis -1): the sums of rows of nested sines (one kernel: 45 sines and the
+# sum), on 2**size elements in rows of 2**width; or a column kernel (axis 0): the sums of
+# its columns, 2**width of them (2 tiles at width 12).
+REDUCTION_CHILD = """
 import time
 import numpy as np
 import tsjit
@@ -105,10 +106,10 @@ tsjit.set_num_threads({threads})
 
 @tsjit.script
 def heavy(x):
-    return np.sum({expression}, axis=-1)
+    return np.sum({expression}, axis={axis})
 
 def eager(x):
-    return np.sum({expression}, axis=-1)
+    return np.sum({expression}, axis={axis})
 
 small = np.linspace(0, 1, 4096).reshape(4, 1024)
 for _ in range(3):
@@ -116,7 +117,7 @@ for _ in range(3):
     assert np.allclose(before, eager(small), rtol=1e-12, atol=0)
 assert heavy.stats()["kernel_launches"] > 0, heavy.stats()
 {handler}
-x = np.linspace(0, 1, 1 << {size}).reshape(-1, 1 << 10)
+x = np.linspace(0, 1, 1 << {size}).reshape(-1, 1 << {width})
 print("ready", flush=True)
 start = time.perf_counter()
 try:
@@ -173,22 +174,31 @@ def test_ctrl_c_stops_a_long_fused_kernel_between_blocks(tmp_path, threads):
     assert lines[1] == "usable"
 
 
-@pytest.mark.parametrize("child", [KERNEL_CHILD, ROW_CHILD], ids=["elementwise", "rows"])
-def test_a_kernel_finishes_when_the_python_handler_does_not_raise(tmp_path, child):
-    """An elementwise kernel resumes where it stopped; a row kernel (fresh outputs only)
-    runs again from the start."""
+ROWS, COLUMNS = {"axis": -1, "width": 10}, {"axis": 0, "width": 12}
+
+
+@pytest.mark.parametrize("child, layout", [(KERNEL_CHILD, {}), (REDUCTION_CHILD, ROWS),
+                                           (REDUCTION_CHILD, COLUMNS)],
+                         ids=["elementwise", "rows", "columns"])
+def test_a_kernel_finishes_when_the_python_handler_does_not_raise(tmp_path, child, layout):
+    """An elementwise kernel resumes where it stopped; a row or column kernel (fresh
+    outputs only) runs again from the start."""
     lines = interrupt(tmp_path, child.format(threads=2, expression=NESTED_SINES, size=22,
-                                             handler=textwrap.dedent(COUNTING_HANDLER)),
+                                             handler=textwrap.dedent(COUNTING_HANDLER),
+                                             **layout),
                       delay=0.05)
     word, _, complete = lines[0].split()
     assert (word, complete) == ("finished", "True"), lines
     assert lines[1:3] == ["usable", "handled 1"]
 
 
+@pytest.mark.parametrize("layout", [ROWS, COLUMNS], ids=["rows", "columns"])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_ctrl_c_stops_a_long_row_kernel_between_rows(tmp_path, threads):
-    lines = interrupt(tmp_path, ROW_CHILD.format(threads=threads, expression=NESTED_SINES,
-                                                 size=24, handler=""))
+def test_ctrl_c_stops_a_long_reduction_kernel_between_rows(tmp_path, threads, layout):
+    """A row kernel checks between rows; a column kernel between the reduced rows of a
+    tile (a tile of 2048 columns spans the whole axis)."""
+    lines = interrupt(tmp_path, REDUCTION_CHILD.format(threads=threads, expression=NESTED_SINES,
+                                                       size=24, handler="", **layout))
     word, seconds = lines[0].split()
     assert word == "interrupted", lines
     assert float(seconds) < 2.3

@@ -22,7 +22,11 @@ across threads changes no bit.
 
 Entry point: as the row kernels' (``reduction.py``), with the int64 block
 ``[O, R, I, o-stride per operand..., r-stride per operand...]`` (bytes; elements along
-``I`` are contiguous).
+``I`` are contiguous).  With the runtime, a thread checks for Ctrl-C every
+``INTERRUPT_ROWS`` reduced rows of a tile (a tile may span all of a long axis); once it is
+pending, the thread skips the rest of its work and the status says so, as the row
+kernels' does (their launcher then runs the job again from the start if Python's handler
+returns).
 """
 from __future__ import annotations
 
@@ -30,8 +34,24 @@ import numpy as np
 from llvmlite import ir
 
 from tsjit.codegen.element_ops import llvm_type, lower_op, memory_type, store_value
-from tsjit.codegen.ir_util import I8, I32, I64, PTR, element, i64, loop, stack_slot
-from tsjit.codegen.reduction import _PARALLEL_WORK, _RowKernelBuilder
+from tsjit.codegen.elementwise_driver import (
+    INTERRUPT_PENDING,
+    STATUS_RESUME_SHIFT,
+    WATCH_INTERRUPTS,
+    WATCH_INTERRUPTS_MIN,
+)
+from tsjit.codegen.ir_util import (
+    I8,
+    I32,
+    I64,
+    PTR,
+    declare_function,
+    element,
+    i64,
+    loop,
+    stack_slot,
+)
+from tsjit.codegen.reduction import _PARALLEL_WORK, INTERRUPT_ROWS, _RowKernelBuilder
 from tsjit.codegen.reduction_scan import emit_scan_step, scan_start
 from tsjit.codegen.reduction_spec import ARG_REDUCTIONS, REDUCTIONS, ROW_LENGTH, RowKernelSpec
 from tsjit.codegen.reduction_ties import build_column_ties
@@ -224,6 +244,31 @@ class _ColumnKernelBuilder(_RowKernelBuilder):
         row_ops = [self.build_row_ops(p) for p in range(len(self.passes) + 1)]
         outputs, results = self.build_outputs_sweep(), self.build_row_outputs()
 
+        stopped = stack_slot(b, I32, ir.Constant(I32, 0))
+
+        def running(b: ir.IRBuilder, body) -> None:
+            """``body(b)`` unless this thread stopped for Ctrl-C."""
+            with b.if_then(b.icmp_unsigned("==", b.load(stopped, typ=I32), ir.Constant(I32, 0))):
+                body(b)
+
+        def rows(b: ir.IRBuilder, body) -> None:
+            """``body(b, r)`` for each reduced row of the tile, reading the runtime's
+            Ctrl-C flag before each INTERRUPT_ROWS of them."""
+            if not self.parallel:   # no runtime: nothing to check for Ctrl-C
+                loop(b, i64(0), count, body)
+                return
+            pending = declare_function(self.module, INTERRUPT_PENDING, I32, [])
+
+            def block(b: ir.IRBuilder, k: ir.Value) -> None:
+                b.store(b.call(pending, []), stopped)
+                first = b.mul(k, i64(INTERRUPT_ROWS))
+                last = b.add(first, i64(INTERRUPT_ROWS))
+                last = b.select(b.icmp_signed("<", last, count), last, count)
+                running(b, lambda b: loop(b, first, last, body))
+
+            loop(b, i64(0), b.sdiv(b.add(count, i64(INTERRUPT_ROWS - 1)), i64(INTERRUPT_ROWS)),
+                 block)
+
         def tile(b: ir.IRBuilder, t: ir.Value) -> None:
             o, chunk = b.sdiv(t, chunks), b.srem(t, chunks)
             first = b.mul(chunk, i64(LANES))
@@ -240,18 +285,20 @@ class _ColumnKernelBuilder(_RowKernelBuilder):
             tail = [lanes, state, w, count]
             for p in range(len(self.passes) + 1):
                 if row_ops[p] is not None:
-                    b.call(row_ops[p], corner + tail)
+                    running(b, lambda b, p=p: b.call(row_ops[p], corner + tail))
                 if p < len(self.passes):
-                    loop(b, i64(0), count, lambda b, r, p=p: b.call(
+                    rows(b, lambda b, r, p=p: b.call(
                         sweeps[p], at_row(b, r) + [lanes, state, w, r]))
                     if ties[p] is not None:   # a zero's sign, a NaN's bits: NumPy's
                         b.call(ties[p], corner + tail + row_strides)
             if results is not None:
-                b.call(results, corner + tail)
+                running(b, lambda b: b.call(results, corner + tail))
             if outputs is not None:
-                loop(b, i64(0), count, lambda b, r: b.call(outputs, at_row(b, r) + tail))
+                rows(b, lambda b, r: b.call(outputs, at_row(b, r) + tail))
 
         loop(b, begin, end, tile)
+        with b.if_then(b.icmp_unsigned("!=", b.load(stopped, typ=I32), ir.Constant(I32, 0))):
+            b.atomic_rmw("or", status, ir.Constant(I32, 1 << STATUS_RESUME_SHIFT), "monotonic")
         self.collect_fp_status(b, status)
         b.ret_void()
         return fn
@@ -265,6 +312,10 @@ class _ColumnKernelBuilder(_RowKernelBuilder):
         outer, count, inner = (b.load(element(b, block, i64(k), I64), typ=I64)
                                for k in range(3))
         tiles = b.mul(outer, b.sdiv(b.add(inner, i64(LANES - 1)), i64(LANES)))
+        if self.parallel:   # a long job makes sure that Ctrl-C reaches it
+            elements = b.mul(b.mul(outer, count), inner)
+            with b.if_then(b.icmp_signed(">=", elements, i64(WATCH_INTERRUPTS_MIN))):
+                b.call(declare_function(self.module, WATCH_INTERRUPTS, ir.VoidType(), []), [])
         if not self.parallel:
             b.call(task, [context, i64(0), tiles])
         else:
