@@ -426,3 +426,34 @@ def test_a_call_with_every_operand_empty_runs_the_kernel(fn, compile_shape):
     after = scripted.stats()
     assert after["kernel_launches"] > before["kernel_launches"]
     assert after["bailouts"] == before["bailouts"]
+
+
+def where_of_equal_branches(x):
+    return np.where(np.sqrt(x) > x, x, x)
+
+
+def where_of_equal_computations(x):
+    return np.where(np.sqrt(x) > 0, -x, -x)
+
+
+def root_above_itself(x):
+    t = np.sqrt(x)
+    return (t > t) | (x > 0)
+
+
+@pytest.mark.parametrize("errstate", [{}, {"invalid": "raise"}, {"all": "call"}])
+@pytest.mark.parametrize("fn", [where_of_equal_branches, where_of_equal_computations,
+                                root_above_itself])
+@pytest.mark.parametrize("dtype", [np.int32, np.float64])
+def test_an_op_that_llvm_folds_keeps_the_errors_of_its_operands(fn, dtype, errstate):
+    """select(c, a, a) is a and t > t is false to LLVM: the sqrt computing c or t went
+    with the fold, and its invalid flag too (found by the fusion fuzzer)."""
+    x = np.arange(-3, 61).astype(dtype)
+    calls = []
+    if errstate.get("all") == "call":
+        errstate["call"] = lambda *report: calls.append(report)
+    _, warned = check(fn, (x,), **errstate)
+    if not errstate:
+        assert warned == [(RuntimeWarning, "invalid value encountered in sqrt")]
+    if calls:   # eager's, then the scripted function's
+        assert calls == [("invalid value", 8)] * 2

@@ -68,6 +68,14 @@ _PYTHON_CLASSES = {t: cls for cls, t in PYTHON_SCALARS.items()}
 # fast paths for float arrays (bitwise), and x*x*x for 3 (computed in float64: within an
 # ulp of pow).
 _POWERS = {2: ("square",), 0.5: ("sqrt",), -1: ("reciprocal",), 3: ("square", "mul")}
+# Binary ops whose result LLVM computes from their operand when both are one value (x * x,
+# x + x, maximum(x, x) -> x). Others it may fold to a constant (int x - x, x ^ x, x > x)
+# and np.where of equal branches to the branch, dropping the computation of the operand
+# (the condition) and its floating-point errors: such a node is not fused after an op
+# computing that value.
+_KEEP_EQUAL_OPERANDS = frozenset({
+    "add", "mul", "truediv", "pow", "maximum", "minimum", "fmax", "fmin", "copysign",
+    "arctan2", "bitwise_and", "bitwise_or", "logical_and", "logical_or"})
 
 
 @dataclass(frozen=True)
@@ -459,7 +467,9 @@ class _Builder:
                              f"group (the two may be the same memory)")
         if sum(self.kind(v) == "value" for v in call.operands) >= 2 or call.target is not None:
             self.raising.add(node)
+        first_op = len(self.ops)
         result = self.compute(call)
+        self.refuse_folds(node, first_op)
         if call.target is not None:
             self.write(node, call, result)
         else:
@@ -469,6 +479,30 @@ class _Builder:
             if call.target is None:
                 raise ScalarResult(message, self.dtypes[result])
             raise GroupError(message)
+
+    def refuse_folds(self, node: Node, first_op: int) -> None:
+        """GroupError if an op from ``first_op`` on is one that LLVM folds away with a
+        value computed in the kernel (see _KEEP_EQUAL_OPERANDS): the value's ops would go
+        too, and with them their floating-point flags, which NumPy reports."""
+        numbers: dict[tuple, int] = {}
+        value_numbers: list[int] = []   # per value id; equal ops of equal operands are one
+        for slot in self.slots:         # value to LLVM (GVN)
+            op = self.ops[-1 - slot] if slot < 0 else None
+            key = ("input", slot) if op is None else \
+                (op.op, tuple(value_numbers[a] for a in op.args), op.dtype, op.attrs)
+            value_numbers.append(numbers.setdefault(key, len(numbers)))
+            if op is None or -1 - slot < first_op:
+                continue
+            same = [value_numbers[a] for a in op.args]
+            if op.op == "where":
+                folds, dropped = same[1] == same[2], op.args[0]
+            else:
+                folds = len(same) == 2 and same[0] == same[1] and \
+                    op.op not in _KEEP_EQUAL_OPERANDS
+                dropped = op.args[0]
+            if folds and self.slots[dropped] < 0:
+                raise GroupError(f"{node.kind}: LLVM folds {op.op} of equal operands, and "
+                                 f"the ops computing them would not raise NumPy's errors")
 
     def prove_out_check(self, call: ElementwiseCall) -> None:
         """Run the out check on stand-ins of the group's types (see the module docstring):
