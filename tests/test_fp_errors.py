@@ -51,16 +51,17 @@ def record(fn, *args, **errstate):
     return result, [(w.category, str(w.message)) for w in caught]
 
 
-def compiled(fn, *args):
+def compiled(fn, *args, kernel: bool = True):
+    """`fn` scripted and run on `args` until optimized (`kernel`: it runs a kernel)."""
     scripted = tsjit.script(fn)
     for _ in range(3):   # profile, specialize, run the kernel
         scripted(*[a.copy() for a in args])
-    assert scripted.stats()["kernel_launches"] > 0
+    assert (scripted.stats()["kernel_launches"] > 0) == kernel
     return scripted
 
 
-def check(fn, args, **errstate):
-    scripted = compiled(fn, *[np.ones_like(a) for a in args])
+def check(fn, args, kernel: bool = True, **errstate):
+    scripted = compiled(fn, *[np.ones_like(a) for a in args], kernel=kernel)
     want_args, got_args = [a.copy() for a in args], [a.copy() for a in args]
     want, want_warnings = record(fn, *want_args, **errstate)
     got, got_warnings = record(scripted, *got_args, **errstate)
@@ -457,3 +458,35 @@ def test_an_op_that_llvm_folds_keeps_the_errors_of_its_operands(fn, dtype, errst
         assert warned == [(RuntimeWarning, "invalid value encountered in sqrt")]
     if calls:   # eager's, then the scripted function's
         assert calls == [("invalid value", 8)] * 2
+
+
+def root_then_arctanh(a, c):
+    t = np.sqrt(1.5 - a)
+    u = np.arctanh(c - 0.5)      # no kernel op: NumPy's call, between the members of a group
+    return t * 2.0 + u
+
+
+def root_then_log(a, c):
+    t = np.sqrt(1.5 - a)
+    u = np.log(c)          # a kernel op, but alone: NumPy's call
+    v = t * 2.0
+    return v, u
+
+
+@pytest.mark.parametrize("errstate", [{}, {"all": "raise"}, {"all": "call"}])
+@pytest.mark.parametrize("fn, c", [(root_then_arctanh, 2.0), (root_then_log, 0.0)])
+def test_errors_of_fused_ops_and_of_numpys_calls_come_in_program_order(fn, c, errstate):
+    """A fused op may not move past a NumPy call that may report an error: eager code
+    warns for the sqrt first (and raises there, or calls the handler first)."""
+    a = np.full(64, 2.0)
+    c = np.full(64, c)
+    calls = []
+    if errstate:
+        errstate["call"] = lambda kind, flag: calls.append((kind, flag))
+    # the group of sqrt would pass the log, alone: it is not fused
+    _, warned = check(fn, (a, c), kernel=fn is root_then_arctanh, **errstate)
+    if not errstate:
+        assert warned[0] == (RuntimeWarning, "invalid value encountered in sqrt")
+        assert len(warned) == 2
+    if calls:
+        assert calls[:2] == calls[2:] and calls[0] == ("invalid value", 8)

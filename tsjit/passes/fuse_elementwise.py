@@ -14,7 +14,13 @@ only if that changes nothing observable:
     two arrays whose shapes may not broadcast, or writes in place), so it may not pass a
     node that may raise anything else;
   - a member writing in place only passes nodes that neither read mutable values nor
-    raise.
+    raise;
+  - a member that may report a floating-point error (a RuntimeWarning, or what
+    `np.errstate` asks for instead) does not pass a node that may report one outside a
+    kernel: eager code reports in program order. (It does pass an op that may raise
+    something else, such as an index out of range: when both happen, eager code reports
+    first; and the members of two kernels that interleave in program order report
+    kernel by kernel.)
 Groups of one op are left alone (a kernel launch would not beat NumPy's own loop).  A
 result that nothing uses is one of the group's outputs all the same: dead-code elimination
 kept its node because it may warn or raise (a floating-point error is an effect), and a
@@ -28,8 +34,10 @@ from __future__ import annotations
 
 import logging
 
+import numpy as np
+
 from ..ir.graph import Block, Graph, Node, Value, clone_node
-from ..ir.types import TensorType
+from ..ir.types import FloatType, TensorType
 from ..ops import OPS
 from .analysis import has_effects, reads_mutable
 from .elementwise_kernel import (
@@ -72,6 +80,7 @@ class BlockFuser:
         self.position = {node: i for i, node in enumerate(self.nodes)}
         self.users = {node: self._users(node) for node in self.nodes}
         self.exceptions: dict[Node, frozenset | None] = {}
+        self.group_of: dict[Node, list[Node]] = {}   # candidates grouped so far
         # id(group) -> (group, its kernel) for the groups checked last (see `_check`)
         self.kernels: dict[int, tuple[list[Node], FusedKernel]] = {}
 
@@ -106,7 +115,7 @@ class BlockFuser:
 
     def run(self) -> None:
         groups: list[list[Node]] = []
-        group_of: dict[Node, list[Node]] = {}
+        group_of = self.group_of
         for node in self.nodes:
             if not self.candidate(node):
                 continue
@@ -122,9 +131,8 @@ class BlockFuser:
                 groups.append(joined)
             for member in joined:
                 group_of[member] = joined
-        for group in groups:
-            if self.wanted(group):
-                self._replace(group)
+        for group in self._keeping_order([g for g in groups if self.wanted(g)]):
+            self._replace(group)
 
     def _join(self, node: Node, groups: list[list[Node]],
               group_of: dict[Node, list[Node]]) -> list[Node] | None:
@@ -220,7 +228,34 @@ class BlockFuser:
         if member_raises and raises != _NONE and raises != _SHAPE_ERRORS:
             return (f"{_describe(member)} and {_describe(other)} may both raise; their "
                     f"order must stay")
+        if _reports_errors(member) and self._reports_alone(other):
+            return (f"{_describe(member)} and {_describe(other)} may both report a "
+                    f"floating-point error; their order must stay")
         return None
+
+    def _reports_alone(self, node: Node) -> bool:
+        """Whether `node` may report a floating-point error and is in no group (yet: a
+        group that is not wanted in the end is checked again, `_keeping_order`). The
+        errors of a kernel's ops are reported in their program order (re-run in NumPy)."""
+        return node not in self.group_of and _reports_errors(node)
+
+    def _keeping_order(self, groups: list[list[Node]]) -> list[list[Node]]:
+        """`groups` without those whose members would pass a node that may report a
+        floating-point error and runs alone after all (a group too small to be wanted);
+        such a group's ops run as NumPy's calls."""
+        kept = groups
+        while True:
+            fused = {m for g in kept for m in g}
+            broken = [g for g in kept if any(
+                other not in fused and _reports_errors(other)
+                for m in g[:-1] if _reports_errors(m)
+                for other in self.nodes[self.position[m] + 1:self.position[g[-1]]])]
+            if not broken:
+                return kept
+            for g in broken:
+                log.debug("not fused: a group of %d: a member would pass a node that may "
+                          "report a floating-point error", len(g))
+            kept = [g for g in kept if all(g is not b for b in broken)]
 
     def _exceptions(self, node: Node) -> frozenset | None:
         """The exception classes `node` may raise (None: any).  A member only raises
@@ -292,6 +327,37 @@ def _may_raise(node: Node) -> bool:
     op = OPS.get(node.kind)
     return op is None or op.may_raise_on([v.type for v in node.inputs]) or any(
         _may_raise(inner) for block in node.blocks for inner in block.nodes)
+
+
+# Kernel ops that never report a floating-point error (NumPy's loops raise no flag).
+_SILENT_OPS = frozenset({
+    "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
+    "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "left_shift",
+    "right_shift", "where", "isnan", "isinf", "isfinite", "signbit", "copysign", "neg",
+    "pos", "abs"})
+# Array computations under Python operators that NumPy checks for errors (x @ y).
+_NUMPY_COMPUTATIONS = frozenset({"aten::matmul"})
+# Integer loops report errors only here (division by zero, MIN // -1).
+_INTEGER_REPORTING_OPS = frozenset({"floordiv", "mod", "cast"})
+
+
+def _reports_errors(node: Node) -> bool:
+    """Whether `node` may report a floating-point error (NumPy's RuntimeWarning, or what
+    np.errstate says instead): an elementwise op unless its loop never does; another op
+    if it computes with NumPy (reductions, matmul, ...) or is unknown code (a call), or
+    holds such a node. Indexing, shapes and Python scalars report none."""
+    call = read_call(node)
+    if call is None:
+        op = OPS.get(node.kind)
+        return op is None or op.has_effects or node.kind.startswith("numpy::") or \
+            node.kind in _NUMPY_COMPUTATIONS or any(
+                _reports_errors(inner) for block in node.blocks for inner in block.nodes)
+    if call.kernel in _SILENT_OPS:
+        return False
+    kinds = {np.dtype(v.type.dtype).kind if isinstance(v.type, TensorType) and
+             v.type.dtype is not None else "f" if v.type == FloatType else "i"
+             for v in call.operands}
+    return not kinds <= {"b", "i", "u"} or call.kernel in _INTEGER_REPORTING_OPS
 
 
 def _reads_mutable(node: Node) -> bool:
