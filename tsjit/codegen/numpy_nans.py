@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["NanBits", "converted", "fingerprint", "nan_bits"]
+__all__ = ["NanBits", "converted", "cube_nan_positive", "fingerprint", "nan_bits"]
 
 _INF = float("inf")
 
@@ -101,6 +101,16 @@ def nan_bits(name: str, dtype: str) -> NanBits:
     return NanBits(argument, _invalid_positive(ufunc, name, np_dtype))
 
 
+@functools.cache
+def cube_nan_positive(dtype: str) -> bool:
+    """Whether NumPy's ``x ** 3`` of a NaN ``x`` (a call of pow, where the kernel
+    multiplies) clears its sign bit: glibc's pow does for integral exponents."""
+    uint = _uint(np.dtype(dtype))
+    nans = np.tile(np.array(_PAYLOAD_NANS[np.dtype(dtype).itemsize], dtype=uint),
+                   _LENGTHS[-1])
+    return not bool(np.signbit(_run(np.power, [nans.view(dtype), np.array(3, dtype)])).any())
+
+
 def converted(bits: int, dtype: str, target: str) -> int:
     """The bits of the NaN ``bits`` of ``dtype`` converted to ``target`` as NumPy converts
     (sign and payload kept, so converting back gives ``bits``)."""
@@ -112,5 +122,5 @@ def converted(bits: int, dtype: str, target: str) -> int:
 def fingerprint() -> str:
     """A digest of every answer (all functions, all float types)."""
     table = repr([(name, dtype, nan_bits(name, dtype)) for name in sorted(_UFUNCS)
-                  for dtype in _DTYPES])
+                  for dtype in _DTYPES] + [cube_nan_positive(d) for d in _DTYPES[1:]])
     return hashlib.sha256(table.encode()).hexdigest()[:16]

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..codegen import numpy_nans
 from ..codegen.kernel_spec import (
     OP_SIGNATURES,
     OPS_WITH_SCALAR_OPERAND_LOOPS,
@@ -604,7 +605,11 @@ class _Builder:
         n = x
         for name in _POWERS[c]:
             n = self.op(name, (n, x) if name == "mul" else (n,), work)
-        return self.cast(n, out)
+        n = self.cast(n, out)
+        if c == 3 and numpy_nans.cube_nan_positive(dtype_name(out)):   # pow's NaN of a NaN
+            n = self.op("where", (self.op("isnan", (n,), np.dtype(bool)),
+                                  self.op("abs", (n,), out), n), out)
+        return n
 
     def write(self, node: Node, call: ElementwiseCall, result: int) -> None:
         target = call.target
