@@ -490,3 +490,77 @@ def test_errors_of_fused_ops_and_of_numpys_calls_come_in_program_order(fn, c, er
         assert len(warned) == 2
     if calls:
         assert calls[:2] == calls[2:] and calls[0] == ("invalid value", 8)
+
+
+def outcome(fn, args, before_call=lambda: None):
+    """What `fn(*args)` raises (its class and message) under warnings that are errors,
+    and the arguments afterwards."""
+    with warnings.catch_warnings():
+        before_call()
+        try:
+            fn(*args)
+            raised = None
+        except RuntimeWarning as warning:
+            raised = (type(warning), str(warning).splitlines()[0])
+    return raised, [a.copy() for a in args]
+
+
+@pytest.mark.parametrize("when", ["before", "after a call"])
+@pytest.mark.parametrize("fn", [add_ratio_in_place, assign_ratio])
+def test_a_warning_made_an_error_stops_before_the_write_as_eagerly(fn, when):
+    """Under warnings.simplefilter("error") (pytest's -W error) eager `x += y / z` raises
+    RuntimeWarning from the divide before x is written; the kernel wrote x, then warned.
+    The filter may come while a state without it is known (the list grows)."""
+    n = 64
+    scripted = compiled(fn, *[np.ones(n)] * 3)
+    results = []
+    for f in (fn, scripted):
+        args = [np.full(n, 7.0), np.ones(n), np.ones(n)]
+        args[2][5] = 0.0
+
+        def make_errors(f=f):
+            if when != "before":
+                f(*[np.ones(n)] * 3)
+            warnings.simplefilter("error")
+
+        results.append(outcome(f, args, make_errors))
+    (got, got_args), (want, want_args) = results[1], results[0]
+    assert want == (RuntimeWarning, "divide by zero encountered in divide")
+    assert got == want
+    for g, w in zip(got_args, want_args):
+        assert_same(g, w)
+
+
+def test_an_error_filter_of_another_category_keeps_the_kernel():
+    x, y, z = np.ones(64), np.ones(64), np.ones(64)
+    scripted = compiled(add_ratio_in_place, x, y, z)
+    before = scripted.stats()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        warnings.filterwarnings("error", message="something else", category=UserWarning)
+        scripted(x, y, z)
+    after = scripted.stats()
+    assert after["kernel_launches"] == before["kernel_launches"] + 1
+    assert after["bailouts"] == before["bailouts"]
+
+
+def two_quotients_in_place(x, y, z):
+    x += y / z + z / y
+    return x
+
+
+def quotient_and_log_in_place(x, y, z):
+    x += y / z + np.log(y - 2.0)
+    return x
+
+
+@pytest.mark.parametrize("errstate", [{}, {"all": "warn"}])
+@pytest.mark.parametrize("fn", [two_quotients_in_place, quotient_and_log_in_place])
+def test_an_in_place_kernel_reports_each_ops_errors_as_eagerly(fn, errstate):
+    """The kernel overwrote x, so its ops cannot all run again; those that do not read x
+    do, which tells which of them raised what: eager code warns once per op (under the
+    "always" filter) and names it (log, not the divide that could have raised invalid)."""
+    x, y, z = np.linspace(0.0, 1.0, 100), np.full(100, 3.0), np.full(100, 2.0)
+    y[10], z[20] = 0.0, 0.0
+    _, warned = check(fn, (x, y, z), **errstate)
+    assert len(warned) == 2

@@ -176,7 +176,7 @@ def _finish(status: int, resume: Callable, operands: tuple, scalars: tuple,
         raised = tuple(name for name in CATEGORIES
                        if flags & FLAG_BITS[name] and modes[name] != "ignore")
         if raised and report is not None:
-            report(raised)
+            report(raised, operands, scalars)
         elif raised:
             raise FloatingPointFlags(raised)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
+import warnings
 from collections.abc import Callable
 
 from ..interpreter import compile_graph
@@ -94,10 +95,16 @@ class FusionRuntime:
         arrays = list(array.values())
         lines = []
         if fused.written:   # see codegen.fp_errors: an error state that may raise
-            from ..codegen.fp_errors import current_errstate, errstate_may_raise
+            from ..codegen.fp_errors import (
+                MAY_RAISE_UNLESS_KNOWN,
+                current_errstate,
+                errstate_may_raise,
+            )
             namespace.update(_errstate=current_errstate, _may_raise=errstate_may_raise,
-                             _known=[None, None])
-            lines += ["if _errstate() is not _known[0] and _may_raise(_known):", f"    {bail}"]
+                             _warnings=warnings, _len=len, _known=[None] * 6)
+            unless_known = MAY_RAISE_UNLESS_KNOWN.format(errstate="_errstate", known="_known",
+                                                         warnings="_warnings", len="_len")
+            lines += [f"if ({unless_known}) and _may_raise(_known):", f"    {bail}"]
         for k, (lo, hi) in fused.range_checks.items():
             lines += [f"if not {lo} <= {args[k]} <= {hi}:", f"    {bail}"]
         if len(arrays) > 1 and checks:
