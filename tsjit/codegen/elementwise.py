@@ -38,7 +38,6 @@ from tsjit.codegen.elementwise_driver import (
     ACCESS_READ,
     ACCESS_WRITE,
     BODY_TYPE,
-    DRIVER_SYMBOL,
     JOB_START,
     JOB_TYPE,
     OPERAND_INFO_TYPE,
@@ -56,12 +55,11 @@ from tsjit.codegen.ir_util import (
     set_string_attribute,
     stack_slot,
 )
+from tsjit.codegen.kernel_abi import DRIVER_SYMBOL, entry_parameter_types, resume_symbol
 from tsjit.codegen.kernel_spec import MATH_FUNCTIONS, KernelSpec
 
 __all__ = [
     "build_kernel_module",
-    "entry_parameter_types",
-    "resume_symbol",
     "parallel_threshold",
     "vector_width",
 ]
@@ -87,22 +85,6 @@ _OP_COST = {
     **dict.fromkeys(MATH_FUNCTIONS, 16),
     "pow": 32, "arctan2": 24, "floordiv": 8, "mod": 8, "truediv": 2, "sqrt": 4,
 }
-
-
-def _c_scalar_type(dtype: np.dtype) -> str:
-    kind = np.dtype(dtype).kind
-    return "double" if kind == "f" else "uint64_t" if kind == "u" else "int64_t"
-
-
-def entry_parameter_types(spec: KernelSpec) -> tuple[str, ...]:
-    """C types of the entry point's parameters (it returns void): the operand tuple's
-    address, then the scalars."""
-    return ("int64_t",) + tuple(_c_scalar_type(i.dtype) for i in spec.inputs if i.is_scalar)
-
-
-def resume_symbol(name: str) -> str:
-    """The entry that finishes kernel ``name``'s job stopped early (see the docstring)."""
-    return f"{name}_resume"
 
 
 def parallel_threshold(spec: KernelSpec) -> int:

@@ -33,7 +33,6 @@ from llvmlite import ir
 
 from tsjit.codegen import fp_status
 from tsjit.codegen.elementwise_copies import LINE, copy_strided, store_fence, stream_copy
-from tsjit.codegen.engine import JitEngine, generator_fingerprint
 from tsjit.codegen.ir_util import (
     ARRAY_DATA_OFFSET,
     ARRAY_DIMS_OFFSET,
@@ -56,20 +55,21 @@ from tsjit.codegen.ir_util import (
     stack_slot,
     tuple_item,
 )
+from tsjit.codegen.kernel_abi import (
+    DRIVER_SYMBOL,
+    PARALLEL_FOR,
+    STATUS_EMPTY_JOB,
+    STATUS_RESUME_SHIFT,
+)
 from tsjit.codegen.kernel_spec import MAX_OPERANDS, MAX_RANK
 
 __all__ = [
     "ACCESS_READ",
     "ACCESS_WRITE",
     "BODY_TYPE",
-    "DRIVER_SYMBOL",
     "JOB_TYPE",
-    "STATUS_EMPTY_JOB",
-    "STATUS_FP_FLAGS",
-    "STATUS_RESUME_SHIFT",
     "OPERAND_INFO_TYPE",
     "build_driver_module",
-    "ensure_driver",
 ]
 
 # Elements per chunk of a strided row, gathered into per-operand stack buffers.
@@ -92,23 +92,12 @@ STREAM_CHUNK = 512  # elements per streamed chunk (4 KiB of float64 per operand)
 # 2.1 ns per element with its gate views, 1.5 with contiguous gates, 1.6 prefetching.
 PREFETCH_MIN_TOTAL = 16 << 20
 ACCESS_READ, ACCESS_WRITE = 1, 2
-DRIVER_SYMBOL = "tsjit_elementwise_run"
-PARALLEL_FOR = "tsjit_parallel_for"
 GET_NUM_THREADS = "tsjit_get_num_threads"
 WATCH_INTERRUPTS = "tsjit_watch_interrupts"
 INTERRUPT_PENDING = "tsjit_interrupt_pending"
 # Jobs of at least this many items (rows or elements) make sure that Ctrl-C reaches them
 # (tsjit_watch_interrupts, a system call): a shorter job ends soon enough on its own.
 WATCH_INTERRUPTS_MIN = 1 << 20
-# The status word: MXCSR's flags of NumPy's error kinds (fp_status.FP_FLAGS) in its low
-# bits; a job stopped by Ctrl-C adds (resume point + 1) << STATUS_RESUME_SHIFT.
-STATUS_FP_FLAGS = fp_status.FP_FLAGS
-STATUS_RESUME_SHIFT = 8
-# A job with no element whose operands are not all empty: eager NumPy computes the ops on
-# the non-empty ones before broadcasting to the empty result (``(y - y) + x`` with x of
-# shape (0, 3) subtracts y of shape (3,)), which may warn. The kernel computed nothing: its
-# caller runs the ops in NumPy.
-STATUS_EMPTY_JOB = 0x80
 # A parallel job is cut into about this many blocks per thread, claimed one at a time: a
 # thread that shares its core with another process (or starts late) takes fewer blocks
 # instead of setting the job's time, and the finishing tail is one block long.
@@ -792,18 +781,3 @@ def _swap(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> None:
 def build_driver_module(parallel: bool) -> ir.Module:
     """The driver (``DRIVER_SYMBOL``); ``parallel`` links it against tsjit_parallel_for."""
     return _Driver(parallel).build()
-
-
-def ensure_driver(engine: JitEngine) -> None:
-    """Compile the driver once per engine (from the disk cache when possible) and make it
-    callable from kernel modules."""
-    if DRIVER_SYMBOL in engine.symbols:
-        return
-    parallel = PARALLEL_FOR in engine.symbols
-    compiled = engine.compile_keyed(
-        f"{generator_fingerprint()}|driver|parallel={parallel}",
-        lambda: build_driver_module(parallel),
-        [DRIVER_SYMBOL],
-        quick=True,
-    )
-    engine.register_symbol(DRIVER_SYMBOL, compiled)

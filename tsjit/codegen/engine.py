@@ -23,15 +23,18 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import llvmlite
 import llvmlite.binding as llvm
-from llvmlite import ir
 
 from tsjit import environment, forking
 
 from . import numpy_nans
 from .disk_cache import DiskCache
+
+if TYPE_CHECKING:
+    from llvmlite import ir
 
 __all__ = [
     "CompiledModule",

@@ -18,15 +18,10 @@ from llvmlite import binding as llvm
 from llvmlite import ir
 
 from tsjit.codegen.ir_util import I32, PTR, VOID, stack_slot
+from tsjit.codegen.kernel_abi import FLAG_BITS, FP_FLAGS
 
 __all__ = ["FLAG_BITS", "FP_FLAGS", "clear", "raise_flags", "read", "supported"]
 
-# The flags of NumPy's error kinds: invalid, divide by zero, overflow, underflow. Not
-# precision (0x20), which nearly every float result raises (a status read with it sent every
-# call of a kernel on real data through the error check), nor denormal operand (0x2).
-FP_FLAGS = 0x1D
-# Each of NumPy's error kinds (np.geterr()'s keys) as its MXCSR flag.
-FLAG_BITS = {"divide": 0x4, "over": 0x8, "under": 0x10, "invalid": 0x1}
 
 
 def supported() -> bool:

@@ -37,20 +37,17 @@ from collections.abc import Callable
 import _cffi_backend
 import numpy as np
 
-from tsjit.codegen.elementwise import (
-    build_kernel_module,
-    entry_parameter_types,
-    resume_symbol,
-)
-from tsjit.codegen.elementwise_driver import (
+from tsjit.codegen.engine import CompiledModule, generator_fingerprint, get_engine
+from tsjit.codegen.fp_errors import CATEGORIES, report_statically
+from tsjit.codegen.kernel_abi import (
+    FLAG_BITS,
     STATUS_EMPTY_JOB,
     STATUS_FP_FLAGS,
     STATUS_RESUME_SHIFT,
     ensure_driver,
+    entry_parameter_types,
+    resume_symbol,
 )
-from tsjit.codegen.engine import CompiledModule, generator_fingerprint, get_engine
-from tsjit.codegen.fp_errors import CATEGORIES, report_statically
-from tsjit.codegen.fp_status import FLAG_BITS
 from tsjit.codegen.kernel_cache import KernelCache
 from tsjit.codegen.kernel_spec import KernelSpec, supports
 from tsjit.codegen.output_pool import OutputPool
@@ -314,9 +311,10 @@ def _build_kernel(spec: KernelSpec) -> Kernel:
     engine = get_engine()
     ensure_driver(engine)
     name = _kernel_name(spec)
-    compiled = engine.compile_keyed(
-        f"{generator_fingerprint()}|kernel|{spec!r}",
-        lambda: build_kernel_module(spec, name),
-        [name, resume_symbol(name)],
-    )
+
+    def build():      # the code generator loads on the first miss of the caches
+        from tsjit.codegen.elementwise import build_kernel_module
+        return build_kernel_module(spec, name)
+    compiled = engine.compile_keyed(f"{generator_fingerprint()}|kernel|{spec!r}", build,
+                                    [name, resume_symbol(name)])
     return Kernel(spec, name, compiled)

@@ -40,11 +40,9 @@ from tsjit.codegen.element_ops import (
     memory_type,
     store_value,
 )
-from tsjit.codegen.elementwise import convert_scalar, entry_parameter_types
+from tsjit.codegen.elementwise import convert_scalar
 from tsjit.codegen.elementwise_driver import (
     INTERRUPT_PENDING,
-    STATUS_FP_FLAGS,
-    STATUS_RESUME_SHIFT,
     WATCH_INTERRUPTS,
     WATCH_INTERRUPTS_MIN,
 )
@@ -62,6 +60,12 @@ from tsjit.codegen.ir_util import (
     set_string_attribute,
     stack_slot,
     tuple_item,
+)
+from tsjit.codegen.kernel_abi import (
+    PARALLEL_FOR,
+    STATUS_FP_FLAGS,
+    STATUS_RESUME_SHIFT,
+    entry_parameter_types,
 )
 from tsjit.codegen.kernel_spec import MATH_FUNCTIONS, KernelOp
 from tsjit.codegen.pairwise import emit_combine, emit_split, run_reducer
@@ -81,9 +85,8 @@ from tsjit.codegen.reduction_spec import (
 from tsjit.codegen.reduction_ties import emit_row_ties, float_extremes
 from tsjit.codegen.vmath import emit_math
 
-__all__ = ["build_row_kernel_module", "row_entry_parameter_types", "SUBTREE_DEPTH"]
+__all__ = ["build_row_kernel_module", "SUBTREE_DEPTH"]
 
-PARALLEL_FOR = "tsjit_parallel_for"
 # Elements of work (per thread chunk) below which rows run on the calling thread.
 _PARALLEL_WORK = 1 << 16
 # A full reduction of at least this many elements is cut into 2**SUBTREE_DEPTH subtrees of
@@ -102,11 +105,6 @@ NODE = 1024
 _EXPENSIVE = frozenset({*MATH_FUNCTIONS, "pow"})
 # Rows between two checks for Ctrl-C (a call each: rows may be a few elements long).
 INTERRUPT_ROWS = 16
-
-
-def row_entry_parameter_types(spec: RowKernelSpec) -> tuple[str, ...]:
-    """C types of the entry point's parameters: the block's address, then the scalars."""
-    return entry_parameter_types(spec)   # the same convention as elementwise kernels
 
 
 class _RowKernelBuilder:
@@ -727,7 +725,7 @@ class _RowKernelBuilder:
         job's floating-point status."""
         spec = self.spec
         params = [ir.DoubleType() if c == "double" else I64
-                  for c in row_entry_parameter_types(spec)]
+                  for c in entry_parameter_types(spec)]   # as elementwise kernels'
         fn = ir.Function(self.module, ir.FunctionType(I64, params), name=self.name)
         fn.attributes.add("nounwind")
         b = ir.IRBuilder(fn.append_basic_block())

@@ -26,13 +26,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tsjit.codegen.column_reduction import build_column_kernel_module
 from tsjit.codegen.engine import CompiledModule, generator_fingerprint, get_engine
+from tsjit.codegen.kernel_abi import PARALLEL_FOR, entry_parameter_types
 from tsjit.codegen.kernel_cache import KernelCache
 from tsjit.codegen.launch import _finish, _native_function, broadcast_shape
 from tsjit.codegen.numpy_minmax import fingerprint
 from tsjit.codegen.output_pool import OutputPool
-from tsjit.codegen.reduction import PARALLEL_FOR, build_row_kernel_module, row_entry_parameter_types
 from tsjit.codegen.reduction_layout import (
     LayoutError,
     column_layout,
@@ -79,7 +78,7 @@ class RowKernel:
 
     def __init__(self, spec: RowKernelSpec, entry: str, compiled: CompiledModule) -> None:
         self.spec, self.compiled = spec, compiled
-        self.native = _native_function(row_entry_parameter_types(spec), compiled.addresses[entry])
+        self.native = _native_function(entry_parameter_types(spec), compiled.addresses[entry])
         self.arrays = [i for i, inp in enumerate(spec.inputs) if not inp.is_scalar]
         self.buffered = any(BUFFERED in op.attrs for op in spec.ops)
         self._transposed: RowKernel | bool | None = None
@@ -229,10 +228,16 @@ def compile_row_kernel(spec: RowKernelSpec) -> RowKernel:
 def _build_row_kernel(spec: RowKernelSpec) -> RowKernel:
     engine = get_engine()
     parallel = PARALLEL_FOR in engine.symbols
-    build = build_row_kernel_module if spec.column is None else build_column_kernel_module
     name = "tsjit_rows_" + hashlib.sha256(repr(spec).encode()).hexdigest()[:20]
     ties = order_dtypes(spec.ops)   # the kernel follows NumPy's order measured here
+
+    def build():      # the code generators load on the first miss of the caches
+        if spec.column is None:
+            from tsjit.codegen.reduction import build_row_kernel_module as build_module
+        else:
+            from tsjit.codegen.column_reduction import build_column_kernel_module as build_module
+        return build_module(spec, name, parallel)
     compiled = engine.compile_keyed(
         f"{generator_fingerprint()}|rows|{parallel}|{spec!r}|{ties and fingerprint(ties)}",
-        lambda: build(spec, name, parallel), [name])
+        build, [name])
     return RowKernel(spec, name, compiled)

@@ -1,0 +1,74 @@
+"""What a process loads to compile: `import tsjit` leaves the back end to the first compile,
+and a compile loads only the code generators it uses (each check runs in a fresh process,
+since this one has loaded everything)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+from _subprocess import child_environment
+
+PROGRAM = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import tsjit
+    from program import gelu, histogram
+    loaded = {name for name in sys.modules if name.startswith("tsjit.")}
+    assert "tsjit.executor.pipeline" not in loaded and "llvmlite.binding" not in sys.modules
+    if sys.argv[1] == "array":
+        f, args = tsjit.script(gelu), (np.linspace(-3, 3, 1000, dtype=np.float32),)
+    else:
+        f, args = tsjit.script(histogram), (np.linspace(-1, 1, 100), np.zeros(8, np.int64))
+    f.executor.specialize_for(*args)
+    f(*args)
+    assert f.stats()["kernel_launches"] >= 1, f.stats()
+    print(" ".join(sorted(name for name in sys.modules if name.startswith("tsjit.codegen"))))
+""")
+
+FUNCTIONS = textwrap.dedent("""
+    import numpy as np
+    import tsjit
+
+    def gelu(x: tsjit.Tensor) -> tsjit.Tensor:
+        return 0.5 * x * (1.0 + np.tanh(0.79788456 * (x + 0.044715 * x * x * x)))
+
+    def histogram(values: tsjit.Tensor, counts: tsjit.Tensor) -> tsjit.Tensor:
+        for i in range(values.shape[0]):
+            counts[int((values[i] + 1.0) * 3.5)] += 1
+        return counts
+""")
+
+GENERATORS = {"tsjit.codegen.elementwise", "tsjit.codegen.elementwise_driver",
+              "tsjit.codegen.reduction", "tsjit.codegen.vmath"}
+
+
+def _codegen_modules(tmp_path, kind: str, cache: str) -> set[str]:
+    (tmp_path / "program.py").write_text(FUNCTIONS)
+    (tmp_path / "main.py").write_text(PROGRAM)
+    done = subprocess.run(
+        [sys.executable, "main.py", kind], cwd=tmp_path, capture_output=True, text=True,
+        timeout=300, check=False,
+        env=child_environment(TSJIT_DISK_CACHE=cache, TSJIT_CACHE_DIR=str(tmp_path / "cache"),
+                              TSJIT_BACKGROUND_COMPILE="0"))
+    assert done.returncode == 0, done.stderr
+    return set(done.stdout.split())
+
+
+def test_array_code_does_not_load_the_scalar_code_generator(tmp_path):
+    loaded = _codegen_modules(tmp_path, "array", "0")
+    assert "tsjit.codegen.elementwise" in loaded
+    assert not any(name.startswith("tsjit.codegen.scalar") for name in loaded), loaded
+
+
+def test_loop_code_loads_the_scalar_code_generator(tmp_path):
+    loaded = _codegen_modules(tmp_path, "loop", "0")
+    assert "tsjit.codegen.scalar.emitter" in loaded
+
+
+def test_kernels_from_the_disk_cache_load_no_code_generator(tmp_path):
+    first = _codegen_modules(tmp_path, "array", "1")
+    assert GENERATORS - {"tsjit.codegen.reduction"} <= first
+    again = _codegen_modules(tmp_path, "array", "1")
+    assert "tsjit.codegen.launch" in again
+    assert not GENERATORS & again, GENERATORS & again
