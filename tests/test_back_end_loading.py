@@ -1,6 +1,6 @@
-"""What a process loads to compile: `import tsjit` leaves the back end to the first compile,
-and a compile loads only the code generators it uses (each check runs in a fresh process,
-since this one has loaded everything)."""
+"""What a process loads: `import tsjit` leaves the back end to the first compile and
+saving and loading to their first use, and a compile loads only the code generators it
+uses (each check runs in a fresh process, since this one has loaded everything)."""
 from __future__ import annotations
 
 import subprocess
@@ -72,3 +72,24 @@ def test_kernels_from_the_disk_cache_load_no_code_generator(tmp_path):
     again = _codegen_modules(tmp_path, "array", "1")
     assert "tsjit.codegen.launch" in again
     assert not GENERATORS & again, GENERATORS & again
+
+
+IMPORT_ONLY = textwrap.dedent("""
+    import sys
+    import tsjit
+    print(" ".join(sorted(sys.modules)))
+    tsjit.load, tsjit.SerializationError       # loaded on first use
+    print(" ".join(sorted(sys.modules)))
+""")
+ON_FIRST_USE = {"tsjit.api.serialization", "tsjit.api.archive", "tsjit.api.class_records",
+                "tsjit.ir.parser"}
+
+
+def test_import_leaves_saving_and_loading_to_their_first_use(tmp_path):
+    done = subprocess.run([sys.executable, "-c", IMPORT_ONLY], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, check=False, env=child_environment())
+    assert done.returncode == 0, done.stderr
+    after_import, after_use = (set(line.split()) for line in done.stdout.splitlines())
+    assert not ON_FIRST_USE & after_import, ON_FIRST_USE & after_import
+    assert "llvmlite" not in after_import and "tsjit.codegen.launch" not in after_import
+    assert ON_FIRST_USE <= after_use

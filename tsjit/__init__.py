@@ -5,6 +5,7 @@ and native code from LLVM for the hot paths.
     def gelu(x: tsjit.Tensor) -> tsjit.Tensor:
         return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
 """
+import importlib as _importlib
 import os as _os
 
 import numpy as _np
@@ -15,11 +16,9 @@ from . import config as _config
 # where Python writes no bytecode caches (PYTHONDONTWRITEBYTECODE) it compiles from source
 # on import.  The native back end (code generators, llvmlite, the C runtime) is left to
 # the first compile, which runs on the compile worker thread (executor/background.py).
-from .api.archive import SerializationError
 from .api.module import Module, ModuleDict, ModuleList
 from .api.script import script
 from .api.script_function import ScriptFunction, ScriptModule
-from .api.serialization import load
 from .api.trace import trace
 from .config import (
     set_background_compilation,
@@ -33,6 +32,25 @@ from .frontend import emitter as _emitter  # noqa: F401
 from .frontend.errors import CompilationError
 
 Tensor = _np.ndarray
+
+# Loading archives (their format, zipfile and json, the class records, the graph parser)
+# is imported with the first use of `tsjit.load` or `tsjit.SerializationError` (PEP 562),
+# not by every program that only scripts functions: it was a tenth of `import tsjit`.
+_ON_FIRST_USE = {"load": ".api.serialization", "SerializationError": ".api.archive"}
+
+
+def __getattr__(name: str):
+    module = _ON_FIRST_USE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tsjit' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_ON_FIRST_USE})
+
 
 # TSJIT_LOG is read once every module tsjit imports has made its loggers (channels).
 _config.configure_logging(_os.environ.get(_config.LOG_ENV))

@@ -1,8 +1,11 @@
-"""The typed SSA IR: types, graphs, the text printer and parser, the verifier."""
+"""The typed SSA IR: types, graphs, the text printer and parser, the verifier.
+
+The parser (`tsjit.ir.parser`) is not imported here: only loading an archive and tests
+read graph text, and its tokenizer costs a few ms of every `import tsjit`.
+"""
 from .graph import Block, Graph, Node, SourceRange, Value
-from .parser import IRParseError, parse_ir, parse_type
 from .printer import print_graph
 from .verifier import IRVerificationError, verify
 
-__all__ = ["Block", "Graph", "IRParseError", "IRVerificationError", "Node", "SourceRange",
-           "Value", "parse_ir", "parse_type", "print_graph", "verify"]
+__all__ = ["Block", "Graph", "IRVerificationError", "Node", "SourceRange", "Value",
+           "print_graph", "verify"]
