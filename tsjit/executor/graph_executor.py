@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from .. import config, forking
 from ..interpreter import compile_graph
 from ..ir.graph import Graph, Value
-from ..ir.types import TensorType, Type, is_subtype
+from ..ir.types import BoolType, FloatType, IntType, TensorType, Type, is_subtype
 from ..passes.profile_insertion import insert_profiles
 from ..passes.propagate_types import propagate_types, unknown_operands
 from ..passes.specialize_types import specialize_types
@@ -160,8 +160,7 @@ class GraphExecutor:
                 self.counters.profiled_runs += 1
                 return self._specialize(typed, "the argument types of its first call",
                                         held=not _is_small_array_code(self.graph))
-        graph = self.graph.copy()
-        insert_profiles(graph, known=_derived_values(graph, args))
+        graph = profiled_copy(self.graph, args)
         profiles = [n for n in graph.nodes() if n.kind == "prim::profile"]
         if not profiles:
             return self._specialize(graph, "the argument types of its first call",
@@ -415,6 +414,14 @@ def _type_inputs(graph: Graph, args: tuple) -> None:
             value.type = observed_number_type(arg, value.type)
 
 
+def profiled_copy(graph: Graph, args: tuple) -> Graph:
+    """A copy of `graph` that profiles the values whose types a call with `args` must
+    observe (the arguments, loop-carried values, what neither gives: `_derived_values`)."""
+    graph = graph.copy()
+    insert_profiles(graph, known=_derived_values(graph, args))
+    return graph
+
+
 def _derived_values(graph: Graph, args: tuple) -> set[Value]:
     """The NumPy scalars whose types follow from the types of the arguments and of the
     values that loops carry (`x[i, j]` of an array argument, `x[i] * 2.0`, `peak - x[i]`):
@@ -422,6 +429,7 @@ def _derived_values(graph: Graph, args: tuple) -> set[Value]:
     profiling them would only cost time.  The graph's types are left as they were."""
     before = {v: v.type for v in _values(graph)}
     _type_inputs(graph, args)
+    _guess_number_carriers(graph)
     propagate_types(graph, assume_loops_keep_types=True)
     # loop-carried values are profiled, and the values computed from them are derived
     # from their profiled types
@@ -432,6 +440,27 @@ def _derived_values(graph: Graph, args: tuple) -> set[Value]:
     for v, t in before.items():
         v.type = t
     return derived
+
+
+def _guess_number_carriers(graph: Graph) -> None:
+    """Type each loop-carried Tensor that starts as a Python number (`s = 0.0` before
+    `s += x[i]`, `worst = 0.0` before `worst = drawdown`) as a NumPy scalar, for
+    `_derived_values`: whatever the loop makes of it, its profile gives its type (a Python
+    number, then a NumPy scalar: the specializer peels the first pass), and the values
+    computed from it follow from that, so they need no profile of their own (which a loop
+    pays for in every iteration)."""
+    for node in graph.nodes():
+        if node.kind != "prim::Loop":
+            continue
+        for initial, param in zip(node.inputs[2:], node.blocks[0].params[1:]):
+            number = initial.node.inputs[0].type if initial.node.kind == "aten::annotate" \
+                else None
+            if number in _NUMBER_DTYPES and isinstance(param.type, TensorType) and \
+                    not param.type.is_refined:
+                param.type = TensorType(_NUMBER_DTYPES[number], (), None, False)
+
+
+_NUMBER_DTYPES = {FloatType: "float64", IntType: "int64", BoolType: "bool"}
 
 
 def _is_numpy_scalar(t: Type) -> bool:

@@ -114,12 +114,16 @@ class _Writer:
         if op_def is None:
             raise NotImplementedError(f"the interpreter has no implementation of {node.kind}")
         args = [self.expr(v) for v in node.inputs]
-        attrs = self.renderer.attributes(node.attrs, op_def.attrs.get("names", ()))
+        attrs = self.renderer.attributes(node.attrs, op_def.attrs.get("names", ()),
+                                         op_def.attrs.get("shared", ()))
         code = op_def.emit_python(args, attrs)
         targets = [self.vars[v] for v in node.outputs]
         augmented = op_def.attrs.get("augmented")
-        if self.renderer.readable and augmented and args[0].isidentifier():
-            self.emit(f"{args[0]} {augmented} {args[1]}", node.source)   # x += y, as written
+        if augmented and args[0].isidentifier() and (self.renderer.readable or
+                                                      targets == args[:1]):
+            # x += y, as written (and as run where x keeps its variable: the statement
+            # costs a third of the `x = _operator.iadd(x, y)` call in a loop)
+            self.emit(f"{args[0]} {augmented} {args[1]}", node.source)
             self.assign(targets, args[:len(targets)])
             return
         if op_def.attrs.get("unpacks") or len(targets) > 1:

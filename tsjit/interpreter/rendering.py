@@ -112,10 +112,13 @@ class Renderer:
         text = self.expression(value)
         return f"({text})" if text.startswith("-") else text
 
-    def attributes(self, attrs: dict, names: Sequence[str]) -> dict[str, str]:
+    def attributes(self, attrs: dict, names: Sequence[str],
+                   shared: Sequence[str] = ()) -> dict[str, str]:
         """A node's attributes for its op's template; `names`: those the op declares as
-        names (its trait `names`)."""
-        return {key: self.attribute(value, key in names) for key, value in attrs.items()}
+        names (its trait `names`); `shared`: those passed as the objects themselves (its
+        trait `shared`: state the op's runtime changes, such as a profile's budget)."""
+        return {key: self.bind(value) if key in shared else self.attribute(value, key in names)
+                for key, value in attrs.items()}
 
     def attribute(self, value: object, is_name: bool = False) -> str:
         """An attribute for a template: an expression (a str is a str literal: data), or,

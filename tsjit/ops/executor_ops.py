@@ -36,7 +36,7 @@ def _record(args: list[str], attrs: dict) -> str:
 
 
 register("prim::profile", "x", lambda types, attrs: None, _record, side_effect=True,
-         may_raise=False)
+         may_raise=False, attrs={"shared": ("budget",)})
 register("prim::TypeCheck", "*inputs", lambda types, attrs: BoolType, _call_runtime,
          may_raise=False)
 register("prim::FusionGroup", "*inputs", None, _call_runtime, side_effect=True, views=True,

@@ -121,8 +121,14 @@ def read_call(node: Node) -> ElementwiseCall | None:
     operands, rest = node.inputs[:ufunc.nin], node.inputs[ufunc.nin:]
     if any(v.type != NoneType for v in rest):   # out= or dtype= given
         return None
-    target = node.inputs[0] if op.writes == (0,) else None
+    target = node.inputs[0] if op.writes == (0,) and _may_be_array(node.inputs[0]) else None
     return ElementwiseCall(kernel, ufunc, tuple(operands), target)
+
+
+def _may_be_array(v: Value) -> bool:
+    """Whether `x op= y` may write into x: not if x is a number (a Python one, or a NumPy
+    scalar), which it rebinds to `x op y` as Python does (`s += x[i]` in loop code)."""
+    return isinstance(v.type, TensorType) and v.type.ndarray is not False
 
 
 def _read_call_out(node: Node) -> ElementwiseCall | None:
