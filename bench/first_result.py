@@ -1,7 +1,10 @@
 """How long a user waits for a first result, in fresh processes with the disk cache off.
 
-    python bench/first_result.py [--processes N] [--only gelu|loops|large]
+    python bench/first_result.py [--processes N] [--only import|gelu|loops|large]
 
+0. Import: `python -X importtime -c "import numpy"` and `... "import tsjit"`, interleaved, the
+   medians of their cumulative times and their difference (issue 10: at most 0.15 s), with
+   the tsjit modules whose own import time is largest.
 1. gelu on 1M float32: from `tsjit.script(gelu)` to the first *optimized* result (calls
    until the executor reports a launched kernel: profiling calls and calls served by the
    interpreter while the kernel compiles come first; if none launches within 10 calls the
@@ -294,7 +297,49 @@ def large_report(processes: int) -> list[Record]:
     return [first, optimized]
 
 
-SECTIONS = {"gelu": gelu_report, "loops": loops_report, "large": large_report}
+def _import_times(module: str) -> tuple[float, dict[str, float]]:
+    """`module`'s cumulative import time in a fresh `python -X importtime` (s), and the self
+    time of each tsjit module it imported."""
+    done = subprocess.run([sys.executable, "-X", "importtime", "-c", f"import {module}"],
+                          capture_output=True, text=True, check=True)
+    cumulative, own = None, {}
+    for line in done.stderr.splitlines()[1:]:
+        self_us, cumulative_us, name = line.split("|")
+        name = name.strip()
+        if name == module:
+            cumulative = int(cumulative_us) / 1e6
+        if name.startswith("tsjit"):
+            own[name] = int(self_us.split(":")[1]) / 1e6
+    return cumulative, own
+
+
+def import_report(processes: int) -> list[Record]:
+    print(f"\nimport: `python -X importtime -c 'import M'`, cumulative, fresh processes "
+          f"(median of {processes}, interleaved)")
+    runs = {"numpy": [], "tsjit": []}
+    own: dict[str, list[float]] = {}
+    for _ in range(processes):
+        for module, times in runs.items():
+            seconds, modules = _import_times(module)
+            times.append(seconds)
+            for name, s in modules.items():
+                own.setdefault(name, []).append(s)
+    records = []
+    for module, times in runs.items():
+        record = Record("first_result", "import", module, ours=module == "tsjit",
+                        samples=len(times))
+        record.first_call_seconds = statistics.median(times)
+        records.append(record)
+        print(f"  {module:<6} {format_seconds(record.first_call_seconds):>9}")
+    over = records[1].first_call_seconds - records[0].first_call_seconds
+    print(f"  tsjit over numpy: {format_seconds(over)}; its largest own (self) times:")
+    for name, times in sorted(own.items(), key=lambda kv: -statistics.median(kv[1]))[:6]:
+        print(f"    {name:<40} {format_seconds(statistics.median(times)):>9}")
+    return records
+
+
+SECTIONS = {"import": import_report, "gelu": gelu_report, "loops": loops_report,
+            "large": large_report}
 
 
 def report(processes: int, only: str | None = None) -> list[Record]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_element_loops import max_drawdown
 
 import tsjit
 from tsjit.executor import profiling
@@ -18,19 +19,6 @@ def prefix_sum(x: tsjit.Tensor, out: tsjit.Tensor) -> tsjit.Tensor:
         s += x[i]
         out[i] = s
     return out
-
-
-def max_drawdown(prices: tsjit.Tensor) -> float:
-    peak = prices[0]
-    worst = 0.0
-    for i in range(prices.shape[0]):
-        p = prices[i]
-        if p > peak:
-            peak = p
-        drawdown = (peak - p) / peak
-        if drawdown > worst:
-            worst = drawdown
-    return float(worst)
 
 
 def row_norms(x: tsjit.Tensor, out: tsjit.Tensor) -> tsjit.Tensor:

@@ -372,3 +372,29 @@ def test_a_first_call_whose_graph_does_not_compile_leaves_the_next_call_a_fresh_
     for _ in range(3):
         with pytest.raises(ValueError, match="no code for this graph"):
             scripted(np.ones(3))
+
+
+def test_the_native_code_of_a_loop_compiles_with_its_specialization(background_on,
+                                                                    monkeypatch):
+    """A loop's native region compiles on the worker, for the argument kinds its
+    specialization expects, so the next call runs it (it compiled on the caller's thread,
+    in the call that reached it first)."""
+    from tsjit.codegen.scalar import native_function
+    compiled_on = []
+    original = native_function.NativeFunction._compile
+
+    def spy(self, key):
+        compiled_on.append(threading.current_thread().name)
+        return original(self, key)
+    monkeypatch.setattr(native_function.NativeFunction, "_compile", spy)
+    prices = 100 + np.cumsum(np.random.default_rng(3).standard_normal(2000))
+    f = tsjit.script(drawdown)
+    want = drawdown(prices)
+    assert f(prices) == want
+    job = f.executor._job
+    if job is not None:
+        job.wait()
+    assert compiled_on == ["tsjit-compile"]
+    launches = f.stats()["kernel_launches"]
+    assert f(prices) == want
+    assert f.stats()["kernel_launches"] == launches + 1 and compiled_on == ["tsjit-compile"]

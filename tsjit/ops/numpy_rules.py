@@ -39,7 +39,7 @@ from ..ir.types import (
     VarTupleType,
     is_number,
 )
-from .registry import OpDef, OpTypeError, Param, parse_params, register, signature_arguments
+from .registry import OpDef, OpTypeError, Param, parse_params, parse_signature, register
 
 CONSTANTS = "constants"   # attrs key: {input index: Python value} of the constant inputs
 UNKNOWN = object()        # a value the type rule cannot see
@@ -380,9 +380,9 @@ def call_template(callee: str, signature: str, *, omit: Sequence[str] = (),
     default is "no value" (np._NoValue), which an explicit None does not mean: None stands
     for it.  `method`: `callee` is ".name" called on the first argument.
     """
-    params = parse_params(signature)
-    spec = signature_arguments(signature)
-    n_positional = len(spec.posonlyargs) + (len(spec.args) if spec.vararg else 0)
+    params, positional_only = parse_signature(signature)
+    # arguments always passed by position: positional-only ones, or all before a *args
+    n_positional = next((k for k, p in enumerate(params) if p.variadic), positional_only)
 
     def emit(args: list[str], attrs: dict) -> str:
         slots = _slots(params, len(args))

@@ -21,7 +21,7 @@ import ast
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..ir.types import Type
 
@@ -102,27 +102,74 @@ METHODS: dict[tuple[type, str], OpDef] = {}               # (Type class, name) -
 ATTRIBUTES: dict[tuple[type, str], OpDef] = {}            # (Type class, name) -> op, x.shape
 
 
-@functools.cache
-def signature_arguments(signature: str) -> ast.arguments:
-    """The parsed parameter list `signature` (Python syntax; shared: do not change it).
-    Hundreds of ops share a few dozen signatures, parsed once each (`import tsjit` spent a
-    third of its time in parsing them)."""
-    return ast.parse(f"def f({signature}): pass").body[0].args
+class Signature(NamedTuple):
+    params: tuple[Param, ...]
+    positional_only: int        # how many of them come before "/"
 
 
 @functools.cache
+def parse_signature(signature: str) -> Signature:
+    """Parameters from Python syntax: `"a, /, axis=None, *, keepdims=False"`, `"*arrays"`.
+    Read by hand, not by `ast`: hundreds of ops share a few hundred signatures, and parsing
+    them was a tenth of `import tsjit`."""
+    params: list[Param] = []
+    positional_only, kwonly = 0, False
+    for item in _split_parameters(signature):
+        name, equals, default = (part.strip() for part in item.partition("="))
+        if item == "/":
+            positional_only = len(params)
+        elif item == "*":
+            kwonly = True
+        elif item.startswith("*"):
+            params.append(Param(_identifier(name[1:].strip()), variadic=True))
+            kwonly = True
+        else:
+            params.append(Param(_identifier(name), _literal(default) if equals else NO_DEFAULT,
+                                kwonly=kwonly))
+    return Signature(tuple(params), positional_only)
+
+
 def parse_params(signature: str) -> tuple[Param, ...]:
-    """Parameters from Python syntax: `"a, axis=None, *, keepdims=False"`."""
-    args = signature_arguments(signature)
-    positional = args.posonlyargs + args.args
-    defaults = [NO_DEFAULT] * (len(positional) - len(args.defaults)) + [
-        ast.literal_eval(d) for d in args.defaults]
-    params = [Param(a.arg, d) for a, d in zip(positional, defaults)]
-    if args.vararg is not None:
-        params.append(Param(args.vararg.arg, variadic=True))
-    for a, d in zip(args.kwonlyargs, args.kw_defaults):
-        params.append(Param(a.arg, NO_DEFAULT if d is None else ast.literal_eval(d), kwonly=True))
-    return tuple(params)
+    """The parameters of `signature` (see `parse_signature`)."""
+    return parse_signature(signature).params
+
+
+def _split_parameters(signature: str) -> list[str]:
+    """The comma-separated items of a parameter list, not split inside brackets or quotes."""
+    items, depth, quote, start = [], 0, None, 0
+    for k, c in enumerate(signature):
+        if quote:
+            quote = None if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            items.append(signature[start:k].strip())
+            start = k + 1
+    last = signature[start:].strip()
+    return [*items, last] if last else items
+
+
+def _identifier(name: str) -> str:
+    if not name.isidentifier():
+        raise ValueError(f"bad parameter name {name!r} in an op signature")
+    return name
+
+
+_KEYWORD_LITERALS = {"None": None, "True": True, "False": False}
+
+
+def _literal(text: str) -> Any:
+    """A default's value: the common ones directly, the rest (tuples, strings) by
+    ast.literal_eval."""
+    if text in _KEYWORD_LITERALS:
+        return _KEYWORD_LITERALS[text]
+    if any(c.isdigit() for c in text) and not text.startswith(("(", "'", '"')):
+        return float(text) if any(c in text for c in ".eE") else int(text)
+    return ast.literal_eval(text)
 
 
 def register(name: str, signature: str, infer: TypeRule | None, py: str | Callable, *,

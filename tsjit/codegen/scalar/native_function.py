@@ -47,6 +47,7 @@ from .ntypes import (
     OptionalScalar,
     PyScalar,
     Unsupported,
+    kind_of_type,
     kind_of_value,
     list_kind,
 )
@@ -154,6 +155,14 @@ class NativeFunction:
         return None if None in kinds else kinds
 
     # ------------------------------------------------------------------ compiling
+    def compile_expected(self) -> None:
+        """Compile the variant for the kinds the region's input types say its arguments
+        will have, now: lowering runs on the compile worker, and the call that reaches the
+        region first would otherwise compile it on the caller's thread."""
+        key = tuple(map(kind_of_type, self.static_types))
+        if None not in key:
+            self._specialize(key)
+
     def _specialize(self, key: tuple[NType, ...]) -> Variant | None:
         with self._lock:
             if key in self.variants:
@@ -272,4 +281,5 @@ def lower_native_call(node: Node, context) -> NativeFunction:
                              f"{context.name}_native{context.next_label()}", source,
                              context.count_guard_failure, context.count_bailout)
     context.add_kernel(runtime)
+    runtime.compile_expected()
     return runtime

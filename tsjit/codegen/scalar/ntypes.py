@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 from llvmlite import ir
 
+from ...ir.types import BoolType, FloatType, IntType, TensorType, Type
+
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 DOUBLE = ir.DoubleType()
 PTR = ir.PointerType()
@@ -59,6 +61,7 @@ class PyScalar(NType):
 
 
 PY_INT, PY_FLOAT, PY_BOOL = PyScalar("int"), PyScalar("float"), PyScalar("bool")
+_NUMBER_KINDS = {IntType: PY_INT, FloatType: PY_FLOAT, BoolType: PY_BOOL}
 
 
 @dataclass(frozen=True)
@@ -243,6 +246,22 @@ def join(a: NType, b: NType) -> NType:
     if isinstance(a, Tuple) and isinstance(b, Tuple) and len(a.elems) == len(b.elems):
         return Tuple(tuple(join(x, y) for x, y in zip(a.elems, b.elems)))
     raise Unsupported(f"a value is {a} on one path and {b} on another")
+
+
+def kind_of_type(t: Type) -> NType | None:
+    """The kind that values of the (specialized) type `t` most likely have at run time:
+    a Python number of its type, a writeable array or a NumPy scalar of its dtype; None
+    when the type does not tell."""
+    if t in _NUMBER_KINDS:
+        return _NUMBER_KINDS[t]
+    if not isinstance(t, TensorType) or t.dtype is None or t.ndarray is None:
+        return None
+    dtype = _CANONICAL.get(np.dtype(t.dtype))
+    if dtype is None:
+        return None
+    if not t.ndarray:
+        return NumpyScalar(dtype)
+    return None if t.sizes is None else Array(dtype, len(t.sizes), True)
 
 
 def _fits_int64(value: int) -> bool:
