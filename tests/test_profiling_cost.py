@@ -1,6 +1,6 @@
 """What the profiling run of loop code pays for (issue 10: it must cost about what the
 plain interpreter costs): which values it profiles, how often a profile site records, and
-the statements the interpreter runs for `x op= y`."""
+the statements the interpreter runs for `x op= y` and `for k in range(a, b, c)`."""
 from __future__ import annotations
 
 import numpy as np
@@ -99,3 +99,25 @@ def test_augmented_statements_still_extend_lists_in_place():
     for call in (extend_twice, scripted, scripted):
         a = [1]
         assert call(a, [2, 3]) == [1, 2, 3, 2, 3] and a == [1, 2, 3, 2, 3]
+
+
+def stepped_sums(n: int, start: int, step: int) -> list[int]:
+    sums: list[int] = []
+    for k in range(start, n, step):
+        sums.append(k * 2)
+    for j in range(n, start, -1):
+        sums.append(j)
+    return sums
+
+
+def test_range_loops_bind_their_variable_in_the_for_statement():
+    """`for k in range(a, b, c)` runs as that statement, not as a count plus
+    `k = a + i * c` per iteration; its values, an empty range, a negative step and a zero
+    step's ValueError are Python's."""
+    scripted = tsjit.script(stepped_sums)
+    source = compile_graph(scripted.graph).source
+    assert "for k in range(" in source and "for j in range(" in source, source
+    for args in [(10, 2, 3), (10, 10, 1), (3, 9, 2), (-5, 4, -2), (7, -3, 4)]:
+        assert scripted(*args) == stepped_sums(*args)
+    with pytest.raises(ValueError):
+        scripted(5, 1, 0)

@@ -398,3 +398,20 @@ def test_the_native_code_of_a_loop_compiles_with_its_specialization(background_o
     launches = f.stats()["kernel_launches"]
     assert f(prices) == want
     assert f.stats()["kernel_launches"] == launches + 1 and compiled_on == ["tsjit-compile"]
+
+
+def test_the_interpreter_tier_is_generated_by_the_first_call_that_needs_it(held_worker,
+                                                                          monkeypatch):
+    """The call that queues a specialization (a first call, often) does not also generate
+    the interpreter that serves calls while it compiles: the next call does, if it comes."""
+    generated = []
+    compile_graph = graph_executor_module.compile_graph
+    monkeypatch.setattr(graph_executor_module, "compile_graph",
+                        lambda graph, *rest: generated.append(graph) or compile_graph(graph,
+                                                                                      *rest))
+    prices = 100 + np.cumsum(np.random.default_rng(4).standard_normal(300))
+    f = tsjit.script(drawdown)
+    assert f(prices) == drawdown(prices)
+    assert len(generated) == 1           # the profiling graph
+    assert f(prices) == drawdown(prices) and f(prices) == drawdown(prices)
+    assert len(generated) == 2 and f.stats()["interpreted_runs"] == 2

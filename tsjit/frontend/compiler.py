@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import inspect
 import os
 import sys
@@ -533,16 +534,20 @@ class Compiler(ModuleTypes):
             t.attributes[name] = joined
         em.insert("prim::SetAttr", [base, value], [], {"name": name}, src)
 
-_LIBRARY_DIRS = tuple(os.path.realpath(d) + os.sep for d in {
-    *sysconfig.get_paths().values(), sys.prefix, sys.base_prefix, sys.exec_prefix}
-    if d and os.path.isdir(d))
+@functools.cache
+def _library_dirs() -> tuple[str, ...]:
+    """Where installed packages and the standard library live (asked of sysconfig when
+    first needed: only an error message needs it, and it cost every `import tsjit`)."""
+    return tuple(os.path.realpath(d) + os.sep for d in {
+        *sysconfig.get_paths().values(), sys.prefix, sys.base_prefix, sys.exec_prefix}
+        if d and os.path.isdir(d))
 
 
 def is_library_code(obj: object) -> bool:
     """Whether `obj` comes from an installed package or the standard library."""
     module = sys.modules.get(getattr(obj, "__module__", None) or "")
     path = getattr(module, "__file__", None)
-    return path is not None and os.path.realpath(path).startswith(_LIBRARY_DIRS)
+    return path is not None and os.path.realpath(path).startswith(_library_dirs())
 
 
 def _generated(fn: object) -> bool:
