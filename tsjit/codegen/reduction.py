@@ -79,10 +79,11 @@ from tsjit.codegen.reduction_spec import (
     SEQUENTIAL,
     RowKernelSpec,
     element_level,
+    float_extremes,
     nonpositive_values,
     schedule,
 )
-from tsjit.codegen.reduction_ties import emit_row_ties, float_extremes
+from tsjit.codegen.reduction_ties import emit_row_ties
 from tsjit.codegen.vmath import emit_math
 
 __all__ = ["build_row_kernel_module", "SUBTREE_DEPTH"]

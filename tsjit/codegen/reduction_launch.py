@@ -47,9 +47,9 @@ from tsjit.codegen.reduction_spec import (
     ROW_INDEX,
     RowKernelSpec,
     element_level,
+    order_dtypes,
     row_supports,
 )
-from tsjit.codegen.reduction_ties import order_dtypes
 
 __all__ = ["RowKernel", "compile_row_kernel"]
 

@@ -48,8 +48,8 @@ from tsjit.codegen.kernel_spec import (
 from tsjit.codegen.numpy_minmax import column_newer_wins, row_order
 
 __all__ = ["ARG_REDUCTIONS", "BUFFER", "BUFFERED", "REDUCTIONS", "ROW_INDEX", "ROW_LENGTH",
-           "SEQUENTIAL", "RowKernelSpec", "element_level", "nonpositive_values", "row_supports",
-           "schedule"]
+           "RowKernelSpec", "SEQUENTIAL", "element_level", "float_extremes", "nonpositive_values",
+           "order_dtypes", "row_supports", "schedule"]
 
 REDUCTIONS = ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_argmax",
               "reduce_argmin")
@@ -229,3 +229,16 @@ def row_supports(spec: RowKernelSpec) -> tuple[bool, str]:
         if levels[out] and rank != spec.out_rank:
             return False, "an element-level output of another rank than the iteration"
     return True, ""
+
+
+def float_extremes(ops) -> list:
+    """The float max/min reductions among ``ops`` (KernelOps), whose bits follow NumPy's
+    order (``reduction_ties``)."""
+    return [op for op in ops if op.op in ("reduce_max", "reduce_min")
+            and np.dtype(op.dtype).kind == "f"]
+
+
+def order_dtypes(ops) -> list[str]:
+    """The dtypes whose NumPy order kernels of ``ops`` follow (their cache key; the
+    launcher needs them without the code generators)."""
+    return sorted({np.dtype(op.dtype).name for op in float_extremes(ops)})

@@ -28,20 +28,9 @@ from llvmlite import ir
 from tsjit.codegen.element_ops import llvm_type
 from tsjit.codegen.ir_util import I64, PTR, i64, loop, stack_slot
 from tsjit.codegen.numpy_minmax import column_newer_wins, row_order
+from tsjit.codegen.reduction_spec import float_extremes
 
-__all__ = ["build_column_ties", "emit_row_ties", "float_extremes", "order_dtypes"]
-
-_EXTREMES = ("reduce_max", "reduce_min")
-
-
-def float_extremes(ops) -> list:
-    """The float max/min reductions among ``ops`` (KernelOps)."""
-    return [op for op in ops if op.op in _EXTREMES and np.dtype(op.dtype).kind == "f"]
-
-
-def order_dtypes(ops) -> list[str]:
-    """The dtypes whose NumPy order kernels of ``ops`` follow (their cache key)."""
-    return sorted({np.dtype(op.dtype).name for op in float_extremes(ops)})
+__all__ = ["build_column_ties", "emit_row_ties"]
 
 
 def _bits(b: ir.IRBuilder, ty: ir.Type, bits: int) -> ir.Value:
