@@ -21,6 +21,7 @@ from _differential import assert_same
 from test_nan_bits import exp_, expm1_, log1p_, log2_, log10_, log_, sin_, tanh_
 
 import tsjit
+from tsjit.codegen import numpy_flags
 
 
 def sigmoid_(a): return 1.0 / (1.0 + np.exp(-a))
@@ -149,3 +150,74 @@ def test_sigmoid_into_an_array_reports_the_overflow_as_eagerly(errstate):
     assert scripted.stats()["kernel_launches"] > 0
     assert want[1:] == got[1:]
     assert_same(got[0], want[0], ulps=4)
+
+
+def values_from(dtype, *kinds: str) -> np.ndarray:
+    """Arguments of both signs: "denormal" (the smallest, a third of the smallest normal),
+    "tiny" (normal numbers at which r^2 or 1/x would leave the normal range), "huge"."""
+    info = np.finfo(dtype)
+    tiny, top = float(info.tiny), float(info.max)
+    pools = {"denormal": [float(info.smallest_subnormal), tiny / 3],
+             "tiny": [tiny, tiny * 1.5, tiny * 2**20, 2.0**-70 if dtype == np.float32 else 1e-160],
+             "huge": [top, top / 2, top / 2**20]}
+    magnitudes = [v for kind in kinds for v in pools[kind]]
+    return np.array(magnitudes + [-v for v in magnitudes], dtype)
+
+
+def scripted_warm(fn, dtype):
+    scripted = tsjit.script(fn)
+    for _ in range(3):
+        scripted(np.ones(37, dtype))
+    return scripted
+
+
+def reports_as_eagerly(fn, scripted, x, errstate) -> bool:
+    """Assert the scripted call's result, warnings, handler calls and FloatingPointError
+    are eager's; returns whether eager raised no error."""
+    want = outcome(fn, (x.copy(),), errstate)
+    got = outcome(scripted, (x.copy(),), errstate)
+    assert want[1:] == got[1:], x[0]
+    if isinstance(want[0], tuple):
+        assert got[0] == want[0], x[0]
+        return False
+    assert_same(got[0], want[0], ulps=4)
+    return not want[1] and not want[2]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("fn", [tanh_, log_, log2_, log10_, log1p_], ids=lambda f: f.__name__)
+def test_tiny_and_huge_arguments_raise_what_numpy_raises(fn, dtype):
+    """tanh's expm1(2|x|) raised underflow at tiny |x| (r^2) and overflow at the largest
+    floats (LLVM doubled |x| before the saturating select); the log family divided every
+    lane by x for log(0)'s divide-by-zero, which underflowed at the largest floats; log1p of
+    a denormal missed the underflow NumPy's loop raises (where it does: numpy_flags)."""
+    scripted = scripted_warm(fn, dtype)
+    for value in values_from(dtype, "denormal", "tiny", "huge"):
+        x = np.full(37, value, dtype)
+        before = scripted.stats()["bailouts"]
+        if reports_as_eagerly(fn, scripted, x, {"all": "raise"}):  # NumPy quiet: no re-run
+            assert scripted.stats()["bailouts"] == before, value
+    assert scripted.stats()["kernel_launches"] > 0
+
+
+def quiet_at_denormals(name: str, dtype) -> bool:
+    return not numpy_flags.underflows_at_denormals(name, np.dtype(dtype).name)
+
+
+EXP_FAMILY = [(exp_, "exp"), (expm1_, "expm1"), (sigmoid_, "exp")]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("fn, name", EXP_FAMILY, ids=lambda p: getattr(p, "__name__", ""))
+def test_tiny_arguments_of_the_exp_family_report_as_numpy(fn, name, dtype):
+    """Denormal and tiny arguments: the scripted call reports exactly NumPy's errors, and
+    where NumPy's loop is quiet at denormals (numpy_flags) no normal argument raises a flag
+    (exp's r^2 underflowed below 2**-63 float32 / 2**-511 float64)."""
+    scripted = scripted_warm(fn, dtype)
+    for value in values_from(dtype, "denormal", "tiny"):
+        x = np.full(37, value, dtype)
+        before = scripted.stats()["bailouts"]
+        quiet = reports_as_eagerly(fn, scripted, x, {"all": "raise"})
+        reports_as_eagerly(fn, scripted, x, {"under": "warn"})
+        if quiet and quiet_at_denormals(name, dtype) and abs(value) >= np.finfo(dtype).tiny:
+            assert scripted.stats()["bailouts"] == before, value

@@ -30,7 +30,7 @@ import llvmlite.binding as llvm
 
 from tsjit import environment, forking
 
-from . import numpy_nans
+from . import numpy_flags, numpy_nans
 from .disk_cache import DiskCache
 
 if TYPE_CHECKING:
@@ -124,6 +124,7 @@ class _Llvm:
             f"cpu={self.cpu}",
             f"features={self.features}",
             f"numpy_nans={numpy_nans.fingerprint()}",  # NumPy's NaNs, which kernels copy
+            f"numpy_flags={numpy_flags.fingerprint()}",  # and its flags at denormals
         ))
         # Every linked module gets its own JITDylib, named uniquely within the LLJIT.
         self.library_names = (f"tsjit_module_{i}" for i in itertools.count())

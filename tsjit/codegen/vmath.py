@@ -29,7 +29,7 @@ from fractions import Fraction
 
 from llvmlite import ir
 
-from tsjit.codegen import numpy_nans, vmath_trig
+from tsjit.codegen import numpy_flags, numpy_nans, vmath_trig
 from tsjit.codegen import vmath_poly as K
 from tsjit.codegen.vmath_emit import F32, F64, Emit
 
@@ -58,8 +58,17 @@ def _exp_reduce(em: Emit, x, x_lo=None) -> tuple[ir.Value, ir.Value]:
 
 
 def _expm1_poly(em: Emit, r):
-    """expm1(r) for |r| <= ln2/2: r + r^2 (1/2 + r P(r)), the exact r added last."""
-    return em.mla(em.mul(r, r), em.poly(r, (0.5, *K.EXPM1[em.fmt.name])), r)
+    """expm1(r) for |r| <= ln2/2: r + r^2 (1/2 + r P(r)), the exact r added last.
+
+    As r + r (r (1/2 + r P(r))), the fused step's product is never rounded alone, so a
+    normal r raises no flag (r^2 underflows for |r| below 2**-63 float32 / 2**-511
+    float64, where NumPy's exp and expm1 are quiet); a denormal r raises underflow when
+    r/2 is inexact (odd bits). Where the mimicked loop raises underflow at every denormal
+    argument (``denormal_underflow``), r^2 is rounded first instead, which does."""
+    p = em.poly(r, (0.5, *K.EXPM1[em.fmt.name]))
+    if em.denormal_underflow:
+        return em.mla(em.mul(r, r), p, r)
+    return em.mla(r, em.mul(r, p), r)
 
 
 # Below the low bound exp underflows to 0 (expm1 rounds to -1); above the high bound both
@@ -146,17 +155,21 @@ def _expm1_in_range(em: Emit, x):
 
 # tanh(x) rounds to +-1 beyond these; clamping keeps expm1(2|x|) finite.
 _TANH_SATURATION = {"float32": 10.0, "float64": 22.0}
+# Below these tanh(x) rounds to x (x^3/3 is below half an ulp of x).
+_TANH_LINEAR = {"float32": 2.0**-12, "float64": 2.0**-27}
 
 
 def _tanh(em: Emit, x):
-    """tanh|x| = expm1(2|x|) / (expm1(2|x|) + 2): no cancellation anywhere, and exact
-    behaviour at 0 and for denormals (expm1(2x) = 2x there). 2|x| is within expm1's range
-    and never -0: no clamp or sign fix-up needed. (NaN lanes saturate: emit_math puts the
-    NaN back.)"""
-    saturation = _TANH_SATURATION[em.fmt.name]
-    ax = em.sel(em.magnitude_above(em.fabs(x), saturation), saturation, em.fabs(x))
+    """tanh|x| = expm1(2|x|) / (expm1(2|x|) + 2): no cancellation anywhere. |x| is clamped
+    to [linear bound, saturation] (as integers: every lane's arithmetic stays in range, so
+    tiny |x| raise no underflow and huge ones no overflow, as NumPy's tanh) and tiny x
+    give x itself. 2|x| is within expm1's range and never -0: no sign fix-up needed. (NaN
+    lanes saturate: emit_math puts the NaN back.)"""
+    linear = _TANH_LINEAR[em.fmt.name]
+    ax = em.clamp_magnitude(em.fabs(x), linear, _TANH_SATURATION[em.fmt.name])
     e = _expm1_in_range(em, em.mul(ax, 2.0))
-    return em.copysign(em.div(e, em.add(e, 2.0)), x)
+    tiny = em.b.icmp_signed("<", em.bits(em.fabs(x)), em.bits(linear))
+    return em.sel(tiny, em.tiny_result(x), em.copysign(em.div(e, em.add(e, 2.0)), x))
 
 
 def _sigmoid(em: Emit, x):
@@ -177,7 +190,7 @@ _SQRT_HALF_BITS = {"float32": 0x3F3504F3, "float64": 0x3FE6A09E667F3BCD}
 def _log_reduce(em: Emit, x) -> tuple[ir.Value, ir.Value]:
     """(k, f) with x = 2^k (1 + f), 1 + f in [sqrt(1/2), sqrt(2)), for finite x > 0."""
     fmt = em.fmt
-    tiny = _below_normal(em, x)
+    tiny = em.below_normal(x)
     x = _normalized(em, x)
     offset = em.b.sub(em.bits(x), em.int(_SQRT_HALF_BITS[fmt.name]))
     k = em.b.ashr(offset, em.int(fmt.mant_bits))
@@ -186,14 +199,9 @@ def _log_reduce(em: Emit, x) -> tuple[ir.Value, ir.Value]:
     return k_f, em.sub(z, 1.0)  # exact: z within a factor of 2 of 1
 
 
-def _below_normal(em: Emit, x):
-    """|x| < the smallest normal number (NaN: false), compared as integers: no flag."""
-    return em.b.icmp_signed("<", em.bits(em.fabs(x)), em.bits(em.fmt.min_normal))
-
-
 def _normalized(em: Emit, x):
     """x scaled by 2**precision if it is denormal (or 0): a normal number then."""
-    return em.mul(x, em.sel(_below_normal(em, x), 2.0**em.fmt.precision, 1.0))
+    return em.mul(x, em.sel(em.below_normal(x), 2.0**em.fmt.precision, 1.0))
 
 
 def _log1p_terms(em: Emit, f) -> tuple[ir.Value, ir.Value, ir.Value]:
@@ -251,16 +259,18 @@ def _log_base(em: Emit, x, base: _LogBase):
 def _log_special(em: Emit, x, value, special=None):
     """``value`` where x is finite and positive, else log's value at 0, +inf, < 0, NaN,
     computed as x86 and NumPy compute them, flags and NaN bits included: -1/0 at +-0
-    (divide by zero; 1/x of every lane, x normalized, raises nothing else but underflow
-    for |x| > 2**(emax - 2), a flag NumPy would not report: the caller then re-runs the ops
-    in NumPy, slower, never wrong), sqrt(x) elsewhere: ``em.invalid(x)`` below 0 (the invalid flag,
-    NumPy's NaN), +inf at +inf, and a NaN argument itself (its own bits, no flag; or the
-    mimicked loop's NaN). ``special`` (x not finite and positive) may be given, if known."""
+    (divide by zero; every lane divides, by min(|x| normalized, 1) compared as integers,
+    so no other lane raises a flag), sqrt(x) elsewhere: ``em.invalid(x)`` below 0 (the
+    invalid flag, NumPy's NaN), +inf at +inf, and a NaN argument itself (its own bits, no
+    flag; or the mimicked loop's NaN). ``special`` (x not finite and positive) may be
+    given, if known."""
     if special is None:  # x - 1 beyond the largest finite: x <= +0, -0 (and every negative
         # number: its bits are unsigned-larger), +inf, NaN
         special = em.b.icmp_unsigned(">=", em.b.sub(em.bits(x), em.int(1)),
                                      em.int(em.fmt.inf_bits - 1))
-    at_zero = em.neg(em.fabs(em.div(1.0, _normalized(em, x))))
+    magnitude, one = em.bits(em.fabs(_normalized(em, x))), em.bits(1.0)
+    divisor = em.b.select(em.b.icmp_unsigned(">", magnitude, one), one, magnitude)
+    at_zero = em.neg(em.div(1.0, em.from_bits(divisor)))
     elsewhere = em.invalid(x)
     if em.invalid_nan_positive or em.nan_argument_bits is not None:
         elsewhere = em.sel(em.cmp("uno", x, x), em.nan_result(x), elsewhere)
@@ -280,13 +290,15 @@ def _logarithm(base: _LogBase) -> Callable[[Emit, ir.Value], ir.Value]:
 
 def _log1p(em: Emit, x):
     """log(u) + c/u where u + c == 1 + x exactly (u = fl(1 + x)): small x keep their
-    relative accuracy through the correction c."""
+    relative accuracy through the correction c, which is left out where |x| > 2**(p+1)
+    (below an ulp of the result there, and c/u would underflow: NumPy raises no flag)."""
     not_finite, finite = _finite_part(em, x)  # (two_sum of inf: inf - inf, invalid)
     u, c = em.two_sum(em.v(1.0), finite)
+    c = em.sel(em.magnitude_above(em.fabs(x), 2.0 ** (em.fmt.precision + 1)), 0.0, c)
     correction = em.div(c, em.sel(em.cmp("==", u, 0.0), 1.0, u))  # x = -1: c = 0
     argument = em.sel(not_finite, x, u)
     value = _log_special(em, argument, _ln(em, u, correction=correction))
-    return em.sel(em.cmp("==", x, 0.0), x, value)  # log1p(-0) = -0
+    return em.sel(em.below_normal(x), em.tiny_result(x), value)  # log1p(-0) = -0
 
 
 # ---------------------------------------------------------------- pow
@@ -475,9 +487,10 @@ def emit_math(builder: ir.IRBuilder, name: str, args: list[ir.Value],
     vectorizer can widen: no libm calls, no loops. sin, cos and tan branch (rarely) to a
     function they define in the builder's module, so the builder may end in a new block:
     callers continue at ``builder.block``. NaN results have the bits of NumPy's loop for
-    the dtype ``like`` (default: the arguments' own type), as numpy_nans finds them.
-    ``nonpositive``: the (one) argument is known to be <= 0 or NaN, which some functions
-    compute more cheaply (``_NONPOSITIVE_FORMS``), with the same results."""
+    the dtype ``like`` (default: the arguments' own type), as numpy_nans finds them, and
+    denormal arguments raise underflow as numpy_flags finds it. ``nonpositive``: the (one)
+    argument is known to be <= 0 or NaN, which some functions compute more cheaply
+    (``_NONPOSITIVE_FORMS``), with the same results."""
     if name not in _FUNCTIONS:
         raise ValueError(f"vmath has no function {name!r}; supported: {sorted(SUPPORTED)}")
     arity, emit = _FUNCTIONS[name]
@@ -494,7 +507,10 @@ def emit_math(builder: ir.IRBuilder, name: str, args: list[ir.Value],
     own_bits = None if nans.argument is None else \
         numpy_nans.converted(nans.argument, like or fmt.name, fmt.name)
     em = Emit(builder, fmt, invalid_nan_positive=nans.invalid_positive,
-              nan_argument_bits=own_bits)
+              nan_argument_bits=own_bits,
+              # (half arguments are normal numbers in the float arithmetic used for them)
+              denormal_underflow=(like or fmt.name) == fmt.name
+              and numpy_flags.underflows_at_denormals(name, fmt.name))
     result = emit(em, *args)
     if arity == 1 and name not in _NAN_RESULT_FOLDED:
         result = em.sel(em.cmp("uno", args[0], args[0]), em.nan_result(args[0]), result)

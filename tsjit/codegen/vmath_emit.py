@@ -78,15 +78,19 @@ class Emit:
 
     The NaNs of the NumPy loop being mimicked (see numpy_nans): ``invalid_nan_positive``,
     ``invalid`` gives NaNs with the sign bit clear; ``nan_argument_bits``, the bits (in this
-    format) ``nan_result`` gives for a NaN argument, None for the argument itself."""
+    format) ``nan_result`` gives for a NaN argument, None for the argument itself. And its
+    flags (see numpy_flags): ``denormal_underflow``, whether it raises underflow for
+    denormal arguments."""
 
     def __init__(self, builder: ir.IRBuilder, fmt: Format, lanes: int | None = None,
-                 invalid_nan_positive: bool = False, nan_argument_bits: int | None = None):
+                 invalid_nan_positive: bool = False, nan_argument_bits: int | None = None,
+                 denormal_underflow: bool = False):
         self.b = builder
         self.fmt = fmt
         self.lanes = lanes
         self.invalid_nan_positive = invalid_nan_positive
         self.nan_argument_bits = nan_argument_bits
+        self.denormal_underflow = denormal_underflow
         self.ftype = self.shaped(fmt.ftype)
         self.itype = self.shaped(fmt.itype)
 
@@ -101,7 +105,7 @@ class Emit:
         return ir.Constant(ir.VectorType(ty, self.lanes), [value] * self.lanes)
 
     def in_format(self, fmt: Format) -> Emit:
-        """Arithmetic in another format (NumPy's NaN bits are not carried over)."""
+        """Arithmetic in another format (NumPy's NaN bits and flags are not carried over)."""
         return Emit(self.b, fmt, self.lanes, self.invalid_nan_positive)
 
     def promoted(self) -> Emit:
@@ -175,6 +179,34 @@ class Emit:
     def not_finite(self, x):
         """Whether x is +-inf or NaN: |x| == inf or unordered, a quiet compare (no flag)."""
         return self.b.fcmp_unordered("==", self.fabs(x), self.v(float("inf")))
+
+    def below_normal(self, x):
+        """|x| < the smallest normal number (NaN: false), compared as integers: no flag."""
+        return self.b.icmp_signed("<", self.bits(self.fabs(x)), self.bits(self.fmt.min_normal))
+
+    def tiny_result(self, x):
+        """x as the value of a function that rounds to x at tiny arguments x: at denormal
+        ones with the underflow flag where the mimicked loop raises it
+        (``denormal_underflow``: x * (1 - 2**-precision), inexact there and exactly x,
+        and x * 1 elsewhere)."""
+        if not self.denormal_underflow:
+            return x
+        # The factor is chosen as integers: a float select would let LLVM multiply every
+        # lane by 1 - 2**-precision, which underflows at the smallest normal numbers.
+        factor = self.b.select(self.below_normal(x), self.bits(1.0 - 2.0**-self.fmt.precision),
+                               self.bits(1.0))
+        return self.mul(x, self.from_bits(factor))
+
+    def clamp_magnitude(self, magnitude, lo: float, hi: float):
+        """A magnitude (sign bit clear) limited to [lo, hi] (0 < lo < hi) by an integer
+        min and max of its bits: no flag, NaN and inf become hi, and no float operation
+        of the caller's can be speculated on the unclamped value (LLVM moves float ops
+        across a float select freely, and they may raise flags the select avoided)."""
+        bits = self.bits(magnitude)
+        for op, bound in (("<", lo), (">", hi)):
+            bits = self.b.select(self.b.icmp_signed(op, bits, self.bits(bound)),
+                                 self.bits(bound), bits)
+        return self.from_bits(bits)
 
     def magnitude_above(self, magnitude, bound: float):
         """magnitude > bound for a magnitude with its sign bit clear (|x|) and a bound > 0,
