@@ -18,7 +18,18 @@ import warnings
 import numpy as np
 import pytest
 from _differential import assert_same
-from test_nan_bits import exp_, expm1_, log1p_, log2_, log10_, log_, sin_, tanh_
+from test_nan_bits import (
+    cos_,
+    exp_,
+    expm1_,
+    log1p_,
+    log2_,
+    log10_,
+    log_,
+    power_three_halves,
+    sin_,
+    tanh_,
+)
 
 import tsjit
 from tsjit.codegen import numpy_flags
@@ -221,3 +232,24 @@ def test_tiny_arguments_of_the_exp_family_report_as_numpy(fn, name, dtype):
         reports_as_eagerly(fn, scripted, x, {"under": "warn"})
         if quiet and quiet_at_denormals(name, dtype) and abs(value) >= np.finfo(dtype).tiny:
             assert scripted.stats()["bailouts"] == before, value
+
+
+def inverse_cube(a): return a ** -3.0 * 1.0
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("fn", [sin_, cos_, power_three_halves, inverse_cube],
+                         ids=lambda f: f.__name__)
+def test_zeros_infinities_and_huge_arguments_of_pow_and_trig_raise_what_numpy_raises(fn, dtype):
+    """sin and cos reduced huge arguments inline too (a result thrown away, but its
+    overflow and invalid flags stayed); pow took log(0)'s divide by zero for every power
+    of 0 and y * log|x| - p gave inf - inf at 0 and inf (invalid); 0 ** negative keeps
+    its divide by zero."""
+    scripted = scripted_warm(fn, dtype)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, 2.0], dtype)
+    for value in np.concatenate([special, values_from(dtype, "huge")]):
+        x = np.full(37, value, dtype)
+        before = scripted.stats()["bailouts"]
+        if reports_as_eagerly(fn, scripted, x, {"all": "raise"}):
+            assert scripted.stats()["bailouts"] == before, value
+    assert scripted.stats()["kernel_launches"] > 0

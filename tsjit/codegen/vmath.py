@@ -340,14 +340,36 @@ def _log_double_word(em: Emit, a) -> tuple[ir.Value, ir.Value]:
 def _pow(em: Emit, x, y):
     """x**y = exp(y log|x|) with C99 / NumPy special cases. log|x| and y log|x| are
     double-words: |y log x| reaches 745 (float64) / 104 (float32), so its absolute error
-    must stay near 2**-62 / 2**-33 for a result within an ulp."""
+    must stay near 2**-62 / 2**-33 for a result within an ulp.
+
+    Flags as NumPy's: the logarithm runs on 1 where x is 0, inf or NaN, whose log|x|
+    (-inf, inf, NaN) is put in as a constant; y log|x| never multiplies 0 by inf (y = 0
+    and 1**inf give 1 below) and its rounding error is taken of finite factors only; the
+    divide-by-zero of 0 ** negative is raised by a division of its own."""
     ax = em.fabs(x)
     finite_positive = em.b.and_(em.cmp(">", ax, 0.0), em.cmp("<", ax, _INF))
-    log_hi, log_lo = _log_double_word(em, ax)
-    log_hi = _log_special(em, ax, log_hi)
-    p = em.mul(y, log_hi)
-    p_lo = em.mla(y, em.sel(finite_positive, log_lo, 0.0), em.fma(y, log_hi, em.neg(p)))
-    magnitude = _exp(em, p, p_lo)
+    # (|x| limited to [the smallest denormal, the largest finite] as integers: 0, inf and
+    # NaN lanes take the log of a finite positive number, whose result is not used)
+    largest = em.from_bits(em.int(em.fmt.inf_bits - 1))
+    log_hi, log_lo = _log_double_word(em, em.clamp_magnitude(ax, em.from_bits(em.int(1)),
+                                                             largest))
+    zero = em.cmp("==", ax, 0.0)
+    log_hi = em.guard(finite_positive, log_hi, em.guard(zero, -_INF, ax))
+    y_infinite = em.cmp("==", em.fabs(y), _INF)
+    y_used = em.guard(em.b.or_(em.cmp("==", y, 0.0),
+                               em.b.and_(em.cmp("==", ax, 1.0), y_infinite)), 1.0, y)
+    y_finite = em.guard(y_infinite, 0.0, y)
+    finite_log = em.guard(finite_positive, log_hi, 0.0)
+    p = em.mul(y_used, log_hi)
+    p_lo = em.mla(y_finite, em.guard(finite_positive, log_lo, 0.0),
+                  em.fma(y_finite, finite_log, em.neg(em.mul(y_finite, finite_log))))
+    # 0 ** negative finite: inf with divide by zero, as 1/|x|. Every lane divides, by |x|
+    # limited to [smallest normal, 1] as integers but on those lanes (which keep 0), so
+    # that no other lane raises a flag (a float select there would be folded: LLVM would
+    # divide by |x| itself)
+    pole = em.b.and_(zero, em.b.and_(em.cmp("<", y, 0.0), em.b.not_(y_infinite)))
+    divisor = em.clamp_magnitude(ax, em.guard(pole, 0.0, em.fmt.min_normal), 1.0)
+    magnitude = em.sel(pole, em.div(1.0, divisor), _exp(em, p, p_lo))
     # y odd: an integer whose half is not; large |y| and +-inf count as even integers
     y_integer = em.cmp("==", em.floor(y), y)
     half = em.mul(y, 0.5)

@@ -197,8 +197,8 @@ class Emit:
                                self.bits(1.0))
         return self.mul(x, self.from_bits(factor))
 
-    def clamp_magnitude(self, magnitude, lo: float, hi: float):
-        """A magnitude (sign bit clear) limited to [lo, hi] (0 < lo < hi) by an integer
+    def clamp_magnitude(self, magnitude, lo, hi):
+        """A magnitude (sign bit clear) limited to [lo, hi] (0 <= lo < hi) by an integer
         min and max of its bits: no flag, NaN and inf become hi, and no float operation
         of the caller's can be speculated on the unclamped value (LLVM moves float ops
         across a float select freely, and they may raise flags the select avoided)."""
@@ -244,6 +244,13 @@ class Emit:
     def sel(self, cond, x, y):
         return self.b.select(cond, self.v(x), self.v(y))
 
+    def guard(self, cond, x, y):
+        """cond ? x : y selected as integers, so that LLVM does not move the float
+        operations on the result ahead of the select, onto both arms (it may, for a float
+        select with a constant arm): the lanes the select keeps away from an operation
+        raise no flag in it."""
+        return self.from_bits(self.b.select(cond, self.bits(x), self.bits(y)))
+
     def clamp(self, x, lo: float, hi: float):
         """x, never NaN, limited to [lo, hi] (a min and a max)."""
         return self.sel(self.cmp_numbers(">", x, hi), hi,
@@ -285,14 +292,18 @@ class Emit:
     def ldexp(self, p, n):
         """p * 2**n for p near 1, n from far below the denormals to past overflow, rounded
         once. With AVX-512, ``llvm.ldexp`` is one ``vscalef`` per vector; elsewhere it
-        would be a libm call per element, so two factors that each stay normal are used."""
+        would be a libm call per element, so p is scaled in two steps that each stay
+        normal: by 2**(n//2) exactly, adding to p's exponent field (an integer add: no
+        multiply), then by a multiply with 2**(n - n//2), the one rounding."""
         if _has_vector_ldexp():
             i32 = self.shaped(ir.IntType(32))
             exponent = n if n.type == i32 else self.b.trunc(n, i32)
             return self.call_intrinsic("llvm.ldexp", self.ftype, [self.v(p), exponent],
                                        [self.ftype, i32])
         half = self.b.ashr(n, self.int(1))
-        return self.mul(self.mul(p, self.pow2(half)), self.pow2(self.b.sub(n, half)))
+        scaled = self.from_bits(self.b.add(self.bits(p),
+                                           self.b.shl(half, self.int(self.fmt.mant_bits))))
+        return self.mul(scaled, self.pow2(self.b.sub(n, half)))
 
     def two_sum(self, x, y) -> tuple[ir.Value, ir.Value]:
         """(s, e) with s = fl(x + y) and s + e == x + y exactly (Knuth)."""

@@ -277,10 +277,14 @@ _BODY_LANES = {"float32": 16, "float64": 8}
 _VARIANT_LANES = {"float32": (8, 16), "float64": (4, 8)}
 
 
-def _huge_lanes(em: Emit, name: str, x, value):
-    """``value`` where |x| < LIMIT or x is not finite, else the out-of-line function's."""
+def _huge(em: Emit, x):
+    """Whether x is finite and |x| >= LIMIT (the out-of-line function's lanes)."""
     ax = em.fabs(x)
-    huge = em.b.and_(em.cmp(">=", ax, LIMIT[em.fmt.name]), em.cmp("<", ax, _INF))
+    return em.b.and_(em.cmp(">=", ax, LIMIT[em.fmt.name]), em.cmp("<", ax, _INF))
+
+
+def _huge_lanes(em: Emit, name: str, x, huge, value):
+    """``value`` where |x| < LIMIT or x is not finite, else the out-of-line function's."""
     function, variants = _out_of_line(em.b.module, name, em.fmt)
     before = em.b.block
     with em.b.if_then(huge, likely=False):
@@ -428,8 +432,13 @@ def _keep_alive(module: ir.Module, functions: list[ir.Function]) -> None:
 
 def _trig(name: str, odd: bool) -> Callable[[Emit, ir.Value], ir.Value]:
     def emit(em: Emit, x):
-        r, r_lo, n = _reduce_cody_waite(em, x)
-        value = _huge_lanes(em, name, x, _FROM_SIN_COS[name](em, *_sin_cos_reduced(em, r, r_lo), n))
+        # The inline reduction of a huge lane would be thrown away, but its overflow and
+        # invalid flags would stay (NumPy raises none): it reduces 0 there instead.
+        huge = _huge(em, x)
+        near = em.guard(huge, 0.0, x)
+        r, r_lo, n = _reduce_cody_waite(em, near)
+        value = _huge_lanes(em, name, x, huge,
+                            _FROM_SIN_COS[name](em, *_sin_cos_reduced(em, r, r_lo), n))
         # f(+-0) = +-0 for the odd functions, whose formula loses the sign of zero
         return em.sel(em.cmp("==", x, 0.0), x, value) if odd else value
 
