@@ -1,6 +1,7 @@
 """Throughput of the inline math library (tsjit.codegen.vmath) against NumPy, one thread.
 
     python bench/vmath_speed.py [--size N] [--samples K] [--functions exp,log,...]
+    python bench/vmath_speed.py --against REV [--functions ...]   # this tree's vmath / REV's
     python bench/vmath_speed.py --every-float32 [--functions ...]     # accuracy only, ~1 h
 
 Each function runs as a JIT-compiled vectorized loop (tests/_llvm_harness.py) over N
@@ -11,19 +12,25 @@ are medians of K interleaved samples. sin, cos and tan run a second time on huge
 out-of-line Payne-Hanek path).
 Before timing, every output is checked: its largest error in ulp against a higher-precision
 reference (the tests' reference) is printed and must be at most 4. --every-float32 instead
-measures the error of each one-argument function on every float32 input.
+measures the error of each one-argument function on every float32 input. --against REV
+times the library of git revision REV (bench/revision_vmath.py) in place of NumPy, in the
+same process, interleaved: the cost of a change to it, as "REV ms" and this tree's
+speedup over REV.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
+import revision_vmath
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from _llvm_harness import MathKernels, arity  # noqa: E402
@@ -84,8 +91,12 @@ def workloads(dtype: type, names: list[str], size: int) -> list[tuple[str, str, 
     return rows
 
 
-def bench(dtype: type, names: list[str], size: int, samples: int) -> list[str]:
+def bench(dtype: type, names: list[str], size: int, samples: int,
+          against: ModuleType | None = None) -> list[str]:
+    """One row per workload: this tree's time, the other side's (NumPy, or the library
+    ``against``), the speedup over it and the largest error in ulp."""
     kernels = MathKernels(dtype, names)
+    other = None if against is None else MathKernels(dtype, names, library=against)
     rows = []
     for label, name, inputs in workloads(dtype, names, size):
         out, numpy_out = np.empty_like(inputs[0]), np.empty_like(inputs[0])
@@ -94,7 +105,7 @@ def bench(dtype: type, names: list[str], size: int, samples: int) -> list[str]:
         worst = float(ulp_distance(out[:VERIFIED_ELEMENTS], reference(name, *head)).max())
         if worst > MAX_ULP:
             raise AssertionError(f"{name} {np.dtype(dtype)}: {worst} ulp")
-        numpy_fn = numpy_into(name)
+        numpy_fn = numpy_into(name) if other is None else functools.partial(other, name)
         vmath_times, numpy_times = [], []
         for _ in range(samples):  # interleaved: drift in machine load hits both sides
             vmath_times.append(seconds(kernels, name, *inputs, out=out))
@@ -136,6 +147,8 @@ def main() -> None:
     parser.add_argument("--functions", default=",".join(sorted(vmath.SUPPORTED)))
     parser.add_argument("--every-float32", action="store_true",
                         help="measure accuracy on every float32 input instead of speed")
+    parser.add_argument("--against", metavar="REV",
+                        help="compare with the library of this git revision, not NumPy")
     args = parser.parse_args()
     names = args.functions.split(",")
     unknown = set(names) - set(CASES)
@@ -146,10 +159,12 @@ def main() -> None:
         return
     print(f"{args.size} elements, median of {args.samples}, one thread; "
           f"max ulp measured on the first {VERIFIED_ELEMENTS} outputs")
-    print(f"{'function':9} {'dtype':8} {'vmath ms':>9} {'numpy ms':>9} {'speedup':>9} "
+    against = None if args.against is None else revision_vmath.load(args.against)
+    other = "numpy" if against is None else args.against[:8]
+    print(f"{'function':9} {'dtype':8} {'vmath ms':>9} {other + ' ms':>9} {'speedup':>9} "
           f"{'max ulp':>8}")
     for dtype in (np.float32, np.float64):
-        for row in bench(dtype, names, args.size, args.samples):
+        for row in bench(dtype, names, args.size, args.samples, against):
             print(row, flush=True)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import re
+from types import ModuleType
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -37,10 +38,10 @@ def arity(name: str) -> int:
 
 
 def _define_loop(module: ir.Module, name: str, fty: ir.Type, vector_bits: int,
-                 nonpositive: bool) -> None:
+                 library: ModuleType, nonpositive: bool) -> None:
     """void vm_<name>(ptr noalias out, ptr noalias x, ptr noalias y, i64 n):
-    out[i] = name(x[i]) or name(x[i], y[i]) for i < n (``nonpositive``: the form for
-    arguments known to be <= 0 or NaN)."""
+    out[i] = name(x[i]) or name(x[i], y[i]) for i < n, by ``library.emit_math``
+    (``nonpositive``: the form for arguments known to be <= 0 or NaN)."""
     ptr, i64 = ir.PointerType(), ir.IntType(64)
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr, ptr, ptr, i64]), f"vm_{name}")
     set.add(fn.attributes, f'"prefer-vector-width"="{vector_bits}"')
@@ -54,8 +55,8 @@ def _define_loop(module: ir.Module, name: str, fty: ir.Type, vector_bits: int,
     i = b.phi(i64)
     i.add_incoming(ir.Constant(i64, 0), entry)
     args = [b.load(b.gep(p, [i], source_etype=fty), typ=fty) for p in (x, y)[: arity(name)]]
-    b.store(vmath.emit_math(b, name, args, nonpositive=nonpositive),
-            b.gep(out, [i], source_etype=fty))
+    forms = {"nonpositive": True} if nonpositive else {}
+    b.store(library.emit_math(b, name, args, **forms), b.gep(out, [i], source_etype=fty))
     following = b.add(i, ir.Constant(i64, 1))
     i.add_incoming(following, b.block)  # the element may have branched (trig's huge lanes)
     b.cbranch(b.icmp_signed("<", following, n), body, done)
@@ -64,17 +65,19 @@ def _define_loop(module: ir.Module, name: str, fty: ir.Type, vector_bits: int,
 
 
 class MathKernels:
-    """Every requested vmath function for one dtype, compiled together into one module."""
+    """Every requested vmath function for one dtype, compiled together into one module
+    (``library``: another version of tsjit.codegen.vmath, for comparisons)."""
 
     def __init__(self, dtype: np.dtype | type, names: list[str], vector_bits: int = 512,
-                 nonpositive: bool = False):
+                 library: ModuleType = vmath, nonpositive: bool = False):
         self.dtype = np.dtype(dtype)
         tm = _target_machine()
         module = ir.Module(name=f"vmath_{self.dtype}")
         module.triple = tm.triple
         module.data_layout = str(tm.target_data)
         for name in names:
-            _define_loop(module, name, _LLVM_TYPES[self.dtype], vector_bits, nonpositive)
+            _define_loop(module, name, _LLVM_TYPES[self.dtype], vector_bits, library,
+                         nonpositive)
         parsed = llvm.parse_assembly(str(module))
         parsed.verify()
         options = llvm.create_pipeline_tuning_options(speed_level=3)
