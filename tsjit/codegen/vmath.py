@@ -130,9 +130,10 @@ def _finite_part(em: Emit, x) -> tuple[ir.Value, ir.Value]:
 
 def _at_infinities_and_nan(em: Emit, x, special, value, at_minus_inf: float):
     """``value``, with the special lanes' results put back: +inf at +inf, ``at_minus_inf``
-    at -inf, NumPy's NaN for a NaN."""
-    return em.sel(special, em.sel(em.cmp("==", x, -_INF), at_minus_inf, em.nan_result(x)),
-                  value)
+    at -inf, NumPy's NaN for a NaN. The lanes are told apart by integer compares of x's
+    bits: float compares would take the multiply pipes, which the polynomial keeps busy."""
+    minus_inf = em.b.icmp_signed("==", em.bits(x), em.bits(-_INF))
+    return em.sel(special, em.sel(minus_inf, at_minus_inf, em.nan_result(x)), value)
 
 
 def _expm1(em: Emit, x):
@@ -169,7 +170,7 @@ def _tanh(em: Emit, x):
     ax = em.clamp_magnitude(em.fabs(x), linear, _TANH_SATURATION[em.fmt.name])
     e = _expm1_in_range(em, em.mul(ax, 2.0))
     tiny = em.b.icmp_signed("<", em.bits(em.fabs(x)), em.bits(linear))
-    return em.sel(tiny, em.tiny_result(x), em.copysign(em.div(e, em.add(e, 2.0)), x))
+    return em.sel(tiny, em.tiny_result(x), em.with_sign_of(em.div(e, em.add(e, 2.0)), x))
 
 
 def _sigmoid(em: Emit, x):
@@ -535,7 +536,7 @@ def emit_math(builder: ir.IRBuilder, name: str, args: list[ir.Value],
               and numpy_flags.underflows_at_denormals(name, fmt.name))
     result = emit(em, *args)
     if arity == 1 and name not in _NAN_RESULT_FOLDED:
-        result = em.sel(em.cmp("uno", args[0], args[0]), em.nan_result(args[0]), result)
+        result = em.sel(em.is_nan(args[0]), em.nan_result(args[0]), result)
     return result
 
 

@@ -173,8 +173,12 @@ class Emit:
         mimicked loop gives instead (a select only then)."""
         if self.nan_argument_bits is None:
             return x
-        return self.sel(self.cmp("uno", x, x), self.from_bits(self.int(self.nan_argument_bits)),
-                        x)
+        return self.guard(self.is_nan(x), self.from_bits(self.int(self.nan_argument_bits)), x)
+
+    def is_nan(self, x):
+        """Whether x is NaN, compared as integers (|x|'s bits beyond inf's): a float compare
+        would take a multiply pipe, which the math functions' polynomials keep busy."""
+        return self.magnitude_above(self.fabs(x), float("inf"))
 
     def not_finite(self, x):
         """Whether x is +-inf or NaN: |x| == inf or unordered, a quiet compare (no flag)."""
@@ -212,6 +216,12 @@ class Emit:
         """magnitude > bound for a magnitude with its sign bit clear (|x|) and a bound > 0,
         compared as integers: no flag, and true for NaN as for inf."""
         return self.b.icmp_signed(">", self.bits(magnitude), self.bits(bound))
+
+    def with_sign_of(self, magnitude, sign):
+        """copysign(magnitude, sign) for a magnitude whose sign bit is clear: one or of
+        sign's sign bit (copysign also clears the magnitude's)."""
+        sign_bit = self.b.and_(self.bits(sign), self.int(1 << (self.fmt.itype.width - 1)))
+        return self.from_bits(self.b.or_(self.bits(magnitude), sign_bit))
 
     def sign_set(self, x):
         """Whether x's sign bit is set (-0.0 and negative NaNs included), without a flag."""
@@ -252,9 +262,17 @@ class Emit:
         return self.from_bits(self.b.select(cond, self.bits(x), self.bits(y)))
 
     def clamp(self, x, lo: float, hi: float):
-        """x, never NaN, limited to [lo, hi] (a min and a max)."""
-        return self.sel(self.cmp_numbers(">", x, hi), hi,
-                        self.sel(self.cmp_numbers("<", x, lo), lo, x))
+        """x, never NaN, limited to [lo, hi] with lo < 0 < hi, as integers (two integer
+        min operations: the float min and max would take the multiply pipes, which a
+        polynomial keeps busy): an unsigned min with lo's bits limits the negative numbers
+        (their bits grow with the magnitude, above every positive number's), a signed min
+        with hi's the positive ones (the negative ones are negative integers)."""
+        assert lo < 0 < hi
+        b = self.b
+        bits = self.bits(x)
+        for compare, bound in ((b.icmp_unsigned, lo), (b.icmp_signed, hi)):
+            bits = b.select(compare(">", bits, self.bits(bound)), self.bits(bound), bits)
+        return self.from_bits(bits)
 
     # -- conversions and bit manipulation
     def int(self, value: int) -> ir.Constant:
