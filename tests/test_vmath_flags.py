@@ -191,7 +191,8 @@ def reports_as_eagerly(fn, scripted, x, errstate) -> bool:
     if isinstance(want[0], tuple):
         assert got[0] == want[0], x[0]
         return False
-    assert_same(got[0], want[0], ulps=4)
+    with np.errstate(invalid="ignore"):  # (the ulp tolerance of an infinite result)
+        assert_same(got[0], want[0], ulps=4)
     return not want[1] and not want[2]
 
 

@@ -255,10 +255,12 @@ class Emit:
         return self.b.select(cond, self.v(x), self.v(y))
 
     def guard(self, cond, x, y):
-        """cond ? x : y selected as integers, so that LLVM does not move the float
-        operations on the result ahead of the select, onto both arms (it may, for a float
-        select with a constant arm): the lanes the select keeps away from an operation
-        raise no flag in it."""
+        """cond ? x : y selected as integers. LLVM folds a float operation on a float
+        select with a constant arm into both arms, so it runs on every lane and may raise
+        a flag on the lanes the select was to keep from it. The integer select hides the
+        constant from that fold where it is used here (tests/test_vmath_flags.py checks
+        each), though LLVM may still turn it back into a float select; a min or max of the
+        bits (clamp_magnitude) never becomes one."""
         return self.from_bits(self.b.select(cond, self.bits(x), self.bits(y)))
 
     def clamp(self, x, lo: float, hi: float):
