@@ -107,6 +107,27 @@ def test_every_thread_count_gives_the_same_bits():
         assert_same(got, full_sum(x))
 
 
+def test_a_single_long_row_splits_its_tree_across_threads():
+    """The one row of a 1-D array (a loss) is cut into subtrees that the pool's threads
+    compute, as a full reduction's run is; several long rows run one per thread, the split
+    then inline.  Same bits for every thread count."""
+    rng = np.random.default_rng(2)
+    long_row = rng.standard_normal(1_000_003).astype(np.float32)
+    long_rows = rng.standard_normal((3, 300_007)).astype(np.float32)
+    scripted = tsjit.script(full_mean)
+    for _ in range(2):
+        scripted(long_row)
+    assert "_subtrees0" in scripted.inspect_llvm(long_row)
+    before = runtime.get_num_threads()
+    try:
+        for threads in (1, 2, 3):
+            tsjit.set_num_threads(threads)
+            assert_same(_run_native(full_mean, long_row), full_mean(long_row))
+            assert_same(_run_native(row_sum, long_rows), row_sum(long_rows))
+    finally:
+        tsjit.set_num_threads(before)
+
+
 def test_rows_of_a_wider_array_and_broadcast_operands():
     """Rows need only a contiguous last axis: a column slice of a wider array, a 3-d
     array, an operand broadcast over the rows."""

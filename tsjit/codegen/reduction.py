@@ -18,8 +18,9 @@ Module functions (``name`` is the entry point):
   inputs, the outputs, and an int64 array ``[rows, n, row stride per operand (bytes)...]``
   (cffi charges per argument; the data pointers are read from NumPy's structs here).
   Elements within a row are contiguous.  Rows are split across
-  the runtime's threads (``tsjit_parallel_for``); a full reduction (one row) splits the
-  top of its summation tree instead, so every thread count gives the same bits.
+  the runtime's threads (``tsjit_parallel_for``); a job of one long row (a full
+  reduction, or a 1-D array's) splits the top of its summation tree instead, so every
+  thread count gives the same bits.
   With the runtime, every ``INTERRUPT_ROWS`` rows a thread checks for Ctrl-C (the
   runtime's flag, see runtime/interrupts.c); once it is pending the job's threads skip
   their remaining rows and the status says so (``1 << STATUS_RESUME_SHIFT``, resume from
@@ -537,7 +538,10 @@ class _RowKernelBuilder:
         """``row(rowptrs, state, n)``: one row, every pass, its outputs; ``cached``: the
         row pointers end with the scratch buffers of the cached values."""
         spec = self.spec
-        parallel = spec.full and self.parallel and not cached
+        # a long row splits its tree across threads: a full reduction's one run, or the
+        # only row of a job (the entry calls the task on this thread then, see build_entry);
+        # within a rows job the split runs inline (the runtime does not nest)
+        parallel = self.parallel and not cached
         # split: the pass's run is cut into subtrees for threads; buffered: into chunks
         trees, split, buffered = [], [], []
         for p, reductions in enumerate(self.passes):
@@ -706,11 +710,14 @@ class _RowKernelBuilder:
         if not self.parallel or spec.full:
             b.call(task, [context, i64(0), rows])
         else:
-            n = b.load(element(b, block, i64(1), I64), typ=I64)
-            passes = len(self.passes) + 1
-            work = b.mul(b.add(n, i64(1)), i64(passes))
-            grain = b.add(b.sdiv(i64(_PARALLEL_WORK), work), i64(1))
-            self.call_parallel_for(b, task, context, rows, grain)
+            with b.if_else(b.icmp_signed("==", rows, i64(1))) as (single, several):
+                with single:   # one row: called here, so its tree may split across threads
+                    b.call(task, [context, i64(0), rows])
+                with several:
+                    n = b.load(element(b, block, i64(1), I64), typ=I64)
+                    work = b.mul(b.add(n, i64(1)), i64(len(self.passes) + 1))
+                    grain = b.add(b.sdiv(i64(_PARALLEL_WORK), work), i64(1))
+                    self.call_parallel_for(b, task, context, rows, grain)
         b.ret(b.zext(b.load(status, typ=I32), I64))
 
     def call_parallel_for(self, b: ir.IRBuilder, task: ir.Function, context: ir.Value,
