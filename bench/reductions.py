@@ -7,7 +7,8 @@ rows, a mean-squared-error loss, cross-entropy (logsumexp minus the picked logit
 L2-normalized rows and the variance of rows; each at 64 rows of 1024 and at 4096 rows
 of 1024 (the loss: 16M elements).  Prints a table per case (time per call, ratio to the
 best peer), writes bench/results/reductions.json and .png, and the loss's bandwidth
-against a triad's (a * 2.5 + b, fresh output) on the same arrays, both in tsjit.
+against a triad's (a * 2.5 + b, fresh output) on the same arrays, both in tsjit, and
+against the fastest read of them (Numba's unordered parallel sum, where Numba is there).
 --quick divides the large sizes by 16 and takes 3 samples.
 """
 from __future__ import annotations
@@ -106,9 +107,28 @@ def cases(settings: Settings, only: list[str] | None) -> Iterator[Case]:
             yield Case(label, WORKLOADS[name][0], args, impls)
 
 
+def _read_ceiling() -> Callable | None:
+    """Numba's fastest read of two arrays: a parallel sum of ``a[i] + b[i]`` that may
+    reorder its additions (fastmath), so nothing but memory bounds it; None without
+    Numba."""
+    try:
+        import numba
+    except ImportError:
+        return None
+
+    def read_both(a, b):
+        total = np.float32(0)
+        for i in numba.prange(a.size):
+            total += a[i] + b[i]
+        return total
+
+    return numba.njit(parallel=True, fastmath=True)(read_both)
+
+
 def triad_bandwidth(settings: Settings) -> None:
-    """The loss's bytes per second next to a triad's, same arrays, both scripted, timed
-    interleaved (medians): how close a fused reduction gets to the memory bound."""
+    """The loss's bytes per second next to a triad's and to the fastest read of the same
+    arrays (Numba's unordered parallel sum), timed interleaved (medians): how close a fused
+    reduction gets to the memory bound."""
     n = (16 << 20) // (16 if settings.quick else 1)
     rng = np.random.default_rng(1)
     a, b = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
@@ -117,20 +137,26 @@ def triad_bandwidth(settings: Settings) -> None:
     def triad(a, b):
         return a * 2.5 + b
 
-    triad_fn = tsjit.script(triad)
+    kernels = {"loss": loss, "triad": tsjit.script(triad), "read": _read_ceiling()}
+    kernels = {name: fn for name, fn in kernels.items() if fn is not None}
     for _ in range(3):
-        loss(a, b), triad_fn(a, b)
-    times = {"loss": [], "triad": []}
+        for fn in kernels.values():
+            fn(a, b)
+    times = {name: [] for name in kernels}
     for _ in range(5 if settings.quick else 25):
-        for name, fn in (("loss", loss), ("triad", triad_fn)):
+        for name, fn in kernels.items():
             start = time.perf_counter()
             fn(a, b)
             times[name].append(time.perf_counter() - start)
-    loss_s, triad_s = (float(np.median(times[k])) for k in ("loss", "triad"))
-    loss_bw, triad_bw = 8 * n / loss_s / 1e9, 12 * n / triad_s / 1e9
-    print(f"\nmse_loss {n} f32: {loss_s * 1e3:.2f} ms = {loss_bw:.1f} GB/s read; triad "
-          f"a*2.5+b: {triad_s * 1e3:.2f} ms = {triad_bw:.1f} GB/s (read + write); the loss "
-          f"reaches {loss_bw / triad_bw:.0%} of the triad's bandwidth")
+    seconds = {name: float(np.median(t)) for name, t in times.items()}
+    loss_bw, triad_bw = 8 * n / seconds["loss"] / 1e9, 12 * n / seconds["triad"] / 1e9
+    print(f"\nmse_loss {n} f32: {seconds['loss'] * 1e3:.2f} ms = {loss_bw:.1f} GB/s read; "
+          f"triad a*2.5+b: {seconds['triad'] * 1e3:.2f} ms = {triad_bw:.1f} GB/s (read + "
+          f"write); the loss reaches {loss_bw / triad_bw:.0%} of the triad's bandwidth")
+    if "read" in seconds:
+        read_bw = 8 * n / seconds["read"] / 1e9
+        print(f"read ceiling (Numba prange, unordered sum of a + b): {seconds['read'] * 1e3:.2f}"
+              f" ms = {read_bw:.1f} GB/s; the loss reaches {loss_bw / read_bw:.0%} of it")
 
 
 def main(argv: list[str] | None = None) -> None:
