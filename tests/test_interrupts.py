@@ -95,9 +95,10 @@ print("handled", len(globals().get("caught", [])), flush=True)
 # interrupt came after the last block.
 NESTED_SINES = "np.sin(" * 45 + "x" + ")" * 45
 
-# A row kernel (axis -1): the sums of rows of nested sines (one kernel: 45 sines and the
-# sum), on 2**size elements in rows of 2**width; or a column kernel (axis 0): the sums of
-# its columns, 2**width of them (2 tiles at width 12).
+# A reduction (``reduction``: np.sum or np.max) of nested sines over an axis (one kernel:
+# 45 sines and the reduction), on 2**size elements of ``shape``: a row kernel (axis -1,
+# rows of 2**10), a column kernel (axis 0, 2**12 columns: 2 tiles) or one long row (cut
+# into blocks inside the kernel).
 REDUCTION_CHILD = """
 import time
 import numpy as np
@@ -106,18 +107,18 @@ tsjit.set_num_threads({threads})
 
 @tsjit.script
 def heavy(x):
-    return np.sum({expression}, axis={axis})
+    return {reduction}({expression}, axis={axis})
 
 def eager(x):
-    return np.sum({expression}, axis={axis})
+    return {reduction}({expression}, axis={axis})
 
-small = np.linspace(0, 1, 4096).reshape(4, 1024)
+small = np.linspace(0, 1, 4096).reshape({small_shape})
 for _ in range(3):
     before = heavy(small)
     assert np.allclose(before, eager(small), rtol=1e-12, atol=0)
 assert heavy.stats()["kernel_launches"] > 0, heavy.stats()
 {handler}
-x = np.linspace(0, 1, 1 << {size}).reshape(-1, 1 << {width})
+x = np.linspace(0, 1, 1 << {size}).reshape({shape})
 print("ready", flush=True)
 start = time.perf_counter()
 try:
@@ -174,15 +175,18 @@ def test_ctrl_c_stops_a_long_fused_kernel_between_blocks(tmp_path, threads):
     assert lines[1] == "usable"
 
 
-ROWS, COLUMNS = {"axis": -1, "width": 10}, {"axis": 0, "width": 12}
+ROWS = {"reduction": "np.sum", "axis": -1, "small_shape": "4, -1", "shape": "-1, 1 << 10"}
+COLUMNS = {**ROWS, "axis": 0, "shape": "-1, 1 << 12"}
+LONG_ROW = {**ROWS, "small_shape": "1, -1", "shape": "1, -1"}
 
 
 @pytest.mark.parametrize("child, layout", [(KERNEL_CHILD, {}), (REDUCTION_CHILD, ROWS),
-                                           (REDUCTION_CHILD, COLUMNS)],
-                         ids=["elementwise", "rows", "columns"])
+                                           (REDUCTION_CHILD, COLUMNS),
+                                           (REDUCTION_CHILD, LONG_ROW)],
+                         ids=["elementwise", "rows", "columns", "long_row"])
 def test_a_kernel_finishes_when_the_python_handler_does_not_raise(tmp_path, child, layout):
-    """An elementwise kernel resumes where it stopped; a row or column kernel (fresh
-    outputs only) runs again from the start."""
+    """An elementwise kernel resumes where it stopped; a reduction kernel (fresh outputs
+    only) runs again from the start."""
     lines = interrupt(tmp_path, child.format(threads=2, expression=NESTED_SINES, size=22,
                                              handler=textwrap.dedent(COUNTING_HANDLER),
                                              **layout),
@@ -199,6 +203,20 @@ def test_ctrl_c_stops_a_long_reduction_kernel_between_rows(tmp_path, threads, la
     tile (a tile of 2048 columns spans the whole axis)."""
     lines = interrupt(tmp_path, REDUCTION_CHILD.format(threads=threads, expression=NESTED_SINES,
                                                        size=24, handler="", **layout))
+    word, seconds = lines[0].split()
+    assert word == "interrupted", lines
+    assert float(seconds) < 2.3
+    assert lines[1] == "usable"
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("reduction", ["np.sum", "np.max"])
+def test_ctrl_c_stops_one_long_row_between_blocks(tmp_path, threads, reduction):
+    """One row of 2**24 elements: a sum (its pairwise tree split across threads) or a max
+    (one pass in order) checks between blocks of elements."""
+    lines = interrupt(tmp_path, REDUCTION_CHILD.format(
+        threads=threads, expression=NESTED_SINES, size=24, handler="",
+        **{**LONG_ROW, "reduction": reduction}))
     word, seconds = lines[0].split()
     assert word == "interrupted", lines
     assert float(seconds) < 2.3

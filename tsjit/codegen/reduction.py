@@ -22,10 +22,11 @@ Module functions (``name`` is the entry point):
   reduction, or a 1-D array's) splits the top of its summation tree instead, so every
   thread count gives the same bits.
   With the runtime, every ``INTERRUPT_ROWS`` rows a thread checks for Ctrl-C (the
-  runtime's flag, see runtime/interrupts.c); once it is pending the job's threads skip
-  their remaining rows and the status says so (``1 << STATUS_RESUME_SHIFT``, resume from
-  the start): the outputs are fresh, so the launcher lets Python's handler run and, if it
-  returns, runs the kernel again.
+  runtime's flag, see runtime/interrupts.c), and a long row between blocks of its passes
+  (``reduction_interrupts``); once it is pending the job's threads skip their remaining
+  work and the status says so (``1 << STATUS_RESUME_SHIFT``, resume from the start): the
+  outputs are fresh, so the launcher lets Python's handler run and, if it returns, runs
+  the kernel again.
 """
 from __future__ import annotations
 
@@ -70,6 +71,11 @@ from tsjit.codegen.kernel_abi import (
 )
 from tsjit.codegen.kernel_spec import MATH_FUNCTIONS, KernelOp
 from tsjit.codegen.pairwise import emit_combine, emit_split, run_reducer
+from tsjit.codegen.reduction_interrupts import (
+    INTERRUPT_ELEMENTS,
+    emit_pending,
+    interruptible_blocks,
+)
 from tsjit.codegen.reduction_scan import build_scan
 from tsjit.codegen.reduction_spec import (
     BUFFER,
@@ -397,6 +403,12 @@ class _RowKernelBuilder:
             with small:
                 b.call(node, [rowptrs, state, start, n, results])
             with large:
+                if self.parallel:   # Ctrl-C: skip a large subtree (reduction_interrupts)
+                    with b.if_then(b.icmp_signed(">", n, i64(INTERRUPT_ELEMENTS))), \
+                            b.if_then(emit_pending(b)):
+                        for j in range(len(reductions)):
+                            b.store(i64(0), element(b, results, i64(j), I64))
+                        b.ret_void()
                 half = emit_split(b, n)
                 left = stack_slot(b, ir.ArrayType(I64, len(reductions)))
                 right = stack_slot(b, ir.ArrayType(I64, len(reductions)))
@@ -583,7 +595,8 @@ class _RowKernelBuilder:
         self.compute_row_values(b, state, n, len(self.passes))
         pointers = self.pointers_from(b, rowptrs, cached)
         if outputs is not None:
-            b.call(outputs, pointers + [state, i64(0), n])
+            interruptible_blocks(b, i64(0), n, INTERRUPT_ELEMENTS, lambda b, lo, hi: b.call(
+                outputs, pointers + [state, lo, hi]), self.parallel)
         row = self.load_state(b, state)
         for j, v in enumerate(spec.outputs):
             if not self.levels[v]:
@@ -597,13 +610,9 @@ class _RowKernelBuilder:
         """The reductions of a row's chunks after the first, added in order to the first's
         (NumPy's buffered loop: ``out += pairwise(chunk)`` for each buffer of a cast)."""
         results = stack_slot(b, ir.ArrayType(I64, len(reductions)))
-        chunks = b.sdiv(b.add(n, i64(BUFFER - 1)), i64(BUFFER))
 
-        def chunk(b: ir.IRBuilder, k: ir.Value) -> None:
-            start = b.mul(k, i64(BUFFER))
-            left = b.sub(n, start)
-            length = b.select(b.icmp_signed("<", left, i64(BUFFER)), left, i64(BUFFER))
-            b.call(tree, [rowptrs, state, start, length, results])
+        def chunk(b: ir.IRBuilder, start: ir.Value, end: ir.Value) -> None:
+            b.call(tree, [rowptrs, state, start, b.sub(end, start), results])
             for j, r in enumerate(reductions):
                 op = self._op(r)
                 ty = llvm_type(op.dtype)
@@ -611,7 +620,7 @@ class _RowKernelBuilder:
                 b.store(emit_combine(b, op.op, op.dtype, b.load(slot, typ=ty),
                                      b.load(element(b, results, i64(j), I64), typ=ty)), slot)
 
-        loop(b, i64(1), chunks, chunk)
+        interruptible_blocks(b, i64(BUFFER), n, BUFFER, chunk, self.parallel)
 
     def build_row(self) -> ir.Function:
         """A row: with scratch buffers for the cached values when it fits them."""
@@ -693,8 +702,13 @@ class _RowKernelBuilder:
                 compute(b, r)
 
         loop(b, begin, end, one)
-        with b.if_then(b.icmp_unsigned("!=", b.load(stopped, typ=I32), ir.Constant(I32, 0))):
-            b.atomic_rmw("or", status, ir.Constant(I32, 1 << STATUS_RESUME_SHIFT), "monotonic")
+        if self.parallel:   # a row may have been cut short (reduction_interrupts)
+            stop = b.or_(b.icmp_unsigned("!=", b.load(stopped, typ=I32), ir.Constant(I32, 0)),
+                         emit_pending(b))
+            with b.if_then(stop):   # the job runs again: this run's results and flags go
+                b.atomic_rmw("or", status, ir.Constant(I32, 1 << STATUS_RESUME_SHIFT),
+                             "monotonic")
+                self.clear_fp_status(b)
         self.collect_fp_status(b, status)
         b.ret_void()
         return fn

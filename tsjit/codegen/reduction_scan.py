@@ -20,6 +20,7 @@ from llvmlite import ir
 from tsjit.codegen.element_ops import llvm_type
 from tsjit.codegen.ir_util import I64, PTR, element, fcmp_quiet, i64, stack_slot
 from tsjit.codegen.pairwise import emit_combine
+from tsjit.codegen.reduction_interrupts import INTERRUPT_ELEMENTS, interruptible_blocks
 from tsjit.codegen.reduction_spec import ARG_REDUCTIONS
 
 __all__ = ["build_scan", "emit_scan_step", "scan_start"]
@@ -66,8 +67,9 @@ def build_scan(kb, p: int, cached: bool) -> ir.Function:
     sequential reductions, or of max/min only (their value does not depend on the order;
     the row then sets a zero or NaN result to NumPy's element, ``reduction_ties``):
     ``run(rowptrs, state, start, n, results)``, one loop over the row in its order (the
-    vectorizer widens max/min: ``llvm.maximum``, NaN wins); an arg reduction's result slot
-    holds the index."""
+    vectorizer widens max/min: ``llvm.maximum``, NaN wins) in blocks with checks for Ctrl-C
+    between them (``reduction_interrupts``); an arg reduction's result slot holds the
+    index."""
     reductions = kb.passes[p]
     loads, stores = kb.scratch(p, cached)
     args = [kb._op(r).args[0] for r in reductions]
@@ -99,7 +101,8 @@ def build_scan(kb, p: int, cached: bool) -> ir.Function:
             if index is not None:
                 b.store(position, index)
 
-    kb.element_loop(b, start, b.add(start, n), one, wanted - set(loads))
+    interruptible_blocks(b, start, b.add(start, n), INTERRUPT_ELEMENTS, lambda b, lo, hi:
+                         kb.element_loop(b, lo, hi, one, wanted - set(loads)), kb.parallel)
     for j, (dtype, (best, index)) in enumerate(zip(dtypes, slots)):
         result = b.load(index, typ=I64) if index is not None else \
             b.load(best, typ=llvm_type(dtype))
