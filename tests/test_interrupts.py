@@ -213,7 +213,7 @@ def test_ctrl_c_stops_a_long_reduction_kernel_between_rows(tmp_path, threads, la
 @pytest.mark.parametrize("reduction", ["np.sum", "np.max"])
 def test_ctrl_c_stops_one_long_row_between_blocks(tmp_path, threads, reduction):
     """One row of 2**24 elements: a sum (its pairwise tree split across threads) or a max
-    (one pass in order) checks between blocks of elements."""
+    (one pass in order) checks between blocks of 4K elements."""
     lines = interrupt(tmp_path, REDUCTION_CHILD.format(
         threads=threads, expression=NESTED_SINES, size=24, handler="",
         **{**LONG_ROW, "reduction": reduction}))
