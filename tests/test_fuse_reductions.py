@@ -93,19 +93,21 @@ def test_nan_and_infinities_follow_numpy():
 
 
 def test_layouts_the_kernel_does_not_take_run_numpys_order():
-    """A column-strided array: the group's ops run in the interpreter (a bailout), so the
-    result is NumPy's own; a Fortran-ordered one runs transposed (NumPy's order too)."""
+    """A Fortran-ordered array runs transposed, rows of another stride (a column slice,
+    reversed rows) run in their logical order: NumPy's orders.  A full reduction of a 2-D
+    slice (rows apart: no one stride) runs as NumPy's ops (a bailout)."""
     rng = np.random.default_rng(4)
     x = rng.standard_normal((30, 40)).astype(np.float32)
     scripted, _ = _scripted(stats_of_rows, x)
-    for other in (np.asfortranarray(x), x.T):
+    for other in (np.asfortranarray(x), x.T, x[:, ::2], x[::-1, ::-3]):
         assert_same(scripted(other), stats_of_rows(other))
     assert scripted.stats()["bailouts"] == 0
-    assert_same(scripted(x[:, ::2]), stats_of_rows(x[:, ::2]))
-    assert scripted.stats()["bailouts"] == 1
     full, _ = _scripted(mse, x, x)
     f = np.asfortranarray(x)
     assert_same(full(f, f + 1), mse(f, f + 1))
+    assert full.stats()["bailouts"] == 0
+    assert_same(full(x[::2], x[1::2]), mse(x[::2], x[1::2]))
+    assert full.stats()["bailouts"] == 1
 
 
 def test_empty_rows_raise_or_warn_as_numpy_does():

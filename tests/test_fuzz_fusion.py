@@ -64,7 +64,7 @@ class Argument:
 
     dtype: str
     shape: tuple[int, ...]
-    layout: str          # C, F, strided, transposed
+    layout: str          # C, F, strided, transposed, reversed
     seed: int
 
     def make(self, dtype: str | None = None) -> np.ndarray:
@@ -85,6 +85,8 @@ class Argument:
             return np.repeat(values.reshape(self.shape), 2, axis=-1)[..., ::2]
         if self.layout == "transposed":
             return np.ascontiguousarray(values.reshape(self.shape[::-1])).T
+        if self.layout == "reversed":   # every axis walked backwards
+            return values.reshape(self.shape)[(slice(None, None, -1),) * len(self.shape)]
         return values.reshape(self.shape)
 
 

@@ -1,8 +1,8 @@
 """Differential fuzzing of the reduction fuser: random programs mixing elementwise ops and
 reductions, eager against optimized.
 
-Hypothesis writes programs (test_fuzz_fusion's machinery: arguments in C, Fortran, strided
-and transposed layouts, NaN, infinities and signed zeros in floats) whose chain of exact
+Hypothesis writes programs (test_fuzz_fusion's machinery: arguments in C, Fortran, strided,
+transposed and reversed layouts, NaN, infinities and signed zeros in floats) whose chain of exact
 elementwise ops feeds a reduction (sum, prod, mean, max, min, argmax, argmin, var, std
 with ddof, any, all, count_nonzero, np.linalg.norm's vector forms, dtype= too) over random
 axes (the last, all, the first, a middle one, a tuple; axes apart stay NumPy's) with or
@@ -72,7 +72,7 @@ def programs(draw) -> ReductionProgram:
     base[-1] = draw(st.sampled_from((0, 1, 3, 8, 17, 130, 300)))
     dtype = draw(st.sampled_from(DTYPES))
     arguments = [Argument(dtype, tuple(base), draw(st.sampled_from(("C", "C", "F", "strided",
-                                                                       "transposed"))),
+                                                                       "transposed", "reversed"))),
                           draw(st.integers(0, 2**16)))]
     if draw(st.booleans()):     # a second operand, maybe broadcast over the rows
         shape = tuple(base[-1:]) if draw(st.booleans()) else tuple(base)

@@ -128,6 +128,41 @@ def test_a_single_long_row_splits_its_tree_across_threads():
         tsjit.set_num_threads(before)
 
 
+def direct_centered(x):
+    return x - x.mean()   # the mean of the input itself: NumPy walks the view as it is
+
+
+def row_stats(x):
+    y = x * 1.5
+    return y.sum(axis=-1), np.max(y, axis=-1), np.argmin(y, axis=-1), np.prod(x, axis=-1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_strided_and_reversed_runs_are_numpys_bits(dtype):
+    """NumPy sums a view whose reduced axes collapse into one stride (a 1-D slice, a
+    reversed array, a column slice's rows) pairwise in its logical order, and the
+    temporaries of elementwise ops on it are C-ordered: the strided kernel reads the view
+    so.  Sums, means, max, argmin and prod, the view itself or a value computed from it,
+    every thread count."""
+    rng = np.random.default_rng(17)
+    run = (rng.standard_normal(600_011) * 10.0 ** rng.integers(-3, 4, 600_011)).astype(dtype)
+    wide = rng.standard_normal((20, 3001)).astype(dtype)
+    views = (run[::-1], run[::3], run[7::-2], run[::-5][:200])
+    before = runtime.get_num_threads()
+    try:
+        for threads in (1, 2, 3):
+            tsjit.set_num_threads(threads)
+            for view in views:
+                for fn in (full_sum, full_mean, direct_centered):
+                    assert_same(_run_native(fn, view), fn(view), f"{fn.__name__} {view.strides}")
+            reversed_whole = wide[::-1, ::-1]   # one stride: -itemsize
+            assert_same(_run_native(full_sum, reversed_whole), full_sum(reversed_whole))
+            for view in (reversed_whole, wide[:, ::2], wide[::-2, 5:]):
+                assert_same(_run_native(row_stats, view), row_stats(view), f"{view.strides}")
+    finally:
+        tsjit.set_num_threads(before)
+
+
 def test_rows_of_a_wider_array_and_broadcast_operands():
     """Rows need only a contiguous last axis: a column slice of a wider array, a 3-d
     array, an operand broadcast over the rows."""

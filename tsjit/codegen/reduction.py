@@ -17,7 +17,8 @@ Module functions (``name`` is the entry point):
   job raised on any thread; ``operands`` is the address of a tuple of the array
   inputs, the outputs, and an int64 array ``[rows, n, row stride per operand (bytes)...]``
   (cffi charges per argument; the data pointers are read from NumPy's structs here).
-  Elements within a row are contiguous.  Rows are split across
+  Elements within a row are contiguous (``strided``: array inputs' element strides in
+  bytes follow in the block).  Rows are split across
   the runtime's threads (``tsjit_parallel_for``); a job of one long row (a full
   reduction, or a 1-D array's) splits the top of its summation tree instead, so every
   thread count gives the same bits.
@@ -30,10 +31,10 @@ Module functions (``name`` is the entry point):
 """
 from __future__ import annotations
 
-import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
+from tsjit.codegen import fp_status
 from tsjit.codegen.element_ops import (
     integer_errors,
     llvm_type,
@@ -65,7 +66,6 @@ from tsjit.codegen.ir_util import (
 )
 from tsjit.codegen.kernel_abi import (
     PARALLEL_FOR,
-    STATUS_FP_FLAGS,
     STATUS_RESUME_SHIFT,
     entry_parameter_types,
 )
@@ -132,14 +132,16 @@ class _RowKernelBuilder:
         self.n_slots = self.n_operands + len(self.cached)
         # the row state: every row-level value, by value number
         self.row_values = [v for v in range(self.n_in + len(spec.ops)) if not self.levels[v]]
+        # then, strided, each array input's element stride in bytes (set per job)
         self.state_type = ir.LiteralStructType(
-            [llvm_type(spec.value_dtype(v)) for v in self.row_values] or [I64])
+            [llvm_type(spec.value_dtype(v)) for v in self.row_values] +
+            [I64] * (len(self.array_inputs) if spec.strided else 0) or [I64])
         self.field = {v: k for k, v in enumerate(self.row_values)}
         scalar_types = [llvm_type(spec.inputs[i].dtype) for i in self.scalar_inputs]
         self.scalars_type = ir.LiteralStructType(scalar_types or [I64])
         # data, block, scalars, the job's floating-point status (i32)
         self.context_type = ir.LiteralStructType([PTR, PTR, PTR, PTR])
-        self.fp_status = llvm.get_process_triple().startswith(("x86_64", "i686", "i386"))
+        self.fp_status = fp_status.supported()
 
     # ------------------------------------------------------------------ schedule
     def _op(self, v: int) -> KernelOp | None:
@@ -193,54 +195,48 @@ class _RowKernelBuilder:
         else:
             loop(b, begin, end, body)
 
-    def _mxcsr(self, b: ir.IRBuilder, name: str, slot: ir.Value) -> None:
-        intrinsic = self.module.globals.get(name) or ir.Function(
-            self.module, ir.FunctionType(ir.VoidType(), [PTR]), name)
-        b.call(intrinsic, [slot])
-
     def clear_fp_status(self, b: ir.IRBuilder) -> None:
         """Clear this thread's sticky floating-point flags (a task's start)."""
         if self.fp_status:
-            slot = stack_slot(b, I32)
-            self._mxcsr(b, "llvm.x86.sse.stmxcsr", slot)
-            b.store(b.and_(b.load(slot, typ=I32), ir.Constant(I32, ~STATUS_FP_FLAGS)), slot)
-            self._mxcsr(b, "llvm.x86.sse.ldmxcsr", slot)
+            fp_status.clear(b)
 
     def save_fp_status(self, b: ir.IRBuilder) -> ir.Value:
         """This thread's flags, then cleared (a subtree task: on the calling thread it
         must give them back, ``raise_fp_status``)."""
         if not self.fp_status:
             return ir.Constant(I32, 0)
-        slot = stack_slot(b, I32)
-        self._mxcsr(b, "llvm.x86.sse.stmxcsr", slot)
-        flags = b.and_(b.load(slot, typ=I32), ir.Constant(I32, STATUS_FP_FLAGS))
-        self.clear_fp_status(b)
+        flags = fp_status.read(b)
+        fp_status.clear(b)
         return flags
 
     def raise_fp_status(self, b: ir.IRBuilder, flags: ir.Value) -> None:
         """Set ``flags`` in this thread's sticky status (they raise no trap: masked)."""
         if self.fp_status:
-            slot = stack_slot(b, I32)
-            self._mxcsr(b, "llvm.x86.sse.stmxcsr", slot)
-            b.store(b.or_(b.load(slot, typ=I32), flags), slot)
-            self._mxcsr(b, "llvm.x86.sse.ldmxcsr", slot)
+            fp_status.raise_flags(b, flags)
 
     def collect_fp_status(self, b: ir.IRBuilder, status: ir.Value) -> None:
         """Or this thread's floating-point flags into the job's ``status`` (a task's end):
         the launcher has NumPy report them (see ``reduction_launch``)."""
         if self.fp_status:
-            slot = stack_slot(b, I32)
-            self._mxcsr(b, "llvm.x86.sse.stmxcsr", slot)
-            flags = b.and_(b.load(slot, typ=I32), ir.Constant(I32, STATUS_FP_FLAGS))
-            b.atomic_rmw("or", status, flags, "monotonic")
+            b.atomic_rmw("or", status, fp_status.read(b), "monotonic")
 
     def state_slot(self, b: ir.IRBuilder, state: ir.Value, v: int) -> ir.Value:
         return b.gep(state, [ir.Constant(I32, 0), ir.Constant(I32, self.field[v])],
                      source_etype=self.state_type)
 
-    def load_state(self, b: ir.IRBuilder, state: ir.Value) -> dict[int, ir.Value]:
-        return {v: b.load(self.state_slot(b, state, v), typ=self.state_type.elements[k])
-                for k, v in enumerate(self.row_values)}
+    def stride_slot(self, b: ir.IRBuilder, state: ir.Value, k: int) -> ir.Value:
+        """The state's element stride of array input ``k`` (by position; strided specs)."""
+        return b.gep(state, [ir.Constant(I32, 0), ir.Constant(I32, len(self.row_values) + k)],
+                     source_etype=self.state_type)
+
+    def load_state(self, b: ir.IRBuilder, state: ir.Value) -> dict:
+        """The row values by value number; strided, the element strides by ("stride", k)."""
+        values = {v: b.load(self.state_slot(b, state, v), typ=self.state_type.elements[k])
+                  for k, v in enumerate(self.row_values)}
+        if self.spec.strided:
+            values.update({("stride", k): b.load(self.stride_slot(b, state, k), typ=I64)
+                           for k in range(len(self.array_inputs))})
+        return values
 
     def needed(self, roots: list[int], loaded=frozenset()) -> set[int]:
         """Element-level values that computing ``roots`` needs (``loaded`` ones are read,
@@ -280,7 +276,12 @@ class _RowKernelBuilder:
         for k, i in enumerate(self.array_inputs):
             if i in wanted:
                 dtype = spec.inputs[i].dtype
-                at = b.gep(pointers[k], [index], source_etype=memory_type(dtype), inbounds=True)
+                if spec.strided:
+                    at = b.gep(pointers[k], [b.mul(index, row[("stride", k)])],
+                               source_etype=ir.IntType(8))
+                else:
+                    at = b.gep(pointers[k], [index], source_etype=memory_type(dtype),
+                               inbounds=True)
                 values[i] = load_value(b, at, dtype)
         for v in sorted(wanted):
             op = self._op(v)
@@ -329,7 +330,8 @@ class _RowKernelBuilder:
         for r in self.passes[p]:
             a = self._op(r).args[0]
             dtype = self.spec.value_dtype(a)
-            if a in self.array_inputs and memory_type(dtype) == llvm_type(dtype):
+            if a in self.array_inputs and memory_type(dtype) == llvm_type(dtype) and \
+                    not self.spec.strided:
                 slots.append(self.array_inputs.index(a))
             else:
                 slots.append(loads.get(a, stores.get(a)))
@@ -680,6 +682,10 @@ class _RowKernelBuilder:
                    for k in range(self.n_operands)]
         rowptrs = stack_slot(b, ir.ArrayType(PTR, self.n_operands))
         stopped = stack_slot(b, I32, ir.Constant(I32, 0))
+        if spec.strided:   # the block's element strides follow the row strides
+            for k in range(len(self.array_inputs)):
+                stride = element(b, block, i64(2 + self.n_operands + k), I64)
+                b.store(b.load(stride, typ=I64), self.stride_slot(b, state, k))
 
         def compute(b: ir.IRBuilder, r: ir.Value) -> None:
             for k in range(self.n_operands):

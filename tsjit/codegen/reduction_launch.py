@@ -3,11 +3,14 @@
 The call lays the broadcast iteration shape out as the kernel walks it
 (``reduction_layout``: rows, or a column kernel's outer, reduced and inner blocks).  A full
 reduction (``spec.full``) needs every array input C-contiguous with the iteration shape:
-NumPy then sums one run of all elements, which is what the kernel follows.  Anything else
-(a Fortran-ordered or strided row, an empty or too short row; an empty iteration shape
-with a non-empty operand, on which NumPy computes ops that may warn) raises ValueError,
-which the group's launcher answers by running the group's ops in the interpreter: NumPy's
-own results and errors, never a wrong one.
+NumPy then sums one run of all elements, which is what the kernel follows.  Fortran-ordered
+operands run the kernel of the reversed axes; rows of another stride (a 1-D slice, a
+reversed view) the kernel that reads its inputs at element strides (``strided``).  A
+kernel remembers which of these runs each layout it has seen (``_Plan``).  Anything else
+(a row that collapses into no single stride, an empty or too short row; an empty
+iteration shape with a non-empty operand, on which NumPy computes ops that may warn)
+raises ValueError, which the group's launcher answers by running the group's ops in the
+interpreter: NumPy's own results and errors, never a wrong one.
 
 A kernel that raised floating-point flags which NumPy's error state does not ignore
 raises ``FloatingPointFlags`` (``launch._finish``): the launcher then runs the group's ops
@@ -20,6 +23,7 @@ scalar, as NumPy's full reductions do.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 from typing import NamedTuple
@@ -39,6 +43,7 @@ from tsjit.codegen.reduction_layout import (
     kept_shape,
     reversed_axes,
     row_layout,
+    strided_row_layout,
 )
 from tsjit.codegen.reduction_spec import (
     ARG_REDUCTIONS,
@@ -62,11 +67,14 @@ _PLANS = 32
 
 
 class _Plan(NamedTuple):
-    """How one layout of the operands runs: the kernel's block (``[rows, n, row stride per
-    operand...]``, or a column kernel's) and each output's shape."""
+    """How one layout of the operands runs: by which kernel (this one, its ``transposed``
+    one on the operands transposed, or its ``strided`` one), its block (``[rows, n, row
+    stride per operand...]``, or a column kernel's) and each output's shape."""
 
     block: np.ndarray
     shapes: tuple[tuple[int, ...], ...]
+    kernel: RowKernel | None = None   # None: the kernel that planned it
+    transposed: int = 0               # the iteration rank the operands are transposed at
 
 
 # Ops whose values depend on the order the kernel walks the elements in.
@@ -82,6 +90,7 @@ class RowKernel:
         self.arrays = [i for i, inp in enumerate(spec.inputs) if not inp.is_scalar]
         self.buffered = any(BUFFERED in op.attrs for op in spec.ops)
         self._transposed: RowKernel | bool | None = None
+        self._strided: RowKernel | None = None
         self._plans: dict[tuple, _Plan] = {}   # by (shape, each array's shape and strides)
         self.scalars = [i for i, inp in enumerate(spec.inputs) if inp.is_scalar]
         levels = element_level(spec)
@@ -99,34 +108,47 @@ class RowKernel:
             raise LayoutError("NumPy's buffer size is not the one the kernel follows")
         key = (shape, *[(a.shape, a.strides) for a in arrays])
         plan = self._plans.get(key)
-        if plan is not None:
-            return self.run(args, arrays, self.allocate(plan.shapes, False), plan.block)
-        if shape is None:
-            shape = arrays[0].shape
-            if any(a.shape != shape for a in arrays[1:]):
-                shape = broadcast_shape(*(a.shape for a in arrays))
-        if 0 in shape and any(a.size for a in arrays):
-            raise LayoutError("no element, but NumPy computes ops on a non-empty operand "
-                              "before broadcasting (they may warn)")
-        try:
-            plan = self.plan(arrays, shape)
-        except LayoutError:
-            if not fortran_ordered(arrays, shape) or self.transposed() is None:
-                raise
-        else:
+        if plan is None:
+            if shape is None:
+                shape = arrays[0].shape
+                if any(a.shape != shape for a in arrays[1:]):
+                    shape = broadcast_shape(*(a.shape for a in arrays))
+            plan = self.choose(args, arrays, shape)
             if len(self._plans) >= _PLANS:
                 self._plans.clear()
             self._plans[key] = plan
+        if plan.kernel is None:
             return self.run(args, arrays, self.allocate(plan.shapes, False), plan.block)
-        # NumPy walks Fortran-ordered operands (and their temporaries) in memory order:
-        # the transposed operands in C order, by the kernel of the transposed axes
-        rank, flipped = len(shape), list(args)
-        for i in self.arrays:
-            flipped[i] = args[i].reshape((1,) * (rank - args[i].ndim) + args[i].shape).T
-        arrays = [flipped[i] for i in self.arrays]
-        plan = self._transposed.plan(arrays, shape[::-1])
-        return self._transposed.run(tuple(flipped), arrays,
-                                    self._transposed.allocate(plan.shapes, True), plan.block)
+        if plan.transposed:
+            args = self.transpose(args, plan.transposed)
+            arrays = [args[i] for i in self.arrays]
+        return plan.kernel.run(args, arrays, plan.kernel.allocate(plan.shapes,
+                                                                  bool(plan.transposed)),
+                               plan.block)
+
+    def choose(self, args: tuple, arrays: list, shape: tuple[int, ...]) -> _Plan:
+        """The plan of a layout not seen yet: this kernel's, else (Fortran-ordered
+        operands) the transposed kernel's, else the strided kernel's (LayoutError where
+        none walks the operands as NumPy does)."""
+        if 0 in shape and any(a.size for a in arrays):
+            raise LayoutError("no element, but NumPy computes ops on a non-empty operand "
+                              "before broadcasting (they may warn)")
+        self.check_length(shape)
+        try:
+            return self.plan(arrays, shape)
+        except LayoutError:
+            pass
+        if fortran_ordered(arrays, shape) and self.transposed() is not None:
+            # NumPy walks Fortran-ordered operands (and their temporaries) in memory order:
+            # the transposed operands in C order, by the kernel of the transposed axes
+            flipped = self.transpose(args, len(shape))
+            try:
+                plan = self._transposed.plan([flipped[i] for i in self.arrays], shape[::-1])
+                return plan._replace(kernel=self._transposed, transposed=len(shape))
+            except LayoutError:
+                pass
+        # rows of another stride, in their logical order (reduction_layout)
+        return self.strided().plan(arrays, shape)._replace(kernel=self.strided())
 
     def transposed(self) -> RowKernel | None:
         """The kernel of this one's reduced axes in reversed order (compiled on first use),
@@ -141,35 +163,60 @@ class RowKernel:
                 self._transposed = compile_row_kernel(reversed_axes(spec))
         return self._transposed or None
 
+    def transpose(self, args: tuple, rank: int) -> tuple:
+        """``args`` with each array input transposed, as of ``rank`` axes."""
+        flipped = list(args)
+        for i in self.arrays:
+            flipped[i] = args[i].reshape((1,) * (rank - args[i].ndim) + args[i].shape).T
+        return tuple(flipped)
+
+    def check_length(self, shape: tuple[int, ...]) -> None:
+        """Raise LayoutError where too few elements are reduced, whatever the layout
+        (NumPy raises or warns)."""
+        spec = self.spec
+        start, stop = spec.column or (0 if spec.full else len(shape) - spec.row_axes,
+                                      len(shape))
+        if math.prod(shape[start:stop]) < spec.min_length:
+            raise LayoutError("too few elements to reduce (NumPy raises or warns)")
+
+    def strided(self) -> RowKernel:
+        """The kernel of this spec that reads its array inputs at element strides
+        (compiled on first use)."""
+        if self._strided is None:
+            self._strided = self if self.spec.strided or self.spec.column is not None else \
+                compile_row_kernel(dataclasses.replace(self.spec, strided=True))
+        return self._strided
+
     def plan(self, arrays: list, shape: tuple[int, ...]) -> _Plan:
         """The block and output shapes for operands in the order the kernel walks them
         (LayoutError where it cannot walk them as NumPy does)."""
         spec = self.spec
         if spec.column is not None:
             return self.plan_columns(arrays, shape)
-        if spec.full:
+        per_row = [i in spec.row_inputs for i in self.arrays]
+        row_axes = len(shape) if spec.full else spec.row_axes
+        elements = []
+        if spec.strided:
+            rows, n, strides, elements = strided_row_layout(arrays, per_row, shape, row_axes)
+        elif spec.full:
             if any(a.shape != shape or not a.flags.c_contiguous for a in arrays):
                 raise LayoutError("a full reduction of operands that are not one C run")
             rows, n = 1, math.prod(shape)
             strides = [0] * len(arrays)
         else:
-            rows, n, strides = row_layout(arrays, [i in spec.row_inputs for i in self.arrays],
-                                          shape, spec.row_axes)
-        if n < spec.min_length:
-            raise LayoutError("rows too short for the reductions (NumPy raises or warns)")
+            rows, n, strides = row_layout(arrays, per_row, shape, row_axes)
         for dtype, element, _ in self.outputs:
             strides.append(n * dtype.itemsize if element else
                            dtype.itemsize if not spec.full else 0)
         reduced = range(0 if spec.full else len(shape) - spec.row_axes, len(shape))
-        return _Plan(np.array([rows, n, *strides], np.int64), self.shapes(shape, reduced))
+        return _Plan(np.array([rows, n, *strides, *elements], np.int64),
+                     self.shapes(shape, reduced))
 
     def plan_columns(self, arrays: list, shape: tuple[int, ...]) -> _Plan:
         """A column kernel's plan (``reduction_layout.column_layout``)."""
         start, stop = self.spec.column
         (outer, count, inner), outer_strides, row_strides = column_layout(arrays, shape,
                                                                           (start, stop))
-        if count < self.spec.min_length:
-            raise LayoutError("too few elements to reduce (NumPy raises or warns)")
         for dtype, element, _ in self.outputs:
             outer_strides.append(count * inner * dtype.itemsize if element
                                  else inner * dtype.itemsize)

@@ -9,10 +9,12 @@ into one stride each per operand and ``I`` is contiguous.  Broadcast axes have s
 
 Fortran-ordered operands NumPy walks last axis outermost: the launcher then transposes
 them and runs the kernel of the reversed axes (``fortran_ordered``, ``reversed_axes``).
-Where the operands are laid out otherwise (a strided or reversed run, a run broadcast
-along the row, operands of different orders), NumPy's iterator would walk them in
-another order, so these functions raise ``LayoutError`` and the group runs as NumPy
-calls instead.
+A row whose axes collapse into one stride of another size or sign (a 1-D slice, a
+reversed view) NumPy sums in its logical order too: a strided row kernel reads it so
+(``strided_row_layout``).  Where the operands are laid out otherwise (a run broadcast
+along some of the row's axes, a 2-D slice reduced whole, operands of different orders),
+NumPy's iterator would walk them in another order, so these functions raise
+``LayoutError`` and the group runs as NumPy calls instead.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ import numpy as np
 from tsjit.codegen.reduction_spec import RowKernelSpec
 
 __all__ = ["LayoutError", "column_layout", "fortran_ordered", "kept_shape", "reversed_axes",
-           "row_layout"]
+           "row_layout", "strided_row_layout"]
 
 
 class LayoutError(ValueError):
@@ -65,16 +67,27 @@ def row_layout(arrays: list[np.ndarray], per_row: list[bool], shape: tuple[int, 
                row_axes: int) -> tuple[int, int, list[int]]:
     """``(rows, n, row stride per array)``; ``per_row``: the array holds one value per row
     (its last size is 1)."""
+    rows, n, strides, elements = strided_row_layout(arrays, per_row, shape, row_axes)
+    for array, single, stride in zip(arrays, per_row, elements):
+        if not single and n > 1 and stride != array.itemsize:
+            raise LayoutError("a run that is not contiguous")
+    return rows, n, strides
+
+
+def strided_row_layout(arrays: list[np.ndarray], per_row: list[bool], shape: tuple[int, ...],
+                       row_axes: int) -> tuple[int, int, list[int], list[int]]:
+    """``(rows, n, row stride per array, element stride per array)`` for a strided row
+    kernel: each array's row axes collapse into one stride of any sign (0 for a value kept
+    per row), its leading axes into another."""
     if not shape:
         raise LayoutError("no axis to reduce")
     lead, row = shape[:-row_axes], shape[-row_axes:]
-    strides = []
+    strides, elements = [], []
     for array, single in zip(arrays, per_row):
         aligned = _aligned_strides(array, shape)
-        if not single:
-            _contiguous(array, row, aligned[-row_axes:])
+        elements.append(0 if single else _collapsed(row, aligned[-row_axes:]))
         strides.append(_collapsed(lead, aligned[:-row_axes]))
-    return math.prod(lead), math.prod(row), strides
+    return math.prod(lead), math.prod(row), strides, elements
 
 
 def column_layout(arrays: list[np.ndarray], shape: tuple[int, ...],

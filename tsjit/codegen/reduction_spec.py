@@ -24,6 +24,12 @@ arrays of the iteration shape or row-level arrays of the reduced shape (``output
 tells keepdims: the full rank, or one less (zero for ``full``)).  An array input whose
 last size is 1 (a kept reduction computed elsewhere; its guard checks the 1) is row-level.
 
+A ``strided`` row kernel reads each array input at an element stride of its own (bytes,
+in the job's block: negative for a reversed view, 0 for a broadcast value) instead of
+contiguously: NumPy sums a view whose row axes collapse into one stride (a 1-D slice, a
+reversed array) as one pairwise run in its logical order, and the temporaries of
+elementwise ops on such views are C-ordered, so the kernel's order stays NumPy's.
+
 A row may span several trailing axes (``row_axes``: ``x.sum(axis=(1, 2))`` of a 3-D
 array, summed by NumPy as one run of C-contiguous elements).  A ``column`` spec instead
 reduces a block of axes ``[start, stop)`` that does not reach the last axis (``axis=0`` of
@@ -80,6 +86,7 @@ class RowKernelSpec:
     row_inputs: tuple[int, ...] = ()   # array inputs of last size 1: one value per row
     row_axes: int = 1                  # trailing axes a row spans (row kernels)
     column: tuple[int, int] | None = None   # the reduced block of a column kernel
+    strided: bool = False              # array inputs at element strides (row kernels)
 
     def value_dtype(self, value: int) -> np.dtype:
         n_in = len(self.inputs)
@@ -191,6 +198,8 @@ def _check_axes(spec: RowKernelSpec) -> str | None:
                     if op.op == "reduce_sum" and np.dtype(op.dtype).kind == "f"}) > 1:
                 return "float sums with and without NumPy's cast buffers in one pass"
         return None if 1 <= spec.row_axes <= max(rank, 1) else "row axes out of range"
+    if spec.strided:
+        return "a strided column kernel"
     start, stop = spec.column
     if spec.full or spec.row_inputs or not 0 <= start < stop < rank:
         return f"a column reduction of axes [{start}, {stop}) at rank {rank}"
