@@ -184,6 +184,31 @@ def test_norms_any_all_and_count_nonzero(dtype):
         assert scripted.stats()["bailouts"] == 0, fn.__name__
 
 
+def lone_norm(x):
+    return np.linalg.norm(x, axis=-1)
+
+
+def lone_l1_norm(x):
+    return np.linalg.norm(x, ord=1, axis=0, keepdims=True)
+
+
+def lone_count(x):
+    return np.count_nonzero(x, axis=1)
+
+
+@pytest.mark.parametrize("fn", [lone_norm, lone_l1_norm, lone_count])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_reductions_numpy_computes_in_passes_are_fused_alone(fn, dtype):
+    """NumPy's norm and count_nonzero over an axis build a temporary (x * x, |x|, x != 0)
+    and reduce it: alone they still become a kernel, with NumPy's bits."""
+    x = (np.random.default_rng(9).standard_normal((7, 333)) * 3).astype(dtype)
+    x[2, :40] = 0
+    scripted, got = _scripted(fn, x)
+    assert_same(got, fn(x), fn.__name__)
+    assert "prim::FusionGroup" in str(scripted.graph_for(x))
+    assert scripted.stats()["kernel_launches"] >= 1
+
+
 def test_floating_point_errors_are_reported_as_numpy_reports_them():
     """An overflow in a row kernel (and in a full reduction split across threads) warns,
     or raises under np.errstate, as NumPy does: the group's ops then run in NumPy."""

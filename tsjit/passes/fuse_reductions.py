@@ -7,7 +7,8 @@ same joins and the same rules for moving members past other nodes), with reducti
 candidates too.  `((a - b) ** 2).mean()` then never materializes `a - b`, and softmax's
 max, exp, sum and division become one kernel that keeps each row in cache across its
 passes.  Only groups holding a reduction are replaced; the rest is left to the
-elementwise fuser.  A reduction alone stays a NumPy call, but for var and std.
+elementwise fuser.  A reduction alone stays a NumPy call, but for those NumPy computes
+in several passes.
 `TSJIT_LOG=fuser` logs why a reduction was not fused.
 """
 from __future__ import annotations
@@ -19,8 +20,10 @@ from .fuse_elementwise import _describe as describe
 from .reduction_kernel import ReductionCall, build_row_group, read_reduction, reduction_or_refusal
 
 # Reductions that NumPy computes in several passes with temporaries (np.var: the mean, the
-# deviations, their squares, their sum): one kernel beats them even alone.
-_COMPOSITE = frozenset({"var", "std"})
+# deviations, their squares, their sum; np.linalg.norm over an axis: x * x or |x|, then
+# its reduction; np.count_nonzero over an axis: x cast to bool, then its sum): one kernel
+# beats them even alone.
+_COMPOSITE = frozenset({"var", "std", "linalg_norm", "count_nonzero"})
 
 
 def fuse_reductions(graph: Graph) -> None:

@@ -109,8 +109,10 @@ def reduction_or_refusal(node: Node) -> ReductionCall | str | None:
     if order is NOT_CONSTANT or type(order) not in (type(None), int, float) or \
             order not in _NORM_ORDERS:
         return f"ord={order!r}"
-    if axis is None and name in ("linalg_norm", "count_nonzero"):
-        return "axis=None (a BLAS dot product; a Python int)"
+    if axis is None and name == "linalg_norm":
+        return "axis=None (NumPy's norm is then a BLAS dot product)"
+    if axis is None and name == "count_nonzero":
+        return "axis=None (NumPy then counts in one C loop and returns a Python int)"
     if name == "linalg_norm" and type(axis) is tuple and len(axis) != 1:
         return "two axes (a matrix norm)"
     if name in ("argmax", "argmin") and type(axis) is tuple:
