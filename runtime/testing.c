@@ -57,3 +57,5 @@ int64_t tsjit_testing_time_dispatch(int64_t reps, int64_t *ns_out) {
     }
     return atomic_load(&job.worker_chunks);
 }
+
+int tsjit_testing_chunks_per_thread(void) { return TSJIT_CHUNKS_PER_THREAD; }

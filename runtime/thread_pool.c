@@ -8,6 +8,10 @@
  *   - chunks are claimed, not assigned: the caller publishes the job, then claims chunks
  *     like any worker. A worker that is asleep or descheduled never delays a job; it
  *     wakes up to find no chunk left.
+ *   - a job has up to TSJIT_CHUNKS_PER_THREAD chunks per thread that may run it, not one: on
+ *     cores shared with other processes a thread that is descheduled mid-job holds up the
+ *     job only until its current chunk ends, while the others claim the rest (with one
+ *     chunk per thread, the job waited for the slower thread's whole half).
  *   - the job word packs (generation, chunk count, next chunk) into one 64-bit atomic, so
  *     one compare-and-swap both claims a chunk and proves the job is still the current one:
  *     a worker that wakes late cannot claim a chunk of a job that has already finished.
@@ -43,9 +47,10 @@
 #include <unistd.h>
 
 enum {
-    MAX_THREADS = 1024,          /* chunk count and index each fit in 16 bits */
+    MAX_THREADS = 1024, /* TSJIT_CHUNKS_PER_THREAD times this fits the job word's 16 bits */
     YIELD_AFTER_SPINS = 4096,    /* caller waiting for other threads' chunks */
 };
+_Static_assert(MAX_THREADS * TSJIT_CHUNKS_PER_THREAD <= 0xffff, "a chunk count is 16 bits");
 static const int64_t SPIN_NS = 20000; /* how long an idle worker stays awake */
 
 /* ---- the job word: generation (32 bits) | chunk count (16) | next chunk (16) ---- */
@@ -280,10 +285,12 @@ void tsjit_parallel_for(tsjit_task_fn fn, void *ctx, int64_t n, int64_t grain) {
         return;
     }
     int threads = tsjit_get_num_threads();
-    int others = atomic_fetch_add(&pool.running, 1);
+    int free_threads = threads - atomic_fetch_add(&pool.running, 1);
     int64_t chunks = n / (grain > 1 ? grain : 1);
-    if (chunks > threads - others) chunks = threads - others;
-    if (chunks <= 1 || pthread_mutex_trylock(&pool.dispatch_lock) != 0) {
+    if (chunks > (int64_t)free_threads * TSJIT_CHUNKS_PER_THREAD)
+        chunks = (int64_t)free_threads * TSJIT_CHUNKS_PER_THREAD;
+    if (free_threads <= 1 || chunks <= 1 ||
+        pthread_mutex_trylock(&pool.dispatch_lock) != 0) {
         run_inline(fn, ctx, n);
     } else {
         if (pool.wanted_workers != threads - 1) {

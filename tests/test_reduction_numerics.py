@@ -107,6 +107,27 @@ def test_every_thread_count_gives_the_same_bits():
         assert_same(got, full_sum(x))
 
 
+@pytest.mark.parametrize("rows", [1, 15, 1001, 3001])
+def test_rows_claimed_in_chunks_give_the_same_bits_for_every_thread_count(rows):
+    """The pool cuts a job of many rows into several chunks per thread, which any thread
+    may claim (runtime/thread_pool.c): a row's bits do not depend on the thread that
+    computes it, for odd row counts too, softmax (exp, a cached row) and variance (sums:
+    NumPy's bits)."""
+    x = np.random.default_rng(6).standard_normal((rows, 257)).astype(np.float32)
+    before = runtime.get_num_threads()
+    results = []
+    try:
+        for threads in (1, 2, 3, 4):
+            tsjit.set_num_threads(threads)
+            results.append((_run_native(softmax_and_exp, x), _run_native(row_var_std, x)))
+    finally:
+        tsjit.set_num_threads(before)
+    for (softmax, e), var_std in results:
+        assert_same(softmax, results[0][0][0])
+        assert_same(e, results[0][0][1])
+        assert_same(var_std, row_var_std(x))
+
+
 def test_a_single_long_row_splits_its_tree_across_threads():
     """The one row of a 1-D array (a loss) is cut into subtrees that the pool's threads
     compute, as a full reduction's run is; several long rows run one per thread, the split

@@ -37,6 +37,17 @@ def count_indices(n: int, grain: int) -> tuple[np.ndarray, int]:
     return counts, chunks
 
 
+def expected_chunks(n: int, grain: int, num_threads: int) -> int:
+    """The chunks of a job with the whole budget free: one on a single thread, else
+    ``n // grain``, at most TSJIT_CHUNKS_PER_THREAD per thread."""
+    if n == 0:
+        return 0
+    if num_threads == 1:
+        return 1
+    per_thread = runtime.lib.tsjit_testing_chunks_per_thread()
+    return max(1, min(num_threads * per_thread, n // grain))
+
+
 def record_chunks(n: int, grain: int) -> list[tuple[int, int, int]]:
     """(begin, end, thread id) of every task call of a parallel_for over a Python callback."""
     chunks: list[tuple[int, int, int]] = []
@@ -81,7 +92,7 @@ def test_every_index_runs_exactly_once(threads, num_threads, n, grain):
     runtime.set_num_threads(num_threads)
     counts, chunks = count_indices(n, grain)
     assert np.array_equal(counts, np.ones(n, dtype=np.int64))
-    assert chunks == (0 if n == 0 else max(1, min(num_threads, n // grain)))
+    assert chunks == expected_chunks(n, grain, num_threads)
 
 
 @pytest.mark.parametrize("n, grain", [(10, 1), (10, 3), (1000, 7), (999, 333), (5, 5), (4, 5)])
@@ -93,7 +104,7 @@ def test_chunks_are_contiguous_and_at_least_grain(threads, n, grain):
     assert all(prev[1] == nxt[0] for prev, nxt in zip(bounds, bounds[1:]))
     if len(bounds) > 1:
         assert min(end - begin for begin, end in bounds) >= grain
-    assert len(bounds) <= 4
+    assert len(bounds) == expected_chunks(n, grain, 4)
 
 
 def test_nested_parallel_for_runs_inline_on_the_outer_tasks_thread(threads):
@@ -105,7 +116,7 @@ def test_nested_parallel_for_runs_inline_on_the_outer_tasks_thread(threads):
         inner_calls.append((threading.get_ident(), record_chunks(1000, 1)))
 
     runtime.lib.tsjit_parallel_for(outer, runtime.ffi.NULL, 8, 1)
-    assert len(inner_calls) == 4
+    assert len(inner_calls) == expected_chunks(8, 1, 4)
     for outer_thread, inner in inner_calls:
         assert inner == [(0, 1000, outer_thread)]
 
@@ -158,6 +169,35 @@ def test_caller_and_every_worker_take_a_chunk(threads, num_threads):
     assert (ns > 0).all()
 
 
+def test_a_stalled_thread_holds_up_a_job_only_for_its_own_chunk(threads):
+    # The first chunk to start stalls until every other item is done, as a thread that
+    # another process preempts does: the other thread claims and runs all the rest, and
+    # what the stalled one holds is a small chunk, not a fixed half of the job.
+    runtime.set_num_threads(2)
+    n = 64
+    lock, others_done = threading.Lock(), threading.Event()
+    ran: list[tuple[int, int, int]] = []
+
+    @runtime.ffi.callback("void(void *, int64_t, int64_t)")
+    def task(ctx, begin, end):
+        with lock:
+            first = not ran
+            ran.append((begin, end, threading.get_ident()))
+        if first:
+            others_done.wait(10)
+            return
+        with lock:
+            if sum(e - b for b, e, _ in ran[1:]) == n - (ran[0][1] - ran[0][0]):
+                others_done.set()
+
+    runtime.lib.tsjit_parallel_for(task, runtime.ffi.NULL, n, 1)
+    assert sorted((b, e) for b, e, _ in ran)[-1][1] == n
+    stalled_begin, stalled_end, stalled = ran[0]
+    assert stalled_end - stalled_begin <= n // 8
+    assert others_done.is_set()
+    assert all(thread != stalled for _, _, thread in ran[1:])
+
+
 def threads_running_a_job(chunks: int, timeout: float = 1.0) -> set[int]:
     """The threads that ran a parallel_for of `chunks` chunks whose chunks wait (up to
     `timeout` seconds) until `chunks` threads are in the job: no thread runs two of them
@@ -206,7 +246,7 @@ def test_thread_count_changes_between_calls(threads):
         runtime.set_num_threads(num_threads)
         counts, chunks = count_indices(70_000, 1000)
         assert (counts == 1).all()
-        assert chunks == num_threads
+        assert chunks == expected_chunks(70_000, 1000, num_threads)
 
 
 def test_set_and_get_num_threads(threads):
@@ -322,7 +362,8 @@ def test_pool_works_in_a_forked_child():
             counts = np.zeros(n, dtype=np.int64)
             chunks = runtime.lib.tsjit_testing_count_indices(
                 runtime.ffi.from_buffer("int64_t[]", counts), n, 100)
-            return bool((counts == 1).all()) and chunks == runtime.get_num_threads()
+            per_thread = runtime.lib.tsjit_testing_chunks_per_thread()
+            return bool((counts == 1).all()) and chunks == 3 * per_thread
 
         runtime.set_num_threads(3)
         assert covered(100_000)

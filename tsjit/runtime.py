@@ -38,6 +38,7 @@ void tsjit_clear_interrupt(void);
 
 int64_t tsjit_testing_count_indices(int64_t *counts, int64_t n, int64_t grain);
 int64_t tsjit_testing_time_dispatch(int64_t reps, int64_t *ns_out);
+int tsjit_testing_chunks_per_thread(void);
 """
 
 LIBRARY_FILE = {"darwin": "libtsjit_runtime.dylib", "win32": "tsjit_runtime.dll"}.get(
@@ -49,7 +50,8 @@ _MAX_THREADS = 2**31 - 1  # the C int the runtime takes (it clamps further)
 
 EXPORTED = ("tsjit_parallel_for", "tsjit_set_num_threads", "tsjit_get_num_threads",
             "tsjit_watch_interrupts", "tsjit_interrupt_pending", "tsjit_clear_interrupt",
-            "tsjit_testing_count_indices", "tsjit_testing_time_dispatch")
+            "tsjit_testing_count_indices", "tsjit_testing_time_dispatch",
+            "tsjit_testing_chunks_per_thread")
 
 _handle: Any = None            # the backend's library handle
 _declared: dict[str, Any] = {}  # ffi and lib, once asked for

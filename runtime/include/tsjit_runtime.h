@@ -22,10 +22,15 @@ extern "C" {
 /* A kernel body: processes items [begin, end) of the job described by ctx. */
 typedef void (*tsjit_task_fn)(void *ctx, int64_t begin, int64_t end);
 
+/* A job has at most this many chunks per thread that may run it. */
+#define TSJIT_CHUNKS_PER_THREAD 8
+
 /* Run fn over [0, n) split into contiguous chunks of at least `grain` items across the
- * pool (the calling thread participates); return when all chunks are done.
- * Threads that other callers' kernels are running on count against the thread budget:
- * the job is split over those still free. Runs fn(ctx, 0, n) inline when n <= grain,
+ * pool (the calling thread participates); return when all chunks are done. The threads
+ * claim chunks one at a time, up to TSJIT_CHUNKS_PER_THREAD per thread free to run the
+ * job, so any chunk may run on any thread: fn must give the same result wherever its
+ * items run. Threads that other callers' kernels are running on count against the thread
+ * budget: the job is split over those still free. Runs fn(ctx, 0, n) inline when n <= grain,
  * with one thread, when no other thread is free, when called from inside a task
  * (nesting), or when another thread's job occupies the pool. n <= 0 does nothing. */
 TSJIT_API void tsjit_parallel_for(tsjit_task_fn fn, void *ctx, int64_t n, int64_t grain);

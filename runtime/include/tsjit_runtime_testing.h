@@ -20,6 +20,9 @@ TSJIT_API int64_t tsjit_testing_count_indices(int64_t *counts, int64_t n, int64_
  * nanoseconds to ns_out[0..reps); returns how many chunks ran on pool workers. */
 TSJIT_API int64_t tsjit_testing_time_dispatch(int64_t reps, int64_t *ns_out);
 
+/* TSJIT_CHUNKS_PER_THREAD, which the library was built with. */
+TSJIT_API int tsjit_testing_chunks_per_thread(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -401,7 +401,8 @@ class _Driver:
                 n_blocks = b.sdiv(b.add(left, b.sub(block, i64(1))), block)
                 parallel_for = self.runtime_function(PARALLEL_FOR, ir.VoidType(),
                                                      [PTR, PTR, I64, I64])
-                b.call(parallel_for, [self.claim_task, job, n_blocks, i64(1)])
+                # one claim task per thread (the runtime would cut more chunks)
+                b.call(parallel_for, [self.claim_task, job, _min(b, n_blocks, threads), i64(1)])
             with inline:
                 b.call(task, [job, start, n])
 
