@@ -92,22 +92,33 @@ def test_nan_and_infinities_follow_numpy():
     assert_same(got, stats_of_rows(x))
 
 
+def centered(x):
+    return x - x.mean()
+
+
 def test_layouts_the_kernel_does_not_take_run_numpys_order():
-    """A Fortran-ordered array runs transposed, rows of another stride (a column slice,
-    reversed rows) run in their logical order: NumPy's orders.  A full reduction of a 2-D
-    slice (rows apart: no one stride) runs as NumPy's ops (a bailout)."""
+    """A Fortran-ordered array runs transposed; other C-like layouts (a column slice,
+    reversed rows, a 2-D slice reduced whole) in their logical order: NumPy's orders.
+    Layouts NumPy walks otherwise run as NumPy's ops (a bailout): a strided array of
+    Fortran order (its temporaries are Fortran-ordered: rows add element by element), a
+    2-D slice that a reduction reads itself (NumPy sums it in buffers of whole rows)."""
     rng = np.random.default_rng(4)
     x = rng.standard_normal((30, 40)).astype(np.float32)
     scripted, _ = _scripted(stats_of_rows, x)
     for other in (np.asfortranarray(x), x.T, x[:, ::2], x[::-1, ::-3]):
         assert_same(scripted(other), stats_of_rows(other))
     assert scripted.stats()["bailouts"] == 0
+    f = np.asfortranarray(rng.standard_normal((60, 80)).astype(np.float32))
+    assert_same(scripted(f[::2, ::2]), stats_of_rows(f[::2, ::2]))
+    assert scripted.stats()["bailouts"] == 1
     full, _ = _scripted(mse, x, x)
-    f = np.asfortranarray(x)
     assert_same(full(f, f + 1), mse(f, f + 1))
-    assert full.stats()["bailouts"] == 0
     assert_same(full(x[::2], x[1::2]), mse(x[::2], x[1::2]))
-    assert full.stats()["bailouts"] == 1
+    assert full.stats()["bailouts"] == 0
+    direct, _ = _scripted(centered, x)
+    wide = rng.standard_normal((300, 400)).astype(np.float32)[:, :300]
+    assert_same(direct(wide), centered(wide))
+    assert direct.stats()["bailouts"] == 1
 
 
 def test_empty_rows_raise_or_warn_as_numpy_does():

@@ -18,7 +18,7 @@ from tsjit import runtime
 
 # around the block size, subtrees of 2, 4 and 8 equal blocks (144, 320, 1024: reduced
 # interleaved, pairwise.run_reducer), several blocks, odd splits, and a run long enough for
-# the parallel split of a full reduction (codegen/reduction.py: _PARALLEL_RUN)
+# the parallel split of a full reduction (codegen/reduction_split.py: PARALLEL_RUN)
 LENGTHS = (2, 7, 8, 9, 127, 128, 129, 144, 320, 1000, 1024, 4096, 8191, 8193, 20_011,
            300_007)
 
@@ -47,10 +47,10 @@ def row_centered(x):
     return x - x.mean(axis=-1, keepdims=True)   # the mean reads the input row itself
 
 
-def _run_native(fn, x):
+def _run_native(fn, *args):
     scripted = tsjit.script(fn)
     for _ in range(2):
-        got = scripted(x)
+        got = scripted(*args)
     stats = scripted.stats()
     assert stats["bailouts"] == 0 and stats["kernel_launches"] >= 1, stats
     return got
@@ -158,13 +158,18 @@ def row_stats(x):
     return y.sum(axis=-1), np.max(y, axis=-1), np.argmin(y, axis=-1), np.prod(x, axis=-1)
 
 
+def weighted_sum(x, w):
+    return np.sum(x * w)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_strided_and_reversed_runs_are_numpys_bits(dtype):
     """NumPy sums a view whose reduced axes collapse into one stride (a 1-D slice, a
     reversed array, a column slice's rows) pairwise in its logical order, and the
-    temporaries of elementwise ops on it are C-ordered: the strided kernel reads the view
-    so.  Sums, means, max, argmin and prod, the view itself or a value computed from it,
-    every thread count."""
+    temporaries of elementwise ops on C-like views are C-ordered: the strided kernel reads
+    the view so, piece by piece where it is not one stride (a 2-D slice or a broadcast
+    operand reduced whole).  Sums, means, max, argmin and prod, the view itself or a value
+    computed from it, every thread count."""
     rng = np.random.default_rng(17)
     run = (rng.standard_normal(600_011) * 10.0 ** rng.integers(-3, 4, 600_011)).astype(dtype)
     wide = rng.standard_normal((20, 3001)).astype(dtype)
@@ -177,11 +182,28 @@ def test_strided_and_reversed_runs_are_numpys_bits(dtype):
                 for fn in (full_sum, full_mean, direct_centered):
                     assert_same(_run_native(fn, view), fn(view), f"{fn.__name__} {view.strides}")
             reversed_whole = wide[::-1, ::-1]   # one stride: -itemsize
-            assert_same(_run_native(full_sum, reversed_whole), full_sum(reversed_whole))
+            for view in (reversed_whole, wide[:, ::2], wide[::3, 7:], wide[::-2, ::-5]):
+                assert_same(_run_native(full_sum, view), full_sum(view), f"{view.strides}")
+            assert_same(_run_native(weighted_sum, wide, wide[4]), weighted_sum(wide, wide[4]))
             for view in (reversed_whole, wide[:, ::2], wide[::-2, 5:]):
                 assert_same(_run_native(row_stats, view), row_stats(view), f"{view.strides}")
     finally:
         tsjit.set_num_threads(before)
+
+
+def max_and_min(x):
+    return np.max(x * 2.0, axis=-1), np.min(x - 1.0)
+
+
+def test_a_strided_max_of_zeros_and_nans_has_numpys_bits():
+    """A max or min that is a zero or a NaN is NumPy's element (reduction_ties), walked
+    one element at a time in a strided kernel too."""
+    x = np.zeros((30, 1001))
+    x[3, 7], x[5, 11] = -0.0, np.nan
+    for view in (x[:, ::2], x[::-1, ::-3], x[::2, :400], x.ravel()[::-7]):
+        got, want = _run_native(max_and_min, view), max_and_min(view)
+        for g, w in zip(got, want):
+            assert np.array_equal(np.asarray(g).view(np.int64), np.asarray(w).view(np.int64))
 
 
 def test_rows_of_a_wider_array_and_broadcast_operands():

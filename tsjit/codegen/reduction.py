@@ -17,8 +17,8 @@ Module functions (``name`` is the entry point):
   job raised on any thread; ``operands`` is the address of a tuple of the array
   inputs, the outputs, and an int64 array ``[rows, n, row stride per operand (bytes)...]``
   (cffi charges per argument; the data pointers are read from NumPy's structs here).
-  Elements within a row are contiguous (``strided``: array inputs' element strides in
-  bytes follow in the block).  Rows are split across
+  Elements within a row are contiguous (``strided``: where the inputs' elements are
+  follows in the block, ``reduction_strided``).  Rows are split across
   the runtime's threads (``tsjit_parallel_for``); a job of one long row (a full
   reduction, or a 1-D array's) splits the top of its summation tree instead, so every
   thread count gives the same bits.
@@ -90,17 +90,20 @@ from tsjit.codegen.reduction_spec import (
     nonpositive_values,
     schedule,
 )
+from tsjit.codegen.reduction_split import build_parallel_tree
+from tsjit.codegen.reduction_strided import (
+    element_address,
+    load_strides,
+    piece_loop,
+    strided_fields,
+)
 from tsjit.codegen.reduction_ties import emit_row_ties
 from tsjit.codegen.vmath import emit_math
 
-__all__ = ["build_row_kernel_module", "SUBTREE_DEPTH"]
+__all__ = ["build_row_kernel_module"]
 
 # Elements of work (per thread chunk) below which rows run on the calling thread.
 _PARALLEL_WORK = 1 << 16
-# A full reduction of at least this many elements is cut into 2**SUBTREE_DEPTH subtrees of
-# its summation tree, computed in parallel and added in the tree's order.
-SUBTREE_DEPTH = 4
-_PARALLEL_RUN = 1 << 18
 _TASK_TYPE = ir.FunctionType(ir.VoidType(), [PTR, I64, I64])
 # Rows up to this long keep the expensive values of a pass for the later passes in a
 # stack buffer (longer rows compute them again).
@@ -132,10 +135,10 @@ class _RowKernelBuilder:
         self.n_slots = self.n_operands + len(self.cached)
         # the row state: every row-level value, by value number
         self.row_values = [v for v in range(self.n_in + len(spec.ops)) if not self.levels[v]]
-        # then, strided, each array input's element stride in bytes (set per job)
+        # then, strided, where its inputs' elements are (reduction_strided, set per job)
         self.state_type = ir.LiteralStructType(
             [llvm_type(spec.value_dtype(v)) for v in self.row_values] +
-            [I64] * (len(self.array_inputs) if spec.strided else 0) or [I64])
+            (strided_fields(len(self.array_inputs)) if spec.strided else []) or [I64])
         self.field = {v: k for k, v in enumerate(self.row_values)}
         scalar_types = [llvm_type(spec.inputs[i].dtype) for i in self.scalar_inputs]
         self.scalars_type = ir.LiteralStructType(scalar_types or [I64])
@@ -186,14 +189,22 @@ class _RowKernelBuilder:
         return any(self._op(v) is not None and self._op(v).op in _EXPENSIVE for v in computes)
 
     def element_loop(self, b: ir.IRBuilder, begin: ir.Value, end: ir.Value, body,
-                     computes: set[int]) -> None:
+                     computes: set[int], pieces: tuple) -> None:
         """A loop over elements; one that computes transcendental functions (long
         dependency chains) interleaves _INTERLEAVE vectors per iteration, as the
-        elementwise kernels' do (``elementwise._INTERLEAVE``)."""
-        if self.expensive(computes):
-            hinted_loop(b, begin, end, body, {"llvm.loop.interleave.count": _INTERLEAVE})
+        elementwise kernels' do (``elementwise._INTERLEAVE``).  ``pieces``: ``(row values,
+        row pointers, offset)``, for a strided kernel's walk (``reduction_strided``)."""
+        def run(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value) -> None:
+            if self.expensive(computes):
+                hinted_loop(b, lo, hi, body, {"llvm.loop.interleave.count": _INTERLEAVE})
+            else:
+                loop(b, lo, hi, body)
+
+        if self.spec.strided:
+            row, pointers, offset = pieces
+            piece_loop(b, begin, end, offset, row, pointers[:len(self.array_inputs)], run)
         else:
-            loop(b, begin, end, body)
+            run(b, begin, end)
 
     def clear_fp_status(self, b: ir.IRBuilder) -> None:
         """Clear this thread's sticky floating-point flags (a task's start)."""
@@ -224,18 +235,18 @@ class _RowKernelBuilder:
         return b.gep(state, [ir.Constant(I32, 0), ir.Constant(I32, self.field[v])],
                      source_etype=self.state_type)
 
-    def stride_slot(self, b: ir.IRBuilder, state: ir.Value, k: int) -> ir.Value:
-        """The state's element stride of array input ``k`` (by position; strided specs)."""
-        return b.gep(state, [ir.Constant(I32, 0), ir.Constant(I32, len(self.row_values) + k)],
+    def strided_slot(self, b: ir.IRBuilder, state: ir.Value, j: int) -> ir.Value:
+        """The state's ``j``-th strided field (``reduction_strided``)."""
+        return b.gep(state, [ir.Constant(I32, 0), ir.Constant(I32, len(self.row_values) + j)],
                      source_etype=self.state_type)
 
     def load_state(self, b: ir.IRBuilder, state: ir.Value) -> dict:
-        """The row values by value number; strided, the element strides by ("stride", k)."""
+        """The row values by value number; strided, the layout's fields by key."""
         values = {v: b.load(self.state_slot(b, state, v), typ=self.state_type.elements[k])
                   for k, v in enumerate(self.row_values)}
         if self.spec.strided:
-            values.update({("stride", k): b.load(self.stride_slot(b, state, k), typ=I64)
-                           for k in range(len(self.array_inputs))})
+            values.update(load_strides(b, lambda j: self.strided_slot(b, state, j),
+                                       len(self.array_inputs)))
         return values
 
     def needed(self, roots: list[int], loaded=frozenset()) -> set[int]:
@@ -277,8 +288,7 @@ class _RowKernelBuilder:
             if i in wanted:
                 dtype = spec.inputs[i].dtype
                 if spec.strided:
-                    at = b.gep(pointers[k], [b.mul(index, row[("stride", k)])],
-                               source_etype=ir.IntType(8))
+                    at = element_address(b, pointers[k], row, k, index)
                 else:
                     at = b.gep(pointers[k], [index], source_etype=memory_type(dtype),
                                inbounds=True)
@@ -378,7 +388,8 @@ class _RowKernelBuilder:
                 for buffer, a, ty in zip(inner_buffers, computed, types):
                     ib.store(values[a], element(ib, buffer, i, ty))
 
-            self.element_loop(ib, i64(0), inner_n, one, wanted - set(loads))
+            self.element_loop(ib, i64(0), inner_n, one, wanted - set(loads),
+                              (row, inner_pointers, inner_start))
             ib.ret_void()
             b.call(inner, pointers + [state, start, n, *buffers])
         computed_runs = iter(buffers)
@@ -428,82 +439,6 @@ class _RowKernelBuilder:
             y = b.load(element(b, right, i64(j), I64), typ=ty)
             b.store(emit_combine(b, op.op, op.dtype, x, y), element(b, results, i64(j), I64))
 
-    def build_parallel_tree(self, p: int, tree: ir.Function) -> ir.Function:
-        """``tree`` of a whole run, its top SUBTREE_DEPTH levels cut into subtrees computed
-        by the pool's threads, then combined in the tree's order (the same bits)."""
-        reductions = self.passes[p]
-        count = 1 << SUBTREE_DEPTH
-        job_type = ir.LiteralStructType([PTR, PTR, ir.ArrayType(I64, count),
-                                         ir.ArrayType(I64, count), PTR, I32])
-        task = self.function(f"{self.name}_subtrees{p}", [PTR, I64, I64])
-        job, begin, end = task.args
-        b = ir.IRBuilder(task.append_basic_block())
-
-        def job_field(b, job, *path):
-            return b.gep(job, [ir.Constant(I32, 0)] + [
-                x if isinstance(x, ir.Value) else ir.Constant(I32, x) for x in path],
-                source_etype=job_type)
-
-        rowptrs = b.load(job_field(b, job, 0), typ=PTR)
-        state = b.load(job_field(b, job, 1), typ=PTR)
-        slots = b.load(job_field(b, job, 4), typ=PTR)
-        before = self.save_fp_status(b)
-
-        def one(b: ir.IRBuilder, t: ir.Value) -> None:
-            start = b.load(job_field(b, job, 2, t), typ=I64)
-            n = b.load(job_field(b, job, 3, t), typ=I64)
-            at = b.gep(slots, [b.mul(t, i64(len(reductions)))], source_etype=I64)
-            b.call(tree, [rowptrs, state, start, n, at])
-
-        loop(b, begin, end, one)
-        self.collect_fp_status(b, job_field(b, job, 5))
-        self.raise_fp_status(b, before)
-        b.ret_void()
-
-        fn = self.function(f"{self.name}_run{p}", [PTR, PTR, I64, PTR])
-        rowptrs, state, n, results = fn.args
-        b = ir.IRBuilder(fn.append_basic_block())
-        with b.if_else(b.icmp_signed("<", n, i64(_PARALLEL_RUN))) as (serial, parallel):
-            with serial:
-                b.call(tree, [rowptrs, state, i64(0), n, results])
-            with parallel:
-                job = stack_slot(b, job_type)
-                slots = stack_slot(b, ir.ArrayType(I64, count * len(reductions)))
-                for k, value in ((0, rowptrs), (1, state), (4, slots),
-                                 (5, ir.Constant(I32, 0))):
-                    b.store(value, job_field(b, job, k))
-                # the subtrees, left to right: split every range SUBTREE_DEPTH times
-                ranges = [(i64(0), n)]
-                for _ in range(SUBTREE_DEPTH):
-                    ranges = [part for start, length in ranges
-                              for part in self.halves(b, start, length)]
-                for t, (start, length) in enumerate(ranges):
-                    b.store(start, job_field(b, job, 2, t))
-                    b.store(length, job_field(b, job, 3, t))
-                self.call_parallel_for(b, task, job, i64(count), i64(1))
-                # the workers' flags become this thread's, which the rows task collects
-                self.raise_fp_status(b, b.load(job_field(b, job, 5), typ=I32))
-                level = [b.gep(slots, [i64(t * len(reductions))], source_etype=I64)
-                         for t in range(count)]
-                while len(level) > 1:
-                    merged = []
-                    for left, right in zip(level[::2], level[1::2]):
-                        self.combine_slots(b, reductions, left, right, left)
-                        merged.append(left)
-                    level = merged
-                for j in range(len(reductions)):
-                    b.store(b.load(element(b, level[0], i64(j), I64), typ=I64),
-                            element(b, results, i64(j), I64))
-        b.ret_void()
-        return fn
-
-    @staticmethod
-    def halves(b: ir.IRBuilder, start: ir.Value, n: ir.Value) -> list[tuple]:
-        """The two subtrees of a range (longer than NODE: runs of at least _PARALLEL_RUN
-        split SUBTREE_DEPTH times stay far above it)."""
-        half = emit_split(b, n)
-        return [(start, half), (b.add(start, half), b.sub(n, half))]
-
     def build_outputs(self, cached: bool) -> ir.Function | None:
         """``out(p..., state, n)``: the element-level outputs of a row, every pointer
         noalias (outputs are fresh arrays, scratch buffers private) so the loop
@@ -527,7 +462,7 @@ class _RowKernelBuilder:
             values = self.emit_elements(b, pointers, i, row, wanted, loads)
             self.store_outputs(b, pointers, i, values, element_outputs)
 
-        self.element_loop(b, begin, end, one, wanted - set(loads))
+        self.element_loop(b, begin, end, one, wanted - set(loads), (row, pointers, i64(0)))
         b.ret_void()
         return fn
 
@@ -566,7 +501,7 @@ class _RowKernelBuilder:
                 tree = build_scan(self, p, cached)   # max/min too: in any order
             else:
                 tree = self.build_tree(p, self.build_node(p, cached))
-            trees.append(self.build_parallel_tree(p, tree) if split[p] else tree)
+            trees.append(build_parallel_tree(self, p, tree) if split[p] else tree)
         outputs = self.build_outputs(cached)
         loads, _ = self.scratch(len(self.passes), cached)
         outputs_compute = self.needed([v for v in spec.outputs if self.levels[v]], loads)
@@ -682,10 +617,10 @@ class _RowKernelBuilder:
                    for k in range(self.n_operands)]
         rowptrs = stack_slot(b, ir.ArrayType(PTR, self.n_operands))
         stopped = stack_slot(b, I32, ir.Constant(I32, 0))
-        if spec.strided:   # the block's element strides follow the row strides
-            for k in range(len(self.array_inputs)):
-                stride = element(b, block, i64(2 + self.n_operands + k), I64)
-                b.store(b.load(stride, typ=I64), self.stride_slot(b, state, k))
+        if spec.strided:   # the block's strided fields follow the row strides
+            for j in range(len(strided_fields(len(self.array_inputs)))):
+                field = element(b, block, i64(2 + self.n_operands + j), I64)
+                b.store(b.load(field, typ=I64), self.strided_slot(b, state, j))
 
         def compute(b: ir.IRBuilder, r: ir.Value) -> None:
             for k in range(self.n_operands):

@@ -4,11 +4,12 @@ The call lays the broadcast iteration shape out as the kernel walks it
 (``reduction_layout``: rows, or a column kernel's outer, reduced and inner blocks).  A full
 reduction (``spec.full``) needs every array input C-contiguous with the iteration shape:
 NumPy then sums one run of all elements, which is what the kernel follows.  Fortran-ordered
-operands run the kernel of the reversed axes; rows of another stride (a 1-D slice, a
-reversed view) the kernel that reads its inputs at element strides (``strided``).  A
+operands run the kernel of the reversed axes; other rows NumPy sums in their logical
+order (a 1-D slice, a reversed view, a 2-D slice or broadcast operand reduced whole) the
+kernel that walks its inputs at their strides (``strided``, ``reduction_strided``).  A
 kernel remembers which of these runs each layout it has seen (``_Plan``).  Anything else
-(a row that collapses into no single stride, an empty or too short row; an empty
-iteration shape with a non-empty operand, on which NumPy computes ops that may warn)
+(operands NumPy walks in another order, an empty or too short row; an empty iteration
+shape with a non-empty operand, on which NumPy computes ops that may warn)
 raises ValueError, which the group's launcher answers by running the group's ops in the
 interpreter: NumPy's own results and errors, never a wrong one.
 
@@ -49,6 +50,7 @@ from tsjit.codegen.reduction_spec import (
     ARG_REDUCTIONS,
     BUFFER,
     BUFFERED,
+    REDUCTIONS,
     ROW_INDEX,
     RowKernelSpec,
     element_level,
@@ -93,6 +95,9 @@ class RowKernel:
         self._strided: RowKernel | None = None
         self._plans: dict[tuple, _Plan] = {}   # by (shape, each array's shape and strides)
         self.scalars = [i for i, inp in enumerate(spec.inputs) if inp.is_scalar]
+        # per array input: whether a reduction reads it as it is (not a computed value)
+        read = {op.args[0] for op in spec.ops if op.op in REDUCTIONS}
+        self.direct = [i in read for i in self.arrays]
         levels = element_level(spec)
         self.outputs = [(spec.value_dtype(v), levels[v], rank)
                         for v, rank in zip(spec.outputs, spec.output_ranks)]
@@ -195,9 +200,10 @@ class RowKernel:
             return self.plan_columns(arrays, shape)
         per_row = [i in spec.row_inputs for i in self.arrays]
         row_axes = len(shape) if spec.full else spec.row_axes
-        elements = []
+        layout = []
         if spec.strided:
-            rows, n, strides, elements = strided_row_layout(arrays, per_row, shape, row_axes)
+            rows, n, layout = strided_row_layout(arrays, per_row, self.direct, shape, row_axes)
+            strides, layout = layout[:len(arrays)], layout[len(arrays):]
         elif spec.full:
             if any(a.shape != shape or not a.flags.c_contiguous for a in arrays):
                 raise LayoutError("a full reduction of operands that are not one C run")
@@ -209,7 +215,7 @@ class RowKernel:
             strides.append(n * dtype.itemsize if element else
                            dtype.itemsize if not spec.full else 0)
         reduced = range(0 if spec.full else len(shape) - spec.row_axes, len(shape))
-        return _Plan(np.array([rows, n, *strides, *elements], np.int64),
+        return _Plan(np.array([rows, n, *strides, *layout], np.int64),
                      self.shapes(shape, reduced))
 
     def plan_columns(self, arrays: list, shape: tuple[int, ...]) -> _Plan:

@@ -9,12 +9,13 @@ into one stride each per operand and ``I`` is contiguous.  Broadcast axes have s
 
 Fortran-ordered operands NumPy walks last axis outermost: the launcher then transposes
 them and runs the kernel of the reversed axes (``fortran_ordered``, ``reversed_axes``).
-A row whose axes collapse into one stride of another size or sign (a 1-D slice, a
-reversed view) NumPy sums in its logical order too: a strided row kernel reads it so
-(``strided_row_layout``).  Where the operands are laid out otherwise (a run broadcast
-along some of the row's axes, a 2-D slice reduced whole, operands of different orders),
-NumPy's iterator would walk them in another order, so these functions raise
-``LayoutError`` and the group runs as NumPy calls instead.
+Rows laid out otherwise in C-like operands (a 1-D slice, a reversed view, a 2-D slice or
+an operand broadcast along some of the row's axes, reduced whole) NumPy sums in their
+logical order too where the reduced value is an elementwise temporary (C-ordered), or an
+input whose row is one stride: a strided row kernel walks them so
+(``strided_row_layout``).  Otherwise (operands of different orders, a reduction of an
+input NumPy walks in buffers) NumPy's iterator would walk them in another order, so
+these functions raise ``LayoutError`` and the group runs as NumPy calls instead.
 """
 from __future__ import annotations
 
@@ -67,27 +68,51 @@ def row_layout(arrays: list[np.ndarray], per_row: list[bool], shape: tuple[int, 
                row_axes: int) -> tuple[int, int, list[int]]:
     """``(rows, n, row stride per array)``; ``per_row``: the array holds one value per row
     (its last size is 1)."""
-    rows, n, strides, elements = strided_row_layout(arrays, per_row, shape, row_axes)
-    for array, single, stride in zip(arrays, per_row, elements):
-        if not single and n > 1 and stride != array.itemsize:
-            raise LayoutError("a run that is not contiguous")
-    return rows, n, strides
-
-
-def strided_row_layout(arrays: list[np.ndarray], per_row: list[bool], shape: tuple[int, ...],
-                       row_axes: int) -> tuple[int, int, list[int], list[int]]:
-    """``(rows, n, row stride per array, element stride per array)`` for a strided row
-    kernel: each array's row axes collapse into one stride of any sign (0 for a value kept
-    per row), its leading axes into another."""
     if not shape:
         raise LayoutError("no axis to reduce")
     lead, row = shape[:-row_axes], shape[-row_axes:]
-    strides, elements = [], []
+    strides = []
     for array, single in zip(arrays, per_row):
         aligned = _aligned_strides(array, shape)
-        elements.append(0 if single else _collapsed(row, aligned[-row_axes:]))
+        if not single:
+            _contiguous(array, row, aligned[-row_axes:])
         strides.append(_collapsed(lead, aligned[:-row_axes]))
-    return math.prod(lead), math.prod(row), strides, elements
+    return math.prod(lead), math.prod(row), strides
+
+
+def strided_row_layout(arrays: list[np.ndarray], per_row: list[bool], direct: list[bool],
+                       shape: tuple[int, ...], row_axes: int) -> tuple[int, int, list[int]]:
+    """``(rows, n, block)`` for a strided row kernel (``reduction_strided``): ``block``
+    holds a row stride per array, then each array's element stride, its outer stride and
+    the piece length ``m``.  The row splits at one axis into pieces (its outer axes) of
+    ``m`` elements (its inner axes), each part collapsing into one stride of any sign in
+    every array (0 for a value kept per row); one piece where the whole row collapses.  The
+    operands must be C-like (NumPy lays their temporaries out C-ordered), and an array a
+    reduction reads itself (``direct``) one piece (NumPy walks it as it is: one run only
+    where it is one stride)."""
+    if not shape:
+        raise LayoutError("no axis to reduce")
+    lead, row = shape[:-row_axes], shape[-row_axes:]
+    aligned = [_aligned_strides(array, shape) for array in arrays]
+    for strides in aligned:
+        moving = [abs(s) for s, size in zip(strides, shape) if size > 1 and s]
+        if moving != sorted(moving, reverse=True):
+            raise LayoutError("an operand NumPy walks in another order than C's")
+    for cut in range(len(row)):
+        try:
+            inner = [0 if single else _collapsed(row[cut:], strides[len(lead) + cut:])
+                     for single, strides in zip(per_row, aligned)]
+            outer = [0 if single else _collapsed(row[:cut], strides[len(lead):len(lead) + cut])
+                     for single, strides in zip(per_row, aligned)]
+        except LayoutError:
+            continue
+        for single, read, strides in zip(per_row, direct, aligned):
+            if read and cut and not single:   # NumPy walks it alone: one stride?
+                _collapsed(row, strides[len(lead):])
+        strides = [_collapsed(lead, a[:len(lead)]) for a in aligned]
+        return math.prod(lead), math.prod(row), [*strides, *inner, *outer,
+                                                 math.prod(row[cut:])]
+    raise LayoutError("a row that does not split into pieces of one stride")
 
 
 def column_layout(arrays: list[np.ndarray], shape: tuple[int, ...],

@@ -102,7 +102,8 @@ def build_scan(kb, p: int, cached: bool) -> ir.Function:
                 b.store(position, index)
 
     interruptible_blocks(b, start, b.add(start, n), INTERRUPT_ELEMENTS, lambda b, lo, hi:
-                         kb.element_loop(b, lo, hi, one, wanted - set(loads)), kb.parallel)
+                         kb.element_loop(b, lo, hi, one, wanted - set(loads),
+                                         (row, pointers, i64(0))), kb.parallel)
     for j, (dtype, (best, index)) in enumerate(zip(dtypes, slots)):
         result = b.load(index, typ=I64) if index is not None else \
             b.load(best, typ=llvm_type(dtype))
