@@ -11,7 +11,12 @@ rebound to jax.numpy), float32 [4096, 1024] unless named otherwise:
   value broadcast along its rows);
 - argmax_logits: `np.argmax(x * s + b, axis=-1)`;
 - int_mean: `(x * 3).mean(axis=-1)` of int32 (float64 sums through NumPy's cast buffers);
-- row_prod: `np.prod(1 + x * 1e-3, axis=-1)`.
+- row_prod: `np.prod(1 + x * 1e-3, axis=-1)`;
+- layouts the strided row kernel walks (``codegen/reduction_strided.py``): slice_sum,
+  `np.sum(x * s)` of a 2-D slice `x[:, :1024]` of a [4096, 2048] array; weighted_sum,
+  `np.sum(x * w)` with `w` of shape (4096, 1); reversed_row_sum, `np.sum(x * s, axis=-1)`
+  of `x[:, ::-1]`; strided_loss, `np.mean((a - b) ** 2)` of `v[::2]` and `v[1::2]`
+  (2M each).
 tsjit's results are NumPy's bits (checked before timing); JAX's are within the harness's
 tolerance.  Prints a table per case, writes bench/results/reduction_coverage.json/.png.
 """
@@ -48,6 +53,22 @@ def row_prod(x):
     return np.prod(1 + x * np.float32(1e-3), axis=-1)
 
 
+def scaled_sum(x, s):
+    return np.sum(x * s)
+
+
+def weighted_sum(x, w):
+    return np.sum(x * w)
+
+
+def scaled_row_sum(x, s):
+    return np.sum(x * s, axis=-1)
+
+
+def mse_loss(a, b):
+    return np.mean((a - b) ** 2)
+
+
 def cases(quick: bool):
     rng = np.random.default_rng(0)
     rows = 4096 // (16 if quick else 1)
@@ -60,6 +81,11 @@ def cases(quick: bool):
         ("argmax_logits", argmax_logits, (x, np.float32(0.5), b)),
         ("int_mean", int_mean, (rng.integers(-1000, 1000, (rows, 1024)).astype(np.int32),)),
         ("row_prod", row_prod, (x,)),
+        ("slice_sum", scaled_sum,
+         (rng.standard_normal((rows, 2048)).astype(np.float32)[:, :1024], np.float32(1.5))),
+        ("weighted_sum", weighted_sum, (x, rng.standard_normal((rows, 1)).astype(np.float32))),
+        ("reversed_row_sum", scaled_row_sum, (x[:, ::-1], np.float32(1.5))),
+        ("strided_loss", mse_loss, (x.ravel()[::2], x.ravel()[1::2])),
     ]
     for name, fn, args in workloads:
         impls = [peers.tsjit_script(fn), peers.plain("numpy", fn)]

@@ -191,6 +191,35 @@ def test_strided_and_reversed_runs_are_numpys_bits(dtype):
         tsjit.set_num_threads(before)
 
 
+def weighted_means(x, w):
+    return np.mean(x * w, axis=(-2, -1))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_an_operand_of_last_size_1_in_a_reduction_of_several_axes(dtype):
+    """``np.sum(x * w)`` with ``w`` of shape (rows, 1): the fuser reads ``w`` as any array
+    broadcast along its last axis (one value per row only in a reduction of that axis), so
+    the strided kernel sums NumPy's C-ordered temporary as one pairwise run; over a
+    Fortran-ordered ``x`` NumPy's temporary is Fortran-ordered: the transposed operands,
+    strided.  Every thread count."""
+    rng = np.random.default_rng(23)
+    x = (rng.standard_normal((700, 301)) * 10.0 ** rng.integers(-3, 4, (700, 301))).astype(dtype)
+    w = rng.standard_normal((700, 1)).astype(dtype)
+    cube = rng.standard_normal((3, 200, 101)).astype(dtype)
+    before = runtime.get_num_threads()
+    try:
+        for threads in (1, 2):
+            tsjit.set_num_threads(threads)
+            for a, b in ((x, w), (x[::-1], w), (x[:, ::2], w[::-1]), (np.asfortranarray(x), w),
+                         (np.asfortranarray(x)[::2, ::3], w[::2])):
+                assert_same(_run_native(weighted_sum, a, b), weighted_sum(a, b),
+                            f"{a.strides} {b.strides}")
+            kept = cube[:, :, :1] + 0.5
+            assert_same(_run_native(weighted_means, cube, kept), weighted_means(cube, kept))
+    finally:
+        tsjit.set_num_threads(before)
+
+
 def max_and_min(x):
     return np.max(x * 2.0, axis=-1), np.min(x - 1.0)
 

@@ -4,9 +4,10 @@ The call lays the broadcast iteration shape out as the kernel walks it
 (``reduction_layout``: rows, or a column kernel's outer, reduced and inner blocks).  A full
 reduction (``spec.full``) needs every array input C-contiguous with the iteration shape:
 NumPy then sums one run of all elements, which is what the kernel follows.  Fortran-ordered
-operands run the kernel of the reversed axes; other rows NumPy sums in their logical
-order (a 1-D slice, a reversed view, a 2-D slice or broadcast operand reduced whole) the
-kernel that walks its inputs at their strides (``strided``, ``reduction_strided``).  A
+operands run the kernel of the reversed axes (on the transposed operands: its strided
+one where they are strided); other rows NumPy sums in their logical order (a 1-D slice,
+a reversed view, a 2-D slice or broadcast operand reduced whole) the kernel that walks
+its inputs at their strides (``strided``, ``reduction_strided``).  A
 kernel remembers which of these runs each layout it has seen (``_Plan``).  Anything else
 (operands NumPy walks in another order, an empty or too short row; an empty iteration
 shape with a non-empty operand, on which NumPy computes ops that may warn)
@@ -147,11 +148,12 @@ class RowKernel:
             # NumPy walks Fortran-ordered operands (and their temporaries) in memory order:
             # the transposed operands in C order, by the kernel of the transposed axes
             flipped = self.transpose(args, len(shape))
-            try:
-                plan = self._transposed.plan([flipped[i] for i in self.arrays], shape[::-1])
-                return plan._replace(kernel=self._transposed, transposed=len(shape))
-            except LayoutError:
-                pass
+            for kernel in (self._transposed, self._transposed.strided()):
+                try:
+                    plan = kernel.plan([flipped[i] for i in self.arrays], shape[::-1])
+                    return plan._replace(kernel=kernel, transposed=len(shape))
+                except LayoutError:
+                    pass
         # rows of another stride, in their logical order (reduction_layout)
         return self.strided().plan(arrays, shape)._replace(kernel=self.strided())
 

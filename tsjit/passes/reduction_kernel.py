@@ -152,8 +152,9 @@ class _RowBuilder(_Builder):
     the row, whether a row value keeps its reduced axes, whether it comes from a
     reduction."""
 
-    def __init__(self) -> None:
+    def __init__(self, per_row: bool) -> None:
         super().__init__()
+        self.per_row = per_row   # an array of last size 1 is a value per row (else broadcast)
         self.ranks: list[int] = []
         self.elements: list[bool] = []
         self.kept: list[bool] = []
@@ -171,7 +172,7 @@ class _RowBuilder(_Builder):
         one value per row; its guard checks that size."""
         n = super().array_input(v)
         sizes = v.type.sizes
-        if sizes and sizes[-1] == 1:
+        if self.per_row and sizes and sizes[-1] == 1:
             self.row_inputs.append(n)
             self.elements[n], self.reduced[n] = False, True
         return n
@@ -454,7 +455,7 @@ class _RowBuilder(_Builder):
             return {"full": False, "min_length": self.min_length,
                     "column": (axes[0], axes[-1] + 1)}
         if row_inputs and len(axes) > 1:
-            raise GroupError("a value kept per row in a reduction of several axes")
+            raise _PerRowError("a value kept per row in a reduction of several axes")
         full = len(axes) == rank and rank > 1
         return {"full": full, "min_length": self.min_length, "row_inputs": row_inputs,
                 "row_axes": len(axes)}
@@ -469,11 +470,28 @@ class _RowBuilder(_Builder):
                           self.elements[n] or rank > 0)
 
 
+class _PerRowError(GroupError):
+    """An array of last size 1 read as a value per row where the reduced axes are not one
+    row: read again as an array broadcast along that axis."""
+
+
 def build_row_group(nodes: list[Node], used_outside) -> FusedKernel:
     """The row kernel computing `nodes` (in program order); `used_outside(value)` tells
     which results the rest of the program reads.  Its `spec` is None while the nodes hold
-    no reduction (a group still growing).  Raises GroupError."""
-    builder = _RowBuilder()
+    no reduction (a group still growing).  Raises GroupError.
+
+    An array of last size 1 (a kept reduction made elsewhere: `x - m` with `m` of shape
+    (rows, 1)) is first read as one value per row; where the group reduces more than the
+    last axis (`np.sum(x * w)` with `w` of shape (rows, 1)) it is read again as any other
+    array, broadcast along the last axis (the launcher's strided kernel walks it)."""
+    try:
+        return _build_row_group(nodes, used_outside, True)
+    except _PerRowError:
+        return _build_row_group(nodes, used_outside, False)
+
+
+def _build_row_group(nodes: list[Node], used_outside, per_row: bool) -> FusedKernel:
+    builder = _RowBuilder(per_row)
     for node in nodes:
         call = read_reduction(node) or read_call(node)
         if call is None:
