@@ -1,6 +1,7 @@
 """The disk cache's checks against the work they guard: a verified load of each entry
 (open, fstat, read, SHA-256 over key material, IR and object, key compare) beside linking
-its object, medians of repeated runs.
+its object, by the runtime's loader (what tsjit does) and by LLVM's JIT (its fallback),
+medians of repeated runs.
 
     python bench/disk_cache.py
 
@@ -40,10 +41,10 @@ def _median_us(run, repeats: int) -> float:
 def main() -> None:
     os.environ.setdefault("TSJIT_CACHE_DIR", tempfile.mkdtemp(prefix="tsjit-bench-cache-"))
     disk_cache.DiskCache.load = _recording_load
-    import llvmlite.binding as llvm
-
     import tsjit
-    from tsjit.codegen.engine import _Llvm, get_engine
+    from tsjit.codegen import object_loader
+    from tsjit.codegen.engine import get_engine
+    from tsjit.codegen.llvm_jit import link as jit_link
 
     @tsjit.script
     def gelu(x):
@@ -51,24 +52,20 @@ def main() -> None:
 
     for _ in range(2):
         gelu(np.ones(1000))
-    engine, state = get_engine(), _Llvm.get()
+    engine = get_engine()
     cache = engine._disk
     for key in _requested:
         obj, ir = _load(cache, key)
         load_us = _median_us(lambda key=key: _load(cache, key), 300)
-
-        def link(obj=obj, ir=ir):
-            builder = llvm.JITLibraryBuilder().add_object_img(obj)
-            for name in engine._externals(ir):
-                builder.import_symbol(name, engine.symbols[name])
-            builder.link(state.lljit, next(state.library_names))
-
+        loader_us = _median_us(lambda obj=obj: object_loader.load(obj, engine.symbols), 300)
+        imports = {name: engine.symbols[name] for name in engine._externals(ir)}
         try:
-            link_us = f"{_median_us(link, 30):.0f} us"
+            jit_us = _median_us(lambda obj=obj, imports=imports: jit_link(obj, imports, ()), 30)
+            jit_us = f"{jit_us:.0f} us"
         except RuntimeError:   # the driver exports a process-wide symbol: linked once only
-            link_us = "n/a (linked once per process)"
+            jit_us = "n/a (linked once per process)"
         print(f"entry of {len(obj) + len(ir)} bytes: verified load {load_us:.0f} us, "
-              f"link {link_us}")
+              f"link: loader {loader_us:.0f} us, LLVM's JIT {jit_us}")
 
 
 if __name__ == "__main__":

@@ -33,6 +33,12 @@ FUNCTIONS = textwrap.dedent("""
     def gelu(x: tsjit.Tensor) -> tsjit.Tensor:
         return 0.5 * x * (1.0 + np.tanh(0.79788456 * (x + 0.044715 * x * x * x)))
 
+    def cubic(x: tsjit.Tensor) -> tsjit.Tensor:
+        return 0.5 * x * (1.0 + 0.79788456 * (x + 0.044715 * x * x * x))
+
+    def row_sums(x: tsjit.Tensor) -> tsjit.Tensor:
+        return np.sum(x * x - 0.5, axis=1)
+
     def histogram(values: tsjit.Tensor, counts: tsjit.Tensor) -> tsjit.Tensor:
         for i in range(values.shape[0]):
             counts[int((values[i] + 1.0) * 3.5)] += 1
@@ -43,16 +49,21 @@ GENERATORS = {"tsjit.codegen.elementwise", "tsjit.codegen.elementwise_driver",
               "tsjit.codegen.reduction", "tsjit.codegen.vmath"}
 
 
-def _codegen_modules(tmp_path, kind: str, cache: str) -> set[str]:
+def _run(tmp_path, program: str, kind: str, cache: str) -> str:
+    """What ``program`` prints, run in a fresh process with the argument ``kind``."""
     (tmp_path / "program.py").write_text(FUNCTIONS)
-    (tmp_path / "main.py").write_text(PROGRAM)
+    (tmp_path / "main.py").write_text(program)
     done = subprocess.run(
         [sys.executable, "main.py", kind], cwd=tmp_path, capture_output=True, text=True,
         timeout=300, check=False,
         env=child_environment(TSJIT_DISK_CACHE=cache, TSJIT_CACHE_DIR=str(tmp_path / "cache"),
                               TSJIT_BACKGROUND_COMPILE="0"))
     assert done.returncode == 0, done.stderr
-    return set(done.stdout.split())
+    return done.stdout
+
+
+def _codegen_modules(tmp_path, kind: str, cache: str) -> set[str]:
+    return set(_run(tmp_path, PROGRAM, kind, cache).split())
 
 
 def test_array_code_does_not_load_the_scalar_code_generator(tmp_path):
@@ -72,6 +83,38 @@ def test_kernels_from_the_disk_cache_load_no_code_generator(tmp_path):
     again = _codegen_modules(tmp_path, "array", "1")
     assert "tsjit.codegen.launch" in again
     assert not GENERATORS & again, GENERATORS & again
+
+
+OPTIMIZED_RESULTS = textwrap.dedent("""
+    import hashlib
+    import sys
+    import numpy as np
+    import tsjit
+    from program import cubic, row_sums
+    x = np.linspace(-3, 3, 3000, dtype=np.float32).reshape(30, 100)
+    digests = []
+    for fn in (cubic, row_sums):
+        scripted = tsjit.script(fn)
+        scripted.executor.specialize_for(x)
+        got, want = scripted(x), fn(x)
+        assert scripted.stats()["kernel_launches"] >= 1, scripted.stats()
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert got.tobytes() == want.tobytes(), fn.__name__   # + - * / and sums: bitwise
+        digests.append(hashlib.sha256(got.tobytes()).hexdigest())
+    print(" ".join(sorted(name for name in sys.modules if name.startswith("llvmlite"))))
+    print(" ".join(digests))
+""")
+
+
+def test_kernels_from_the_disk_cache_run_without_llvmlite(tmp_path):
+    """A process whose kernels (elementwise, row reduction, their driver) all come from
+    the disk cache links them with the runtime's loader: llvmlite is never imported, and
+    the results are those of the process that compiled them, bit for bit."""
+    compiled_modules, compiled_results = _run(tmp_path, OPTIMIZED_RESULTS, "", "1").split("\n")[:2]
+    assert "llvmlite.binding" in compiled_modules.split()    # it compiled
+    modules, results = _run(tmp_path, OPTIMIZED_RESULTS, "", "1").split("\n")[:2]
+    assert not modules, modules
+    assert results == compiled_results
 
 
 IMPORT_ONLY = textwrap.dedent("""

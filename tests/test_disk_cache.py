@@ -16,7 +16,9 @@ import cffi
 import pytest
 
 from tsjit.codegen import engine as engine_module
+from tsjit.codegen import host_key, object_loader
 from tsjit.codegen.engine import JitEngine
+from tsjit.codegen.llvm_jit import host_description, optimize_and_emit
 
 _ffi = cffi.FFI()
 
@@ -110,13 +112,56 @@ def test_entries_swapped_between_two_kernels_are_rejected(cache, caplog):
     _assert_rejected_then_rewritten(cache, caplog, "tsjit_test_cache_five", 5)
 
 
+@pytest.mark.parametrize("damage", ["flipped", "swapped"])
+def test_a_bad_entrys_object_never_reaches_the_loader(cache, caplog, monkeypatch, damage):
+    """The runtime's loader maps cached objects without LLVM: the entry's digest and key
+    are checked before, so the loader is only ever given the object a compile emits."""
+    _compile(cache, "tsjit_test_cache_loader_three", 3)
+    (three,) = _entries(cache)
+    if damage == "flipped":
+        data = bytearray(three.read_bytes())
+        data[-200:-184] = bytes(b ^ 0x5A for b in data[-200:-184])   # in the object code
+    else:
+        _compile(cache, "tsjit_test_cache_loader_five", 5)
+        (five,) = [e for e in _entries(cache) if e != three]
+        data = five.read_bytes()
+    three.write_bytes(bytes(data))
+    given = []
+    load = object_loader.load
+    monkeypatch.setattr(object_loader, "load", lambda obj, imports: load(given.append(obj) or obj,
+                                                                          imports))
+    _assert_rejected_then_rewritten(cache, caplog, "tsjit_test_cache_loader_three", 3)
+    emitted = optimize_and_emit(_source("tsjit_test_cache_loader_three", 3), quick=False)[0]
+    assert given == [emitted, emitted]     # the fresh compile's, then the rewritten entry's
+
+
+@pytest.mark.parametrize("part", ["_cpu_identity", "_llvm_build"])
+def test_entries_are_keyed_by_the_cpu_and_the_llvm_build(cache, monkeypatch, part):
+    """Without loading LLVM, the key names the CPU by the CPUID words LLVM chooses from
+    and the LLVM build by llvmlite's library: another CPU or build misses the entry. Where
+    they cannot be had, the key holds LLVM's own answers (and LLVM is loaded for them)."""
+    symbol = f"tsjit_test_cache_host{part}"
+    _compile(cache, symbol, 3)
+    real = getattr(host_key, part)
+    assert real() is not None
+    for other in (lambda: real() + " other", lambda: None):
+        monkeypatch.setattr(host_key, part, other)
+        compiled, function = _compile(cache, symbol, 3)
+        assert not compiled.from_disk_cache and function(1) == 4
+        assert _compile(cache, symbol, 3)[0].from_disk_cache
+    described = host_description()
+    llvms_answer = {"_cpu_identity": f"{described['cpu']} {described['features']}",
+                    "_llvm_build": f"llvm={described['llvm']}"}[part]
+    assert llvms_answer in JitEngine(cache_dir=cache).host_key
+
+
 def test_an_entry_of_another_generator_fingerprint_is_rejected(cache, tmp_path, caplog,
                                                                monkeypatch):
     _compile(cache, "tsjit_test_cache_generator", 3)
     (entry,) = _entries(cache)
-    state = engine_module._Llvm.get()
     other = tmp_path / "other-generator"
-    monkeypatch.setattr(state, "host_id", state.host_id.replace("generator=", "generator=x"))
+    host_key = engine_module.host_key
+    monkeypatch.setattr(engine_module, "host_key", lambda generator: host_key("x" + generator))
     _compile(other, "tsjit_test_cache_generator", 3)
     monkeypatch.undo()
     (foreign,) = _entries(other)

@@ -176,6 +176,12 @@ def clear_interrupt() -> None:
     _load().load_function(_CLEAR_INTERRUPT, "tsjit_clear_interrupt")()
 
 
+def load_function(signature: Any, name: str) -> Any:
+    """The runtime's C function ``name``, of the cffi backend's function type ``signature``
+    (raises RuntimeLibraryNotFound when the runtime is not built)."""
+    return _load().load_function(signature, name)
+
+
 def symbol_addresses() -> dict[str, int]:
     """Name -> address of every runtime function, for ``llvmlite.binding.add_symbol``."""
     handle = _load()

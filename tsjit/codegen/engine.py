@@ -1,21 +1,23 @@
-"""The process-wide LLVM JIT: host target machines, the O3 pipeline, one ORC LLJIT, caches.
+"""The process-wide engine: compiles LLVM IR to native code once, caches it in memory and
+on disk, and links it.
 
 Why these choices (see shared/design/LLVM_NOTES.md for the measurements):
-- ORC LLJIT rather than MCJIT: it raises on an unresolved external symbol where MCJIT
-  silently jumps to address 0, it needs no TargetMachine of its own after creation, and it
-  links a relocatable object in ~0.2 ms (MCJIT ~0.6 ms).
-- We run the optimizer and ``emit_object`` ourselves, then hand the object to the JIT: the
-  same bytes go to the on-disk cache, so a fresh process skips parse, O3 and codegen
-  (~10-30 ms) and reloads a kernel in well under a millisecond. Entries are verified
-  before they are linked (``disk_cache``): the key material includes everything that
-  shapes the object code.
-- LLVM is initialized lazily, on the first compile.
+- We run the optimizer and ``emit_object`` ourselves (``llvm_jit``), then link the object:
+  the same bytes go to the on-disk cache, so a fresh process skips parse, O3 and codegen
+  (~10-30 ms per kernel). Entries are verified before they are linked (``disk_cache``):
+  the key material includes everything that shapes the object code (``host_key``).
+- Objects are linked by the runtime's loader (``object_loader``), not by LLVM: a process
+  whose kernels all come from the disk cache then never loads llvmlite, whose import and
+  initialization cost more than all the rest of its first optimized call. An object the
+  loader refuses (another platform, no runtime) is linked by ORC LLJIT, which, like the
+  loader, raises on an unresolved external symbol where MCJIT would jump to address 0.
+- LLVM is loaded and initialized lazily, by the first compile (or JIT link).
 """
 
 from __future__ import annotations
 
 import hashlib
-import itertools
+import logging
 import os
 import threading
 import weakref
@@ -25,13 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import llvmlite
-import llvmlite.binding as llvm
-
 from tsjit import environment, forking
 
-from . import numpy_flags, numpy_nans
+from . import object_loader
 from .disk_cache import DiskCache
+from .host_key import host_key
 
 if TYPE_CHECKING:
     from llvmlite import ir
@@ -43,8 +43,6 @@ __all__ = [
     "get_engine",
 ]
 
-# Bump when the pipeline or code-generation options change, so stale objects are not loaded.
-_CACHE_FORMAT = "2"
 CACHE_DIR_ENV = "TSJIT_CACHE_DIR"
 DISK_CACHE_ENV = "TSJIT_DISK_CACHE"
 # Modules kept loaded after their last user is gone, most recently used first: a program
@@ -52,12 +50,14 @@ DISK_CACHE_ENV = "TSJIT_DISK_CACHE"
 # cache, recompile) its code each time, and the memory this holds stays bounded.
 _RECENT_MODULES = 32
 
+log = logging.getLogger("tsjit.compile")
+
 
 @dataclass
 class CompiledModule:
     """Function addresses of one linked module. The code stays mapped while this object
-    lives (it owns the JIT resource tracker): whatever calls the addresses holds it, and
-    when the last holder goes the code is unloaded."""
+    lives (it owns the loaded object or the JIT resource tracker): whatever calls the
+    addresses holds it, and when the last holder goes the code is unloaded."""
 
     addresses: dict[str, int]
     optimized_ir: str
@@ -87,62 +87,6 @@ def _default_cache_dir() -> Path | None:
         return Path.home() / ".cache" / "tsjit"
     except RuntimeError:
         return None
-
-
-class _Llvm:
-    """The initialized LLVM state shared by every engine: created once, on first use."""
-
-    _instance: _Llvm | None = None
-    _lock = forking.lock()
-
-    def __init__(self) -> None:
-        # A vectorized remainder loop after the main vector loop saves nothing measurable
-        # here (remainders are < 32 elements) and costs ~20% of a kernel's compile time.
-        llvm.set_option("", "-enable-epilogue-vectorization=false")
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        llvm.initialize_native_asmparser()
-        self.cpu = llvm.get_host_cpu_name()
-        self.features = llvm.get_host_cpu_features().flatten()
-        self.target = llvm.Target.from_default_triple()
-        self.tm = self.new_target_machine()
-        self.triple = self.tm.triple
-        self.data_layout = str(self.tm.target_data)
-        self.pipeline_options = llvm.create_pipeline_tuning_options(speed_level=3)
-        self.pipeline_options.loop_vectorization = True
-        self.pipeline_options.slp_vectorization = False  # costs compile time, gains nothing
-        self.pass_builder = llvm.create_pass_builder(self.tm, self.pipeline_options)
-        # The JIT gets its own target machine: never share one the JIT may own.
-        self.lljit = llvm.create_lljit_compiler(self.new_target_machine())
-        # What, besides the kernel itself, determines the object code: part of every
-        # disk-cache entry's key material.
-        self.host_id = "\n".join((
-            f"format={_CACHE_FORMAT}",
-            f"generator={generator_fingerprint()}",
-            f"llvm={'.'.join(map(str, llvm.llvm_version_info))}",
-            f"llvmlite={llvmlite.__version__}",
-            f"cpu={self.cpu}",
-            f"features={self.features}",
-            f"numpy_nans={numpy_nans.fingerprint()}",  # NumPy's NaNs, which kernels copy
-            f"numpy_flags={numpy_flags.fingerprint()}",  # and its flags at denormals
-        ))
-        # Every linked module gets its own JITDylib, named uniquely within the LLJIT.
-        self.library_names = (f"tsjit_module_{i}" for i in itertools.count())
-        # Quick mode (bookkeeping code, not hot loops): scalar cleanups and FastISel.
-        self.quick_tm = self.new_target_machine(opt=0)
-
-    def new_target_machine(self, opt: int = 3) -> llvm.TargetMachine:
-        return self.target.create_target_machine(
-            cpu=self.cpu, features=self.features, opt=opt, reloc="pic", codemodel="default"
-        )
-
-    @classmethod
-    def get(cls) -> _Llvm:
-        if cls._instance is None:
-            with cls._lock:
-                if cls._instance is None:
-                    cls._instance = _Llvm()
-        return cls._instance
 
 
 def _runtime_symbols() -> dict[str, int]:
@@ -176,6 +120,7 @@ class JitEngine:
         self._lock = threading.RLock()
         forking.hold_across_fork(self._lock)
         self._symbols: dict[str, int] | None = None
+        self._host_key: str | None = None
 
     @property
     def symbols(self) -> dict[str, int]:
@@ -223,54 +168,44 @@ class JitEngine:
                 self._recent.append(compiled)
         return compiled
 
+    @property
+    def host_key(self) -> str:
+        """What the key material of each of this engine's entries starts with."""
+        if self._host_key is None:
+            self._host_key = host_key(generator_fingerprint())
+        return self._host_key
+
     def _build(self, key: str, build, wanted: tuple[str, ...], quick: bool) -> CompiledModule:
-        state = _Llvm.get()
-        key_material = f"{state.host_id}\nkernel={key}"
+        key_material = f"{self.host_key}\nkernel={key}"
         cached = self._disk.load(key_material) if self._disk is not None else None
         if cached is not None:
             obj, optimized_ir = cached
         else:
+            from .llvm_jit import optimize_and_emit
             module = build()
-            text = module if isinstance(module, str) else str(module)
-            obj, optimized_ir = self._optimize_and_emit(state, text, quick)
+            obj, optimized_ir = optimize_and_emit(
+                module if isinstance(module, str) else str(module), quick)
             if self._disk is not None:
                 self._disk.store(key_material, obj, optimized_ir)
-        builder = llvm.JITLibraryBuilder().add_object_img(obj)
-        for name in self._externals(optimized_ir):
-            builder.import_symbol(name, self.symbols[name])
-        for name in wanted:
-            builder.export_symbol(name)
-        # LLJIT resolves every undefined symbol here and raises if one is missing, so a
-        # kernel can never call through an unresolved address.
-        tracker = builder.link(state.lljit, next(state.library_names))
-        addresses = {name: tracker[name] for name in wanted}
+        try:
+            loaded = object_loader.load(obj, self.symbols)
+            addresses = {name: loaded.address(name) for name in wanted}
+            tracker: object = loaded
+        except object_loader.LoaderRefused as refused:
+            log.debug("linking with LLVM's JIT: the object loader refused (%s)", refused)
+            from .llvm_jit import link
+            imports = {name: self.symbols[name] for name in self._externals(optimized_ir)}
+            addresses, tracker = link(obj, imports, wanted)
         return CompiledModule(addresses, optimized_ir, cached is not None, tracker)
 
     def _externals(self, optimized_ir: str) -> list[str]:
         """Known external functions the module declares."""
         return [name for name in self.symbols if f"@{name}(" in optimized_ir]
 
-    @staticmethod
-    def _optimize_and_emit(state: _Llvm, text: str, quick: bool) -> tuple[bytes, str]:
-        mod = llvm.parse_assembly(text)
-        mod.triple = state.triple
-        mod.data_layout = state.data_layout
-        mod.verify()
-        if quick:
-            passes = llvm.create_new_module_pass_manager()
-            passes.add_sroa_pass()
-            passes.add_instruction_combine_pass()
-            passes.add_simplify_cfg_pass()
-            passes.run(mod, state.pass_builder)
-            return state.quick_tm.emit_object(mod), str(mod)
-        state.pass_builder.getModulePassManager().run(mod, state.pass_builder)
-        return state.tm.emit_object(mod), str(mod)
-
     def emit_assembly(self, optimized_ir: str) -> str:
-        state = _Llvm.get()
+        from .llvm_jit import emit_assembly
         with self._lock:
-            mod = llvm.parse_assembly(optimized_ir)
-            return state.tm.emit_assembly(mod)
+            return emit_assembly(optimized_ir)
 
 
 def _hash_sources() -> str:

@@ -1,0 +1,88 @@
+"""What, besides a kernel's own key, determines its object code: the disk cache's key
+material for this process, known without loading LLVM where possible.
+
+Object code depends on tsjit's generators (their sources' fingerprint), on the NumPy
+behaviours kernels copy (its NaNs, its flags at denormals), on the LLVM build that
+compiles, and on the CPU LLVM compiles for (it picks the CPU name and features from the
+host). A process whose kernels all come from the cache must not load LLVM just to learn
+the last two (it then runs without llvmlite, see ``object_loader``), so:
+
+- the LLVM build is identified by llvmlite's version file and the path, size and
+  modification time of its shared library (``libllvmlite``, where LLVM is linked in),
+  found without importing llvmlite: an upgrade or a reinstall changes them;
+- the CPU by the CPUID words LLVM reads to make its choice (runtime/cpu_identity.c), so
+  that two hosts on which LLVM could choose differently never share a key.
+
+Where either cannot be had (no runtime, no CPUID, no library file), LLVM's own answers
+are used instead, and a cache hit loads LLVM as the first compile would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+from pathlib import Path
+
+import _cffi_backend as backend
+
+from tsjit import runtime
+
+from . import numpy_flags, numpy_nans
+
+__all__ = ["host_key"]
+
+# Bump when the pipeline, code-generation options or this key's layout change.
+CACHE_FORMAT = "3"
+_CPU_WORDS = 64
+_LLVMLITE_LIBRARY = {"darwin": "libllvmlite.dylib", "win32": "llvmlite.dll"}.get(
+    sys.platform, "libllvmlite.so")
+_UINT32_P = backend.new_pointer_type(backend.new_primitive_type("uint32_t"))
+_CPU_IDENTITY = backend.new_function_type(
+    (_UINT32_P, backend.new_primitive_type("int64_t")), backend.new_primitive_type("int64_t"),
+    0)
+
+
+def _cpu_identity() -> str | None:
+    """The CPUID words as hex, or None without the runtime or CPUID."""
+    try:
+        identify = runtime.load_function(_CPU_IDENTITY, "tsjit_cpu_identity")
+    except (runtime.RuntimeLibraryNotFound, AttributeError):
+        return None
+    words = backend.newp(backend.new_array_type(_UINT32_P, _CPU_WORDS), None)
+    count = identify(words, _CPU_WORDS)
+    return " ".join(f"{words[i]:x}" for i in range(count)) or None
+
+
+def _llvm_build() -> str | None:
+    """llvmlite's version file and its library's identity, or None if not found."""
+    spec = importlib.util.find_spec("llvmlite")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    package = Path(next(iter(spec.submodule_search_locations)))
+    library = package / "binding" / _LLVMLITE_LIBRARY
+    try:
+        version = hashlib.sha256((package / "_version.py").read_bytes()).hexdigest()[:16]
+        info = library.stat()
+    except OSError:
+        return None
+    return f"{version} {library.resolve()} {info.st_size} {info.st_mtime_ns}"
+
+
+def host_key(generator: str) -> str:
+    """The key material every entry of this process starts with (``generator``: the
+    code generators' fingerprint)."""
+    build, cpu = _llvm_build(), _cpu_identity()
+    if build is None or cpu is None:
+        from .llvm_jit import host_description
+        described = host_description()
+        build = build or f"llvm={described['llvm']} llvmlite={described['llvmlite']}"
+        cpu = cpu or f"{described['cpu']} {described['features']}"
+    return "\n".join((
+        f"format={CACHE_FORMAT}",
+        f"generator={generator}",
+        f"llvm_build={build}",
+        f"cpu={cpu}",
+        f"numpy_nans={numpy_nans.fingerprint()}",  # NumPy's NaNs, which kernels copy
+        f"numpy_flags={numpy_flags.fingerprint()}",  # and its flags at denormals
+    ))
