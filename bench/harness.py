@@ -14,7 +14,7 @@ implementations (tsjit and its peers). For each case the harness:
    visiting every implementation once in a rotating order, so that machine drift
    (other tenants, frequency, memory) lands on all of them alike. A sample is a batch
    of calls long enough for the clock, taken once the process's other threads are idle
-   (`_settle`); the figure is the median sample per call.
+   (`settle`); the figure is the median sample per call.
 
 Ratios are to the best *peer* (the fastest implementation that is not tsjit): below 1
 means faster than every peer.
@@ -244,7 +244,7 @@ def _calibrate(timer: timeit.Timer, call_seconds: float, settings: Settings) -> 
                                                      / max(seconds, 1e-9))))
 
 
-def _settle(longest: float, window: float = 0.005) -> None:
+def settle(longest: float, window: float = 0.005) -> None:
     """Busy-wait until the process's other threads used under a tenth of a core over the
     last ``window`` (or ``longest`` passed). The window spans a scheduler tick: Linux adds
     other threads' running time to the process's CPU clock at ticks (4 ms here). Busy, not
@@ -272,7 +272,7 @@ def run_case(suite: str, case: Case, settings: Settings) -> list[Record]:
         shift = round_index % max(len(ready), 1)
         for timed in ready[shift:] + ready[:shift]:
             if len(timed.samples) < timed.samples_wanted:
-                _settle(settings.settle_seconds)
+                settle(settings.settle_seconds)
                 seconds = timed.timer.timeit(timed.calls_per_sample)
                 timed.samples.append(seconds / timed.calls_per_sample)
     return _records(suite, case, entries)

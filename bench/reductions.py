@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import peers
 import reduction_workloads as w
-from harness import Case, Implementation, Settings, run_suite
+from harness import Case, Implementation, Settings, run_suite, settle
 
 import tsjit
 
@@ -145,6 +145,9 @@ def triad_bandwidth(settings: Settings) -> None:
     times = {name: [] for name in kernels}
     for _ in range(5 if settings.quick else 25):
         for name, fn in kernels.items():
+            # Numba's OpenMP workers spin for milliseconds after a call: on two cores that
+            # stole a core from the next kernel (the loss took 14 ms here, 8 in the table)
+            settle(settings.settle_seconds)
             start = time.perf_counter()
             fn(a, b)
             times[name].append(time.perf_counter() - start)
