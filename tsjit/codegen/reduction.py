@@ -44,6 +44,7 @@ from tsjit.codegen.element_ops import (
     store_value,
 )
 from tsjit.codegen.elementwise import convert_scalar
+from tsjit.codegen.elementwise_copies import store_fence
 from tsjit.codegen.elementwise_driver import (
     INTERRUPT_PENDING,
     WATCH_INTERRUPTS,
@@ -51,6 +52,7 @@ from tsjit.codegen.elementwise_driver import (
 )
 from tsjit.codegen.ir_util import (
     ARRAY_DATA_OFFSET,
+    I1,
     I32,
     I64,
     PTR,
@@ -98,6 +100,14 @@ from tsjit.codegen.reduction_strided import (
     strided_fields,
 )
 from tsjit.codegen.reduction_ties import emit_row_ties
+from tsjit.codegen.row_memory import (
+    prefetch_next_row,
+    prefetched_operands,
+    prefetching,
+    stream_outputs,
+    streamed_outputs,
+    streaming,
+)
 from tsjit.codegen.vmath import emit_math
 
 __all__ = ["build_row_kernel_module"]
@@ -505,9 +515,9 @@ class _RowKernelBuilder:
         outputs = self.build_outputs(cached)
         loads, _ = self.scratch(len(self.passes), cached)
         outputs_compute = self.needed([v for v in spec.outputs if self.levels[v]], loads)
-        fn = self.function(f"{self.name}_row{'c' if cached else ''}", [PTR, PTR, I64],
+        fn = self.function(f"{self.name}_row{'c' if cached else ''}", [PTR, PTR, I64, I1],
                            computes=outputs_compute - set(loads))
-        rowptrs, state, n = fn.args
+        rowptrs, state, n, stream = fn.args
         b = ir.IRBuilder(fn.append_basic_block())
         for p, reductions in enumerate(self.passes):
             self.compute_row_values(b, state, n, p)
@@ -532,8 +542,9 @@ class _RowKernelBuilder:
         self.compute_row_values(b, state, n, len(self.passes))
         pointers = self.pointers_from(b, rowptrs, cached)
         if outputs is not None:
-            interruptible_blocks(b, i64(0), n, INTERRUPT_ELEMENTS, lambda b, lo, hi: b.call(
-                outputs, pointers + [state, lo, hi]), self.parallel)
+            interruptible_blocks(b, i64(0), n, INTERRUPT_ELEMENTS, lambda b, lo, hi:
+                                 self.write_outputs(b, outputs, pointers, state, lo, hi, stream),
+                                 self.parallel)
         row = self.load_state(b, state)
         for j, v in enumerate(spec.outputs):
             if not self.levels[v]:
@@ -541,6 +552,20 @@ class _RowKernelBuilder:
                             spec.value_dtype(v))
         b.ret_void()
         return fn
+
+    def write_outputs(self, b: ir.IRBuilder, outputs: ir.Function, pointers: list,
+                      state: ir.Value, lo: ir.Value, hi: ir.Value, stream: ir.Value) -> None:
+        """Elements [lo, hi) of the element-level outputs; ``stream``: past the caches."""
+        with b.if_else(stream) as (streamed, cached):
+            with streamed:
+                spec, n_in = self.spec, len(self.array_inputs)
+                types = [memory_type(spec.inputs[i].dtype) for i in self.array_inputs] + \
+                    [memory_type(spec.value_dtype(v)) for v in spec.outputs] + \
+                    [llvm_type(spec.value_dtype(v)) for v in self.cached]
+                stream_outputs(b, outputs, pointers, types, [n_in + j for j, v in enumerate(
+                    spec.outputs) if self.levels[v]], state, lo, hi)
+            with cached:
+                b.call(outputs, pointers + [state, lo, hi])
 
     def add_later_chunks(self, b: ir.IRBuilder, reductions: list[int], tree: ir.Function,
                          rowptrs: ir.Value, state: ir.Value, n: ir.Value) -> None:
@@ -565,8 +590,8 @@ class _RowKernelBuilder:
         if not self.cached:
             return plain
         with_scratch = self.build_row_variant(True)
-        fn = self.function(f"{self.name}_row_dispatch", [PTR, PTR, I64])
-        rowptrs, state, n = fn.args
+        fn = self.function(f"{self.name}_row_dispatch", [PTR, PTR, I64, I1])
+        rowptrs, state, n, stream = fn.args
         b = ir.IRBuilder(fn.append_basic_block())
         with b.if_else(b.icmp_signed("<=", n, i64(SCRATCH_ELEMENTS))) as (short, long):
             with short:
@@ -578,9 +603,9 @@ class _RowKernelBuilder:
                     buffer = stack_slot(b, ir.ArrayType(llvm_type(self.spec.value_dtype(v)),
                                                         SCRATCH_ELEMENTS))
                     b.store(buffer, element(b, slots, i64(self.n_operands + j), PTR))
-                b.call(with_scratch, [slots, state, n])
+                b.call(with_scratch, [slots, state, n, stream])
             with long:
-                b.call(plain, [rowptrs, state, n])
+                b.call(plain, [rowptrs, state, n, stream])
         b.ret_void()
         return fn
 
@@ -621,8 +646,14 @@ class _RowKernelBuilder:
             for j in range(len(strided_fields(len(self.array_inputs)))):
                 field = element(b, block, i64(2 + self.n_operands + j), I64)
                 b.store(b.load(field, typ=I64), self.strided_slot(b, state, j))
+        prefetched = prefetched_operands(spec, self.array_inputs)
+        prefetch = prefetching(b, prefetched, b.load(block, typ=I64), n)
+        stream = streaming(b, spec, self.levels, b.load(block, typ=I64), n)
 
         def compute(b: ir.IRBuilder, r: ir.Value) -> None:
+            following = b.add(r, i64(1))
+            with b.if_then(b.and_(prefetch, b.icmp_signed("<", following, end))):
+                prefetch_next_row(b, prefetched, bases, strides, following, n)
             for k in range(self.n_operands):
                 at = b.gep(bases[k], [b.mul(r, strides[k])], source_etype=ir.IntType(8))
                 b.store(at, element(b, rowptrs, i64(k), PTR))
@@ -630,7 +661,7 @@ class _RowKernelBuilder:
                     i = self.array_inputs[k]
                     b.store(load_value(b, at, spec.inputs[i].dtype),
                             self.state_slot(b, state, i))
-            b.call(row, [rowptrs, state, n])
+            b.call(row, [rowptrs, state, n, stream])
 
         def one(b: ir.IRBuilder, r: ir.Value) -> None:
             if not self.parallel:   # no runtime: nothing to check for Ctrl-C
@@ -643,6 +674,9 @@ class _RowKernelBuilder:
                 compute(b, r)
 
         loop(b, begin, end, one)
+        if streamed_outputs(spec, self.levels):
+            with b.if_then(stream):
+                store_fence(b)
         if self.parallel:   # a row may have been cut short (reduction_interrupts)
             stop = b.or_(b.icmp_unsigned("!=", b.load(stopped, typ=I32), ir.Constant(I32, 0)),
                          emit_pending(b))
