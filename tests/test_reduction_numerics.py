@@ -252,6 +252,30 @@ def test_rows_of_a_wider_array_and_broadcast_operands():
     assert scripted.stats()["bailouts"] == 0
 
 
+def _broadcast_inputs(dtype) -> list[np.ndarray]:
+    """Inputs that are broadcast views only: one axis advancing (a row or a column
+    repeated), a Fortran-ordered one repeated along a new middle axis."""
+    rng = np.random.default_rng(11)
+    wide = rng.standard_normal((40, 300)).astype(dtype)
+    fortran = np.asfortranarray(wide[:37, :53])
+    return [np.broadcast_to(wide[:1, :64], (2, 64)), np.broadcast_to(wide[:1, :53], (37, 53)),
+            np.broadcast_to(wide[:37, :1], (37, 53)), np.broadcast_to(wide[:1, :200], (300, 200)),
+            np.broadcast_to(fortran[:, None, :], (37, 3, 53))]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("fn", [full_sum, full_mean, row_sum, row_var_std])
+def test_reductions_of_broadcast_views_are_numpys_bits(fn, dtype):
+    """NumPy lays the temporary of a broadcast view's elementwise op out C-ordered when
+    one axis advances (a repeated row is not a Fortran-ordered array), and by its
+    iterator's own rules where a broadcast axis lies between advancing ones: the kernel
+    sums in the same order, or leaves the group to NumPy."""
+    for x in _broadcast_inputs(dtype):
+        scripted = tsjit.script(fn)
+        for _ in range(2):
+            assert_same(scripted(x), fn(x), f"{fn.__name__} {x.shape} {x.strides}")
+
+
 def column_sum(x):
     return np.sum(x * 1.5, axis=0)
 

@@ -139,12 +139,22 @@ def kept_shape(shape: tuple[int, ...], axes: range, keepdims: bool) -> tuple[int
 def fortran_ordered(arrays: list[np.ndarray], shape: tuple[int, ...]) -> bool:
     """Whether NumPy walks these operands (and the temporaries of their elementwise ops,
     which it lays out alike) last axis outermost: in every one, the axes that advance
-    in memory have strides growing with the axis (none negative)."""
+    in memory have strides growing with the axis (none negative), and in some one two
+    axes or more advance. An operand with one axis advancing does not order the axes:
+    NumPy then lays temporaries out C-ordered (``np.broadcast_to(row, (m, n)) * 3``).
+    Nor do broadcast axes (stride 0), which NumPy's iterator places by rules of its own
+    where there are three axes or more: such operands are not taken for Fortran-ordered.
+    Operands with no axis advancing (empty, or one value broadcast) fit either order."""
+    advancing = []
     for array in arrays:
-        strides = [s for s, n in zip(_aligned_strides(array, shape), shape) if n > 1 and s]
+        aligned = _aligned_strides(array, shape)
+        strides = [s for s, n in zip(aligned, shape) if n > 1 and s]
         if any(s < 0 for s in strides) or strides != sorted(set(strides)):
             return False
-    return True
+        if strides and len(shape) > 2 and any(n > 1 and not s for s, n in zip(aligned, shape)):
+            return False
+        advancing.append(len(strides))
+    return max(advancing, default=0) != 1
 
 
 def reversed_axes(spec: RowKernelSpec) -> RowKernelSpec:
