@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import secrets
 import stat
 import struct
 import threading
@@ -102,7 +101,7 @@ class DiskCache:
             return
         self._start_trim(dir_fd)
         name = _entry_name(key_material)
-        temp = f".{name}.{os.getpid()}.{secrets.token_hex(4)}{_TEMP_SUFFIX}"
+        temp = f".{name}.{os.getpid()}.{os.urandom(4).hex()}{_TEMP_SUFFIX}"
         try:
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
                          | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)

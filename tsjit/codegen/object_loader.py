@@ -16,7 +16,7 @@ CPython), as the JIT does. Objects it does not handle it refuses, saying why
 
 from __future__ import annotations
 
-import platform
+import os
 import sys
 
 import _cffi_backend as backend
@@ -69,7 +69,7 @@ def supported() -> bool:
         runtime.load_function(_UNLOAD, "tsjit_object_unload")
     except (runtime.RuntimeLibraryNotFound, AttributeError):
         return False
-    return sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")
+    return sys.platform.startswith("linux") and os.uname().machine == "x86_64"
 
 
 def load(obj: bytes, imports: dict[str, int]) -> LoadedObject:
