@@ -7,9 +7,13 @@ from __future__ import annotations
 import math
 import random
 import struct
+import subprocess
+import sys
+import textwrap
 
 import cffi
 import pytest
+from _subprocess import child_environment
 
 from tsjit.codegen import object_loader
 from tsjit.codegen.engine import JitEngine
@@ -150,3 +154,26 @@ def test_malformed_objects_are_refused_not_followed():
             assert not what.startswith(("truncated", "empty", "not ELF", "32-bit",
                                         "big-endian", "shared object", "aarch64")), what
             del loaded
+
+
+UNLOAD_AFTER_THE_RUNTIME = textwrap.dedent("""
+    import gc
+    from tsjit import runtime
+    from tsjit.codegen import object_loader
+    from tsjit.codegen.llvm_jit import optimize_and_emit
+    SOURCE = "define i64 @tsjit_test_unload(i64 %x) {\\n  ret i64 %x\\n}\\n"
+    obj = object_loader.load(optimize_and_emit(SOURCE, False)[0], {})
+    runtime._handle = None      # what the interpreter's shutdown does to the module
+    gc.collect()
+    del obj                     # unloads through the runtime's function
+""")
+
+
+def test_a_loaded_object_keeps_the_runtime_loaded(tmp_path):
+    """The loader's unload is a runtime function: an object freed after the runtime's
+    module was cleared (the interpreter's shutdown, in any order) must still find it
+    (the process segfaulted at exit)."""
+    done = subprocess.run([sys.executable, "-c", UNLOAD_AFTER_THE_RUNTIME], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, check=False,
+                          env=child_environment())
+    assert done.returncode == 0, (done.returncode, done.stderr)

@@ -176,6 +176,14 @@ def clear_interrupt() -> None:
     _load().load_function(_CLEAR_INTERRUPT, "tsjit_clear_interrupt")()
 
 
+def library() -> Any:
+    """The runtime's library handle (cffi's backend; raises RuntimeLibraryNotFound when
+    the runtime is not built). Functions taken from it with ``load_function`` do not keep
+    the library loaded: whatever may call one while the interpreter shuts down (and
+    clears this module) holds this handle too."""
+    return _load()
+
+
 def load_function(signature: Any, name: str) -> Any:
     """The runtime's C function ``name``, of the cffi backend's function type ``signature``
     (raises RuntimeLibraryNotFound when the runtime is not built)."""

@@ -51,6 +51,9 @@ class LoadedObject:
     def __init__(self, handle, unload) -> None:
         self._handle, self._unload = handle, unload
         self._address = runtime.load_function(_ADDRESS, "tsjit_object_address")
+        # unload is called at the latest when the interpreter shuts down, which may close
+        # the runtime's library first (a segfault) unless this holds it
+        self._library = runtime.library()
 
     def address(self, name: str) -> int:
         """The address of the global symbol ``name``, which the object must define."""
