@@ -16,7 +16,11 @@ rebound to jax.numpy), float32 [4096, 1024] unless named otherwise:
   `np.sum(x * s)` of a 2-D slice `x[:, :1024]` of a [4096, 2048] array; weighted_sum,
   `np.sum(x * w)` with `w` of shape (4096, 1); reversed_row_sum, `np.sum(x * s, axis=-1)`
   of `x[:, ::-1]`; strided_loss, `np.mean((a - b) ** 2)` of `v[::2]` and `v[1::2]`
-  (2M each).
+  (2M each);
+- max/min ties (``codegen/reduction_ties.py``): row_max, `np.max(x * s, axis=-1)` of
+  negative rows, and row_max_zero_last, the same with a zero where NumPy's order reaches
+  it last (the first element of its lowest-priority lane): every row searched for NumPy's
+  zero.
 tsjit's results are NumPy's bits (checked before timing); JAX's are within the harness's
 tolerance.  Prints a table per case, writes bench/results/reduction_coverage.json/.png.
 """
@@ -69,11 +73,18 @@ def mse_loss(a, b):
     return np.mean((a - b) ** 2)
 
 
+def scaled_row_max(x, s):
+    return np.max(x * s, axis=-1)
+
+
 def cases(quick: bool):
     rng = np.random.default_rng(0)
     rows = 4096 // (16 if quick else 1)
     x = rng.standard_normal((rows, 1024)).astype(np.float32)
     w, b = (rng.standard_normal(1024).astype(np.float32) for _ in range(2))
+    negative = -np.abs(x) - np.float32(0.5)
+    zero_last = negative.copy()
+    zero_last[:, 1] = 0.0
     workloads = [
         ("column_standardize", column_standardize, (x,)),
         ("column_sum", column_sum, (x, w)),
@@ -86,6 +97,8 @@ def cases(quick: bool):
         ("weighted_sum", weighted_sum, (x, rng.standard_normal((rows, 1)).astype(np.float32))),
         ("reversed_row_sum", scaled_row_sum, (x[:, ::-1], np.float32(1.5))),
         ("strided_loss", mse_loss, (x.ravel()[::2], x.ravel()[1::2])),
+        ("row_max", scaled_row_max, (negative, np.float32(1.5))),
+        ("row_max_zero_last", scaled_row_max, (zero_last, np.float32(1.5))),
     ]
     for name, fn, args in workloads:
         impls = [peers.tsjit_script(fn), peers.plain("numpy", fn)]

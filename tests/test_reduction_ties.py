@@ -146,6 +146,27 @@ def test_a_nan_result_has_numpys_bits_along_runs(fn, dtype, threads):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_a_few_zeros_anywhere_in_long_rows(dtype, threads):
+    """Rows of one to four zeros of either sign among non-zero values: the search for
+    NumPy's zero (the last in its sequence: the rest, the top lane, the seed, the other
+    lanes) finds it in any lane, vector, block of flags (1024 elements) or the rest;
+    and one NaN of each sign anywhere.  Every row its own case."""
+    rng = np.random.default_rng(11)
+    lanes = numpy_minmax.row_order(np.dtype(dtype).name).lanes or 8
+    for n in (lanes + 3, 1025, 2 * 1024 + lanes + 2, 3 * 1024 + 5):
+        x = np.where(rng.random((64, n)) < 0.5, -1.0, -2.0).astype(dtype)
+        for row in x:
+            count = rng.integers(1, 5)
+            places = rng.integers(0, n, count)
+            places[rng.random(count) < 0.3] = rng.integers(0, lanes + 1)   # the seed, a lane
+            row[places] = rng.choice(np.array([0.0, -0.0], dtype), count)
+        _check(rows, x, f"max n={n}")
+        _check(rows, -x, f"min n={n}")
+        with np.errstate(invalid="ignore"):
+            _check(rows, _with_nans(rng, x), f"NaN n={n}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("fn", [columns, middle_axis])
 def test_leading_axes_keep_numpys_zero_and_nan(fn, dtype, threads):
     rng = np.random.default_rng(8)

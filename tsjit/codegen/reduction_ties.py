@@ -2,15 +2,20 @@
 
 The row kernels compute a float max/min's value in whatever order is fastest
 (``llvm.maximum``: the same value in any order).  Its bits are ambiguous only where the
-value is a zero (either sign may win) or a NaN (sign and payload): then ``emit_row_ties`` walks
-the row in NumPy's order and returns NumPy's bits.  That walk evaluates the operand one
-element at a time (the producer again), but it runs only for rows whose max or min is a
-zero or a NaN.
+value is a zero (either sign may win) or a NaN (sign and payload): then ``emit_row_ties``
+searches the row for the element NumPy returns.  The search runs only for rows whose max
+or min is a zero or a NaN, and computes the operand again (the producer), but a block of
+1024 elements at a time, in a loop the vectorizer widens like the kernel's own, which
+writes a byte per element (does it match?); the flags are then read a vector (or eight
+bytes) at a time, so a row costs about one more pass of the kernel (an element-by-element
+walk of NumPy's sequence cost 4-8 passes: bench/reduction_coverage.py, row_max_zero_last).
 
 - Contiguous float32/float64 runs: the last zero in NumPy's sequence (``numpy_minmax.
-  in_order``), looked for from its end: the scalar rest backwards, the highest-priority
-  lane backwards, the seed, the other lanes; a NaN in the seed or the vector part gives
-  NumPy's default NaN, else the first NaN of the rest keeps its bits.
+  in_order``): the scalar rest backwards, else the top lane's last zero, else the seed,
+  else the last zero of the highest-priority lane that has one (each lane's last is the
+  first found, the vectors flagged block by block from the end; the search stops at the
+  top lane's); a NaN in the seed or the vector part gives NumPy's default NaN, else the
+  first NaN of the rest keeps its bits.
 - float16 runs: the first element equal to the value, or the first NaN.
 
 Column kernels compute the value as fast (``llvm.maximum`` per output element, one reduced
@@ -26,8 +31,17 @@ import numpy as np
 from llvmlite import ir
 
 from tsjit.codegen.element_ops import llvm_type
-from tsjit.codegen.ir_util import I64, PTR, i64, loop, stack_slot
-from tsjit.codegen.numpy_minmax import column_newer_wins, row_order
+from tsjit.codegen.ir_util import (
+    I8,
+    I64,
+    PTR,
+    declare_function,
+    hinted_loop,
+    i64,
+    loop,
+    stack_slot,
+)
+from tsjit.codegen.numpy_minmax import RowOrder, column_newer_wins, row_order
 from tsjit.codegen.reduction_spec import float_extremes
 
 __all__ = ["build_column_ties", "emit_row_ties"]
@@ -68,18 +82,22 @@ def _ties_function(kb, r: int) -> ir.Function:
     row = kb.load_state(b, state)
     wanted = kb.needed([arg])
     order = row_order(dtype.name)
+    flags = stack_slot(b, ir.ArrayType(I8, _BLOCK + 8))
 
     def at(b: ir.IRBuilder, i: ir.Value) -> ir.Value:
         return kb.emit_elements(b, pointers, i, row, wanted, {})[arg]
 
+    def nan_at(b: ir.IRBuilder, i: ir.Value) -> ir.Value:
+        x = at(b, i)
+        return b.fcmp_unordered("uno", x, x)
+
     is_nan = b.fcmp_unordered("uno", value, value)
     if order.lanes == 0:   # one element after another: the first equal one, the first NaN
-        def first(b: ir.IRBuilder, i: ir.Value) -> None:
-            x = at(b, i)
-            with b.if_then(_matches(b, x, value, is_nan)):
-                b.ret(x)
+        def found(b: ir.IRBuilder, i: ir.Value) -> None:
+            b.ret(at(b, i))
 
-        loop(b, i64(0), n, first)
+        _first_match(b, flags, i64(0), n, lambda b, i: _matches(b, at(b, i), value, is_nan),
+                     found)
         b.ret(value)
         return fn
     lanes = order.lanes
@@ -88,58 +106,150 @@ def _ties_function(kb, r: int) -> ir.Function:
                            b.add(i64(1), b.mul(whole, i64(lanes))))
     with b.if_then(is_nan):
         def first_nan(b: ir.IRBuilder, i: ir.Value) -> None:
-            x = at(b, i)
-            with b.if_then(b.fcmp_unordered("uno", x, x)):
-                b.ret(b.select(b.icmp_signed("<", i, vector_part),
-                               _bits(b, ty, order.vector_nan), x))
+            b.ret(b.select(b.icmp_signed("<", i, vector_part), _bits(b, ty, order.vector_nan),
+                           at(b, i)))
 
-        loop(b, i64(0), n, first_nan)
+        _first_match(b, flags, i64(0), n, nan_at, first_nan)
         b.ret(value)
-    table = _lane_table(kb.module, order.lane_order)
 
-    def last_zero(b: ir.IRBuilder, k: ir.Value) -> None:
-        i = _reverse_position(b, table, lanes, n, whole, vector_part, k)
-        x = at(b, i)
+    def last_in_rest(b: ir.IRBuilder, k: ir.Value) -> None:   # fewer than ``lanes``
+        x = at(b, b.sub(b.sub(n, i64(1)), k))
         with b.if_then(b.fcmp_ordered("==", x, value)):
             b.ret(x)
 
-    loop(b, i64(0), n, last_zero)
-    b.ret(value)
+    loop(b, i64(0), b.sub(n, vector_part), last_in_rest)
+    i = _last_in_lanes(b, flags, order, whole, lambda b, i: b.fcmp_ordered("==", at(b, i), value))
+    b.ret(at(b, i))
     return fn
 
 
-def _lane_table(module: ir.Module, lane_order: tuple[int, ...]) -> ir.GlobalVariable:
-    """The lanes by falling priority, as a constant int64 array."""
-    name = "tsjit_lanes_" + "_".join(map(str, lane_order))
+# Elements whose match flags one step of a search computes at once (a stack buffer of
+# bytes, written by a loop the vectorizer widens as it widens the kernel's own loops).
+_BLOCK = 1024
+
+
+def _match_flags(b: ir.IRBuilder, flags: ir.Value, start: ir.Value, count: ir.Value,
+                 test) -> None:
+    """``flags[e] = test(b, start + e)`` (0 or 1) for ``e`` in ``[0, count)``, then eight
+    zero bytes."""
+    def one(b: ir.IRBuilder, e: ir.Value) -> None:
+        b.store(b.zext(test(b, b.add(start, e)), I8), b.gep(flags, [e], source_etype=I8))
+
+    hinted_loop(b, i64(0), count, one, {"llvm.loop.vectorize.enable": True})
+    b.store(ir.Constant(I64, 0), b.gep(flags, [count], source_etype=I8), align=1)
+
+
+def _first_match(b: ir.IRBuilder, flags: ir.Value, begin: ir.Value, end: ir.Value, test,
+                 found) -> None:
+    """``found(b, i)`` (which returns) for the first ``i`` in ``[begin, end)`` where
+    ``test(b, i)`` holds, a block of flags at a time; falls through if there is none."""
+    blocks = b.sdiv(b.add(b.sub(end, begin), i64(_BLOCK - 1)), i64(_BLOCK))
+
+    def block(b: ir.IRBuilder, q: ir.Value) -> None:
+        start = b.add(begin, b.mul(q, i64(_BLOCK)))
+        count = b.sub(end, start)
+        count = b.select(b.icmp_signed("<", count, i64(_BLOCK)), count, i64(_BLOCK))
+        _match_flags(b, flags, start, count, test)
+
+        def word(b: ir.IRBuilder, w: ir.Value) -> None:
+            bits = b.load(b.gep(flags, [b.mul(w, i64(8))], source_etype=I8), typ=I64, align=1)
+            with b.if_then(b.icmp_unsigned("!=", bits, i64(0)), likely=False):
+                byte = b.lshr(_count_trailing_zeros(b, bits), i64(3))
+                found(b, b.add(start, b.add(b.mul(w, i64(8)), byte)))
+
+        loop(b, i64(0), b.sdiv(b.add(count, i64(7)), i64(8)), word)
+
+    loop(b, i64(0), blocks, block)
+
+
+def _last_in_lanes(b: ir.IRBuilder, flags: ir.Value, order: RowOrder, whole: ir.Value,
+                   test) -> ir.Value:
+    """The index of the last element in NumPy's sequence of the vector part (the seed and
+    ``whole`` vectors of ``order.lanes`` after it) where ``test`` holds: the top lane's
+    last, else the seed, else the last of the highest lane that has one (the seed where
+    none does).  The vectors are flagged a block at a time from the end; each lane's
+    last is the first found; the search ends at the top lane's."""
+    lanes = order.lanes
+    mask_type = ir.IntType(8 * lanes)
+    per_block = _BLOCK // lanes
+    priority = _constant_table(b.module, [order.lane_order.index(k) for k in range(lanes)])
+    best = stack_slot(b, I64, i64(-1))      # the priority of the best lane found
+    best_index = stack_slot(b, I64, i64(0))
+    seen = stack_slot(b, mask_type, ir.Constant(mask_type, 0))
+    decide = b.function.append_basic_block("decide")
+    blocks = b.sdiv(b.add(whole, i64(per_block - 1)), i64(per_block))
+
+    def block(b: ir.IRBuilder, q: ir.Value) -> None:
+        stop = b.sub(whole, b.mul(q, i64(per_block)))     # vectors [first, stop)
+        first = b.sub(stop, i64(per_block))
+        first = b.select(b.icmp_signed("<", first, i64(0)), i64(0), first)
+        _match_flags(b, flags, b.add(i64(1), b.mul(first, i64(lanes))),
+                     b.mul(b.sub(stop, first), i64(lanes)), test)
+
+        def vector(b: ir.IRBuilder, t: ir.Value) -> None:
+            j = b.sub(b.sub(stop, i64(1)), t)
+            offset = b.mul(b.sub(j, first), i64(lanes))
+            bits = b.load(b.gep(flags, [offset], source_etype=I8), typ=mask_type, align=1)
+            new = b.and_(bits, b.not_(b.load(seen, typ=mask_type)))
+            with b.if_then(b.icmp_unsigned("!=", new, ir.Constant(mask_type, 0)),
+                           likely=False):
+                b.store(b.or_(b.load(seen, typ=mask_type), new), seen)
+
+                def lane(b: ir.IRBuilder, _: ir.Value) -> None:   # each lane new here
+                    rest = b.load(seen_now, typ=mask_type)
+                    k = b.lshr(_as_i64(b, _count_trailing_zeros(b, rest)), i64(3))
+                    b.store(b.and_(rest, b.sub(rest, ir.Constant(mask_type, 1))), seen_now)
+                    rank = b.load(b.gep(priority, [i64(0), k], source_etype=priority.value_type),
+                                  typ=I64)
+                    with b.if_then(b.icmp_signed(">", rank, b.load(best, typ=I64))):
+                        b.store(rank, best)
+                        b.store(b.add(i64(1), b.add(b.mul(j, i64(lanes)), k)), best_index)
+
+                seen_now = stack_slot(b, mask_type, new)
+                loop(b, i64(0), _count_ones(b, new), lane)
+                with b.if_then(b.icmp_signed("==", b.load(best, typ=I64), i64(lanes - 1))):
+                    b.branch(decide)
+
+        loop(b, i64(0), b.sub(stop, first), vector)
+
+    loop(b, i64(0), blocks, block)
+    b.branch(decide)
+    b.position_at_end(decide)
+    rank = b.load(best, typ=I64)
+    top = b.icmp_signed("==", rank, i64(lanes - 1))
+    none = b.icmp_signed("<", rank, i64(0))
+    seed = b.select(b.or_(top, none), ir.Constant(ir.IntType(1), 0), test(b, i64(0)))
+    return b.select(b.or_(none, seed), i64(0), b.load(best_index, typ=I64))
+
+
+def _count_trailing_zeros(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    cttz = declare_function(b.module, f"llvm.cttz.i{x.type.width}", x.type,
+                            [x.type, ir.IntType(1)])
+    return b.call(cttz, [x, ir.Constant(ir.IntType(1), 1)])   # x is not zero
+
+
+def _count_ones(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    ctpop = declare_function(b.module, f"llvm.ctpop.i{x.type.width}", x.type, [x.type])
+    return _as_i64(b, b.call(ctpop, [x]))
+
+
+def _as_i64(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """An unsigned integer (a count) as an int64."""
+    width = x.type.width
+    return x if width == 64 else b.zext(x, I64) if width < 64 else b.trunc(x, I64)
+
+
+def _constant_table(module: ir.Module, values: list[int]) -> ir.GlobalVariable:
+    """``values`` as a constant int64 array (shared by name)."""
+    name = "tsjit_table_" + "_".join(map(str, values))
     table = module.globals.get(name)
     if table is None:
-        ty = ir.ArrayType(I64, len(lane_order))
+        ty = ir.ArrayType(I64, len(values))
         table = ir.GlobalVariable(module, ty, name=name)
         table.global_constant = True
         table.linkage = "internal"
-        table.initializer = ir.Constant(ty, [i64(lane) for lane in reversed(lane_order)])
+        table.initializer = ir.Constant(ty, [i64(v) for v in values])
     return table
-
-
-def _reverse_position(b: ir.IRBuilder, table: ir.GlobalVariable, lanes: int, n: ir.Value,
-                      whole: ir.Value, vector_part: ir.Value, k: ir.Value) -> ir.Value:
-    """The element index of step ``k`` of NumPy's sequence walked from its end: the rest
-    (``n - vector_part`` elements) backwards, the top lane's ``whole`` elements backwards,
-    the seed, then the other lanes, each backwards."""
-    rest = b.sub(n, vector_part)
-    in_rest = b.icmp_signed("<", k, rest)
-    step = b.sub(k, rest)                              # into the lanes' part
-    after_top = b.icmp_signed(">", step, whole)        # past the top lane and the seed
-    shifted = b.select(after_top, b.sub(step, i64(1)), step)
-    safe = b.select(b.icmp_signed(">", whole, i64(0)), whole, i64(1))
-    rank = b.sdiv(shifted, safe)
-    within = b.srem(shifted, safe)
-    lane = b.load(b.gep(table, [i64(0), rank], source_etype=table.value_type), typ=I64)
-    in_lane = b.add(b.add(i64(1), lane),
-                    b.mul(b.sub(b.sub(whole, i64(1)), within), i64(lanes)))
-    seed = b.icmp_signed("==", step, whole)
-    lane_or_seed = b.select(seed, i64(0), in_lane)
-    return b.select(in_rest, b.sub(b.sub(n, i64(1)), k), lane_or_seed)
 
 
 def build_column_ties(kb, p: int) -> ir.Function | None:
