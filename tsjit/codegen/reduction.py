@@ -212,7 +212,8 @@ class _RowKernelBuilder:
 
         if self.spec.strided:
             row, pointers, offset = pieces
-            piece_loop(b, begin, end, offset, row, pointers[:len(self.array_inputs)], run)
+            piece_loop(b, begin, end, offset, row, pointers[:len(self.array_inputs)],
+                       [self.spec.inputs[i].dtype.itemsize for i in self.array_inputs], run)
         else:
             run(b, begin, end)
 

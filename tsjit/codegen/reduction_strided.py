@@ -8,7 +8,10 @@ whole is a piece per row of it).  NumPy sums such a row (its elementwise tempora
 C-ordered) in the logical order, so every loop over elements walks the pieces in order:
 per piece, each input's *virtual base* ``row_k + r * (outer_k - m * stride_k)`` makes the
 address ``base + f * stride_k``, which the loop vectorizes where the stride is the
-element size (LLVM versions the loop on it).
+element size (LLVM versions the loop on it).  A reversed view (every input at minus its
+element size: ``x[:, ::-1]``) gets a version of its own with those strides as constants,
+which the vectorizer widens with reversed vector loads (it speculates a stride of plus
+one element only).
 
 The state holds, after the row values, each array input's element stride, then its outer
 stride, then ``m``; ``StridedState.load`` gives them to the loops by key.
@@ -47,11 +50,12 @@ def load_strides(b: ir.IRBuilder, field: Callable[[int], ir.Value], arrays: int)
 
 
 def piece_loop(b: ir.IRBuilder, begin: ir.Value, end: ir.Value, offset: ir.Value,
-               row: dict, pointers: list[ir.Value],
+               row: dict, pointers: list[ir.Value], sizes: list[int],
                run: Callable[[ir.IRBuilder, ir.Value, ir.Value], None]) -> None:
     """``run(b, lo, hi)`` over [begin, end) (element ``offset + i`` of the row for loop
     index ``i``) piece by piece, with ``row[base_key(k)]`` set to each array input's
-    virtual base for the piece (``pointers``: the inputs' row pointers)."""
+    virtual base for the piece (``pointers``: the inputs' row pointers, ``sizes``: their
+    element sizes)."""
     fn = b.function
     header, done = fn.append_basic_block("pieces"), fn.append_basic_block("pieces_done")
     m = row["piece"]
@@ -67,11 +71,33 @@ def piece_loop(b: ir.IRBuilder, begin: ir.Value, end: ir.Value, offset: ir.Value
     for k, pointer in enumerate(pointers):
         shift = b.mul(r, b.sub(row[("outer", k)], b.mul(m, row[stride_key(k)])))
         row[base_key(k)] = b.gep(pointer, [shift], source_etype=I8)
-    run(b, lo, hi)
+    _versions(b, row, sizes, lambda b: run(b, lo, hi))
     lo.add_incoming(hi, b.block)
     r.add_incoming(b.add(r, i64(1)), b.block)
     b.cbranch(b.icmp_signed("<", hi, end), header, done)
     b.position_at_end(done)
+
+
+def _versions(b: ir.IRBuilder, row: dict, sizes: list[int],
+              run: Callable[[ir.IRBuilder], None], signs: tuple[int, ...] = (1, -1)) -> None:
+    """``run(b)`` in versions: every input at its element size (contiguous pieces), every
+    one at minus it (reversed), each with these strides as constants (the vectorizer
+    widens both: plain or reversed vector loads), then any strides."""
+    if not signs:
+        run(b)
+        return
+    strides = {stride_key(k): row[stride_key(k)] for k in range(len(sizes))}
+    constants = {stride_key(k): i64(signs[0] * size) for k, size in enumerate(sizes)}
+    every = ir.Constant(ir.IntType(1), 1)
+    for key, stride in strides.items():
+        every = b.and_(every, b.icmp_signed("==", stride, constants[key]))
+    with b.if_else(every) as (constant, other):
+        with constant:
+            row.update(constants)
+            run(b)
+            row.update(strides)
+        with other:
+            _versions(b, row, sizes, run, signs[1:])
 
 
 def element_address(b: ir.IRBuilder, pointer: ir.Value, row: dict, k: int,
