@@ -18,7 +18,12 @@ from llvmlite import ir
 from tsjit.codegen import numpy_nans, vmath
 from tsjit.codegen.fp_status import FLAG_BITS
 from tsjit.codegen.ir_util import fcmp_quiet
-from tsjit.codegen.kernel_spec import MATH_FUNCTIONS, SCALAR_OPERANDS, KernelOp
+from tsjit.codegen.kernel_spec import (
+    MATH_FUNCTIONS,
+    NAN_FIXED_LATER,
+    SCALAR_OPERANDS,
+    KernelOp,
+)
 
 __all__ = [
     "cast_value",
@@ -516,6 +521,8 @@ def lower_op(
         args = [args[0], cast_value(b, args[1], arg_dtypes[1], dtype)]
         arg_dtypes = [dtype, dtype]
     operand_dtype = arg_dtypes[0]
+    if NAN_FIXED_LATER in op.attrs and name == "square" and operand_dtype != _F16:
+        return b.fmul(args[0], args[0])  # (x86's NaN select of _self_product not needed)
     if SCALAR_OPERANDS in op.attrs and operand_dtype in (_F32, _F64):
         name = {"clip": "clip_scalar_bounds", "pow": "pow_scalar_exponent"}[name]
     elif SCALAR_OPERANDS in op.attrs and name == "pow" and operand_dtype == _F16:

@@ -26,6 +26,7 @@ __all__ = [
     "OpSignature",
     "OPS_WITH_SCALAR_OPERAND_LOOPS",
     "SCALAR_OPERANDS",
+    "NAN_FIXED_LATER",
     "OP_SIGNATURES",
     "supports",
     "check_op",
@@ -48,12 +49,16 @@ class KernelInput:
 # computes the exponents 1, 2, -1 and 0.5 exactly (x, x*x, 1/x, sqrt(x)).
 SCALAR_OPERANDS = "scalar_operands"
 OPS_WITH_SCALAR_OPERAND_LOOPS = frozenset({"clip", "pow"})
+# An op's `attrs` flag: a later op of the kernel replaces the result's NaNs, so the op need
+# not give x86's NaN itself (a square is then the plain product, whose NaN LLVM may take
+# from another operand: ``fabs(y) * fabs(y)`` becomes ``y * y``).
+NAN_FIXED_LATER = "nan_fixed_later"
 
 
 @dataclass(frozen=True)
 class KernelOp:
     """``result = op(values[args])``; ``dtype`` is the result's dtype; ``attrs``: a cast's
-    target dtype, or SCALAR_OPERANDS (clip, pow)."""
+    target dtype, or SCALAR_OPERANDS (clip, pow), or NAN_FIXED_LATER (square)."""
 
     op: str
     args: tuple[int, ...]

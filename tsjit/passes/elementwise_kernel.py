@@ -41,6 +41,7 @@ import numpy as np
 
 from ..codegen import numpy_nans
 from ..codegen.kernel_spec import (
+    NAN_FIXED_LATER,
     OP_SIGNATURES,
     OPS_WITH_SCALAR_OPERAND_LOOPS,
     SCALAR_OPERANDS,
@@ -608,11 +609,16 @@ class _Builder:
         # float32 it is within 1 ulp of pow and overflows as pow does.
         work = np.dtype(np.float64) if c == 3 else out
         x = self.cast(self.use(base, out), work)
+        # pow's NaN of a NaN: x quieted, its sign bit cleared where cube_nan_positive, set
+        # by a select after the products (one select of the narrow result instead of
+        # _self_product's in float64), which frees the square from giving it
+        nan_positive = c == 3 and numpy_nans.cube_nan_positive(dtype_name(out))
         n = x
         for name in _POWERS[c]:
-            n = self.op(name, (n, x) if name == "mul" else (n,), work)
+            attrs = (NAN_FIXED_LATER,) if nan_positive and name == "square" else ()
+            n = self.op(name, (n, x) if name == "mul" else (n,), work, attrs)
         n = self.cast(n, out)
-        if c == 3 and numpy_nans.cube_nan_positive(dtype_name(out)):   # pow's NaN of a NaN
+        if nan_positive:
             n = self.op("where", (self.op("isnan", (n,), np.dtype(bool)),
                                   self.op("abs", (n,), out), n), out)
         return n
