@@ -38,10 +38,12 @@ def arity(name: str) -> int:
 
 
 def _define_loop(module: ir.Module, name: str, fty: ir.Type, vector_bits: int,
-                 library: ModuleType, nonpositive: bool) -> None:
+                 library: ModuleType, nonpositive: bool, fast: bool = False) -> None:
     """void vm_<name>(ptr noalias out, ptr noalias x, ptr noalias y, i64 n):
     out[i] = name(x[i]) or name(x[i], y[i]) for i < n, by ``library.emit_math``
-    (``nonpositive``: the form for arguments known to be <= 0 or NaN)."""
+    (``nonpositive``: the form for arguments known to be <= 0 or NaN; ``fast``: the fast
+    form of a one-argument function, y[i] set to 1 where its argument is not ordinary,
+    else 0)."""
     ptr, i64 = ir.PointerType(), ir.IntType(64)
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr, ptr, ptr, i64]), f"vm_{name}")
     set.add(fn.attributes, f'"prefer-vector-width"="{vector_bits}"')
@@ -56,7 +58,12 @@ def _define_loop(module: ir.Module, name: str, fty: ir.Type, vector_bits: int,
     i.add_incoming(ir.Constant(i64, 0), entry)
     args = [b.load(b.gep(p, [i], source_etype=fty), typ=fty) for p in (x, y)[: arity(name)]]
     forms = {"nonpositive": True} if nonpositive else {}
+    special: list[ir.Value] = []
+    if fast:
+        forms["special"] = special
     b.store(library.emit_math(b, name, args, **forms), b.gep(out, [i], source_etype=fty))
+    if fast:
+        b.store(b.uitofp(special[0], fty), b.gep(y, [i], source_etype=fty))
     following = b.add(i, ir.Constant(i64, 1))
     i.add_incoming(following, b.block)  # the element may have branched (trig's huge lanes)
     b.cbranch(b.icmp_signed("<", following, n), body, done)
@@ -69,7 +76,7 @@ class MathKernels:
     (``library``: another version of tsjit.codegen.vmath, for comparisons)."""
 
     def __init__(self, dtype: np.dtype | type, names: list[str], vector_bits: int = 512,
-                 library: ModuleType = vmath, nonpositive: bool = False):
+                 library: ModuleType = vmath, nonpositive: bool = False, fast: bool = False):
         self.dtype = np.dtype(dtype)
         tm = _target_machine()
         module = ir.Module(name=f"vmath_{self.dtype}")
@@ -77,7 +84,7 @@ class MathKernels:
         module.data_layout = str(tm.target_data)
         for name in names:
             _define_loop(module, name, _LLVM_TYPES[self.dtype], vector_bits, library,
-                         nonpositive)
+                         nonpositive, fast)
         parsed = llvm.parse_assembly(str(module))
         parsed.verify()
         options = llvm.create_pipeline_tuning_options(speed_level=3)
@@ -115,3 +122,11 @@ class MathKernels:
         self._functions[name](out.ctypes.data, inputs[0].ctypes.data, second.ctypes.data,
                               out.size)
         return out
+
+    def with_reports(self, name: str, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(values, reported) of a one-argument function's fast form (``fast=True``):
+        reported is True where the form reported its argument as not ordinary."""
+        x = np.ascontiguousarray(x, dtype=self.dtype)
+        out, reported = np.empty_like(x), np.zeros_like(x)
+        self._functions[name](out.ctypes.data, x.ctypes.data, reported.ctypes.data, x.size)
+        return out, reported != 0

@@ -507,9 +507,12 @@ def _table(dtype: np.dtype) -> dict[str, Lowering]:
 
 
 def lower_op(
-    b: ir.IRBuilder, op: KernelOp, args: list[ir.Value], arg_dtypes: list[np.dtype]
+    b: ir.IRBuilder, op: KernelOp, args: list[ir.Value], arg_dtypes: list[np.dtype],
+    special: list[ir.Value] | None = None,
 ) -> ir.Value:
-    """Emit ``op`` on scalar operands (already in their register types)."""
+    """Emit ``op`` on scalar operands (already in their register types). ``special``: a
+    float32 or float64 math function with a fast form emits it (``vmath.emit_math``), so
+    the result is exact only where none of the i1s it appends there is true."""
     name, dtype = op.op, np.dtype(op.dtype)
     if name == "cast":
         return cast_value(b, args[0], arg_dtypes[0], dtype)
@@ -545,4 +548,6 @@ def lower_op(
             # the NaN argument itself, bit for bit (widening would quiet a signaling one)
             result = b.select(b.fcmp_unordered("uno", args[0], args[0]), args[0], result)
         return result
+    if special is not None and name in vmath.FAST_FORMS and operand_dtype.kind == "f":
+        return vmath.emit_math(b, name, args, special=special)
     return _table(operand_dtype)[name](b, args)

@@ -21,10 +21,12 @@ and threading are the shared driver's job (``elementwise_driver``):
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from llvmlite import ir
 
-from tsjit.codegen import fp_status
+from tsjit.codegen import fp_status, vmath
 from tsjit.codegen.element_ops import (
     float_truncate,
     integer_errors,
@@ -127,6 +129,13 @@ class _KernelBuilder:
         self.vector_width = str(vector_width(spec))
         # the integer errors of the inner loop's elements (an i32 of MXCSR flags, or None)
         self.integer_errors: ir.Value | None = None
+        # whether a fast block met an argument that is not ordinary: a slot of the fast
+        # functions' float width (a wider or narrower one would pack or widen the lane
+        # masks in every vector)
+        self.special_lanes: ir.Value | None = None
+        self.special_type = ir.IntType(8 * max(
+            (spec.value_dtype(op.args[0]).itemsize for op in spec.ops
+             if op.op in vmath.FAST_FORMS), default=4))
 
     def _function(self, name: str, args: list[ir.Type], internal: bool,
                   result: ir.Type = VOID) -> ir.Function:
@@ -145,9 +154,13 @@ class _KernelBuilder:
         return self.array_inputs.index(target)
 
     # ------------------------------------------------------------------ the element
-    def emit_element(self, b: ir.IRBuilder, pointers: list[ir.Value], scalars: list[ir.Value]):
-        """Load the inputs at ``pointers``, compute the fused ops, store the outputs."""
+    def emit_element(self, b: ir.IRBuilder, pointers: list[ir.Value], scalars: list[ir.Value],
+                     fast: bool = False):
+        """Load the inputs at ``pointers``, compute the fused ops, store the outputs.
+        ``fast``: math functions take their fast forms, and whether any of them had an
+        argument that is not ordinary is or-ed into the ``special_lanes`` slot."""
         spec = self.spec
+        special: list[ir.Value] | None = [] if fast else None
         values: dict[int, ir.Value] = {}
         for k, i in enumerate(self.array_inputs):
             values[i] = load_value(b, pointers[k], spec.inputs[i].dtype)
@@ -157,11 +170,15 @@ class _KernelBuilder:
             if index in needed:
                 arg_dtypes = [spec.value_dtype(a) for a in op.args]
                 args = [values[a] for a in op.args]
-                values[index] = lower_op(b, op, args, arg_dtypes)
+                values[index] = lower_op(b, op, args, arg_dtypes, special)
                 self.collect_integer_errors(b, integer_errors(b, op, args, arg_dtypes))
         for j, value_number in enumerate(spec.outputs):
             pointer = pointers[self.output_operand(j)]
             store_value(b, values[value_number], pointer, spec.value_dtype(value_number))
+        if special:   # an or-reduction over the block: it vectorizes
+            lanes = b.zext(functools.reduce(b.or_, special), self.special_type)
+            b.store(b.or_(b.load(self.special_lanes, typ=self.special_type), lanes),
+                    self.special_lanes)
 
     def collect_integer_errors(self, b: ir.IRBuilder, flags: ir.Value | None) -> None:
         """Or an element's integer errors into the loop's (an or-reduction: it vectorizes)."""
@@ -201,12 +218,12 @@ class _KernelBuilder:
         if fp_status.supported():
             self.integer_errors = stack_slot(b, I32, ir.Constant(I32, 0))
 
-        def element_of(operands, b: ir.IRBuilder, i: ir.Value) -> None:
+        def element_of(operands, b: ir.IRBuilder, i: ir.Value, fast: bool = False) -> None:
             at = [
                 b.gep(p, [i], source_etype=memory_type(dt), inbounds=True)
                 for p, dt in zip(operands, self.operand_dtypes)
             ]
-            self.emit_element(b, at, scalars)
+            self.emit_element(b, at, scalars, fast)
 
         def one_element(b: ir.IRBuilder, i: ir.Value) -> None:
             element_of(pointers, b, i)
@@ -219,7 +236,19 @@ class _KernelBuilder:
         blocks = b.sdiv(b.sub(end, begin), i64(_INTERLEAVED_BLOCK))
         middle = b.add(begin, b.mul(blocks, i64(_INTERLEAVED_BLOCK)))
         interleaved = {"llvm.loop.interleave.count": _INTERLEAVE}
-        if not self.prefetches:
+        if self.fast_blocks:
+            self.special_lanes = stack_slot(b, self.special_type)
+
+            def block(b: ir.IRBuilder, index: ir.Value) -> None:
+                start = b.add(begin, b.mul(index, i64(_INTERLEAVED_BLOCK)))
+                if self.prefetches:
+                    with b.if_then(b.icmp_unsigned("!=", prefetch, ir.Constant(PTR, None))):
+                        self.emit_prefetches(b, pointers, prefetch, start)
+                self.fast_block(b, lambda b, j, fast: element_of(
+                    pointers, b, b.add(start, j, flags=["nsw"]), fast), interleaved)
+
+            loop(b, i64(0), blocks, block)
+        elif not self.prefetches:
             hinted_loop(b, begin, middle, one_element, interleaved)
         else:
             with b.if_else(b.icmp_unsigned("==", prefetch, ir.Constant(PTR, None))) as (
@@ -227,18 +256,45 @@ class _KernelBuilder:
                 with plain:
                     hinted_loop(b, begin, middle, one_element, interleaved)
                 with prefetching:
-                    def block(b: ir.IRBuilder, index: ir.Value) -> None:
+                    def prefetched_block(b: ir.IRBuilder, index: ir.Value) -> None:
                         start = b.add(begin, b.mul(index, i64(_INTERLEAVED_BLOCK)))
                         self.emit_prefetches(b, pointers, prefetch, start)
                         hinted_loop(b, i64(0), i64(_INTERLEAVED_BLOCK),  # a constant count
                                      lambda b, j: one_element(b, b.add(start, j, flags=["nsw"])),
                                      interleaved)
 
-                    loop(b, i64(0), blocks, block)
+                    loop(b, i64(0), blocks, prefetched_block)
         self.padded_tail(b, pointers, middle, end, element_of, interleaved)
         self.raise_integer_errors(b)
         b.ret_void()
         return fn
+
+    @property
+    def fast_blocks(self) -> bool:
+        """Whether the compute-bound loop runs its blocks fast first (``fast_block``): it
+        has a math function with a fast form, and no operand it reads is also written
+        (a block computed again must find its inputs unchanged)."""
+        spec = self.spec
+        fast = any(op.op in vmath.FAST_FORMS and spec.value_dtype(op.args[0]).itemsize >= 4
+                   for op in spec.ops)
+        return fast and not (self._read_operands() & self._written_operands())
+
+    def fast_block(self, b: ir.IRBuilder, element, hints: dict) -> None:
+        """One block of _INTERLEAVED_BLOCK elements, ``element(b, j, fast)`` for j in it:
+        first with the math functions' fast forms, which give their exact bits and flags
+        on ordinary arguments, with fewer operations than their special lanes' selects
+        take. A block where some argument was not ordinary runs again exactly, from the
+        floating-point flags as they were before it (the fast pass's are dropped)."""
+        saved = fp_status.save(b) if fp_status.supported() else None
+        none = ir.Constant(self.special_type, 0)
+        b.store(none, self.special_lanes)
+        hinted_loop(b, i64(0), i64(_INTERLEAVED_BLOCK), lambda b, j: element(b, j, True), hints)
+        again = b.icmp_unsigned("!=", b.load(self.special_lanes, typ=self.special_type), none)
+        with b.if_then(again, likely=False):
+            if saved is not None:
+                fp_status.restore(b, saved)
+            hinted_loop(b, i64(0), i64(_INTERLEAVED_BLOCK), lambda b, j: element(b, j, False),
+                        hints)
 
     def padded_tail(self, b: ir.IRBuilder, pointers, begin, end, element_of, hints) -> None:
         """Elements [begin, end), fewer than _INTERLEAVED_BLOCK, as one whole block in
@@ -249,7 +305,7 @@ class _KernelBuilder:
         every lane computes a real element, so the flags are exactly the elements'."""
         count = b.sub(end, begin)
         with b.if_then(b.icmp_signed(">", count, i64(0))):
-            written = {self.output_operand(j) for j in range(len(self.spec.outputs))}
+            written = self._written_operands()
             buffers = []
             for k, dtype in enumerate(self.operand_dtypes):
                 etype = memory_type(dtype)
@@ -356,13 +412,18 @@ class _KernelBuilder:
             self.module, ir.FunctionType(I64, [PTR]), DRIVER_SYMBOL)
         b.ret(b.call(driver, [job]))
 
+    def _written_operands(self) -> set[int]:
+        return {self.output_operand(j) for j in range(len(self.spec.outputs))}
+
+    def _read_operands(self) -> set[int]:
+        needed = self._needed_values()
+        return {k for k, i in enumerate(self.array_inputs) if i in needed}  # not out[:] = ...
+
     def _operand_info(self) -> ir.GlobalVariable:
         existing = self.module.globals.get(f"{self.name}_operands")
         if existing is not None:  # both entries use it
             return existing
-        written = {self.output_operand(j) for j in range(len(self.spec.outputs))}
-        needed = self._needed_values()
-        read = {k for k, i in enumerate(self.array_inputs) if i in needed}  # not out[:] = ...
+        written, read = self._written_operands(), self._read_operands()
         rows = []
         for k, (dtype, rank) in enumerate(zip(self.operand_dtypes, self.operand_ranks)):
             access = (ACCESS_READ if k in read else 0) | (ACCESS_WRITE if k in written else 0)

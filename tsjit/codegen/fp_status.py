@@ -20,7 +20,8 @@ from llvmlite import ir
 from tsjit.codegen.ir_util import I32, PTR, VOID, stack_slot
 from tsjit.codegen.kernel_abi import FLAG_BITS, FP_FLAGS
 
-__all__ = ["FLAG_BITS", "FP_FLAGS", "clear", "raise_flags", "read", "supported"]
+__all__ = ["FLAG_BITS", "FP_FLAGS", "clear", "raise_flags", "read", "restore", "save",
+           "supported"]
 
 
 
@@ -49,6 +50,18 @@ def read(b: ir.IRBuilder) -> ir.Value:
     slot = stack_slot(b, I32)
     _mxcsr(b, "llvm.x86.sse.stmxcsr", slot)
     return b.and_(b.load(slot, typ=I32), ir.Constant(I32, FP_FLAGS))
+
+
+def save(b: ir.IRBuilder) -> ir.Value:
+    """This thread's whole MXCSR (flags and modes), for ``restore``."""
+    slot = stack_slot(b, I32)
+    _mxcsr(b, "llvm.x86.sse.stmxcsr", slot)
+    return b.load(slot, typ=I32)
+
+
+def restore(b: ir.IRBuilder, saved: ir.Value) -> None:
+    """Put back an MXCSR ``save`` read: the flags raised since are dropped."""
+    _mxcsr(b, "llvm.x86.sse.ldmxcsr", stack_slot(b, I32, saved))
 
 
 def raise_flags(b: ir.IRBuilder, flags: ir.Value) -> None:

@@ -33,7 +33,7 @@ from tsjit.codegen import numpy_flags, numpy_nans, vmath_trig
 from tsjit.codegen import vmath_poly as K
 from tsjit.codegen.vmath_emit import F32, F64, Emit
 
-__all__ = ["SUPPORTED", "emit_math"]
+__all__ = ["FAST_FORMS", "SUPPORTED", "emit_math"]
 
 
 _INF = float("inf")
@@ -471,6 +471,54 @@ def _erf(em: Emit, x):
     return em.copysign(em.sel(small, em.mla(ax, p, ax), em.mla(em.neg(e), p, 1.0)), x)
 
 
+# ---------------------------------------------------------------- fast forms
+
+# Ordinary arguments of exp: 0 and the magnitudes in [low, high], where its main formula
+# gives a normal result and raises no flag, and none of its special lanes' selects (NaN,
+# infinities, tiny and denormal arguments, clamps, the two-step ldexp of results beyond
+# the normal range) is needed.
+_ORDINARY_EXP = {"float32": (2.0**-60, 86.0), "float64": (2.0**-500, 707.0)}
+
+
+def _outside(em: Emit, x, low: float, high: float):
+    """Whether x is not ordinary: nonzero with |x| outside [low, high] (NaN and +-inf
+    included), one unsigned compare of |x|'s bits offset by low's."""
+    b = em.b
+    magnitude = em.bits(em.fabs(x))
+    offset = b.sub(magnitude, em.bits(low))
+    beyond = b.icmp_unsigned(">", offset, b.sub(em.bits(high), em.bits(low)))
+    return b.and_(beyond, b.icmp_unsigned("!=", magnitude, em.int(0)))
+
+
+def _fast_exp(em: Emit, x) -> tuple[ir.Value, ir.Value]:
+    """``_exp``'s value on ordinary arguments: the result is normal, so 2**n is an integer
+    add to the exponent field of e + 1, exact as ldexp's two steps are there: the same
+    bits with five operations less."""
+    e, n = _exp_reduce(em, x)
+    scaled = em.b.add(em.bits(em.add(e, 1.0)), em.b.shl(n, em.int(em.fmt.mant_bits)))
+    return em.from_bits(scaled), _outside(em, x, *_ORDINARY_EXP[em.fmt.name])
+
+
+def _fast_tanh(em: Emit, x) -> tuple[ir.Value, ir.Value]:
+    """``_tanh``'s value on ordinary arguments, here 0 and |x| from the linear bound up to
+    +inf: 0 gives +-0 through the formula as through the tiny select, and |x| is limited
+    to the saturation bound as ``_tanh`` limits it (one integer min), so the saturated
+    lanes, common in gelu, stay on the fast path."""
+    bits = em.bits(em.fabs(x))
+    saturation = em.bits(_TANH_SATURATION[em.fmt.name])
+    ax = em.from_bits(em.b.select(em.b.icmp_signed(">", bits, saturation), saturation, bits))
+    e = _expm1_in_range(em, em.mul(ax, 2.0))
+    value = em.with_sign_of(em.div(e, em.add(e, 2.0)), x)
+    return value, _outside(em, x, _TANH_LINEAR[em.fmt.name], _INF)
+
+
+# name -> (value, not ordinary): the function's bits on ordinary arguments, without its
+# special lanes (see emit_math's ``special``).
+_FAST: dict[str, Callable[[Emit, ir.Value], tuple[ir.Value, ir.Value]]] = {
+    "exp": _fast_exp, "tanh": _fast_tanh}
+FAST_FORMS: frozenset[str] = frozenset(_FAST)
+
+
 # ---------------------------------------------------------------- dispatch
 
 
@@ -504,7 +552,8 @@ _NONPOSITIVE_FORMS: dict[str, Callable[..., ir.Value]] = {"exp": _exp_nonpositiv
 
 
 def emit_math(builder: ir.IRBuilder, name: str, args: list[ir.Value],
-              like: str | None = None, nonpositive: bool = False) -> ir.Value:
+              like: str | None = None, nonpositive: bool = False,
+              special: list[ir.Value] | None = None) -> ir.Value:
     """Emit `name` applied to scalar float/double values (all args same type: ir.FloatType() or
     ir.DoubleType()); returns a value of the same type. Select-based code that the loop
     vectorizer can widen: no libm calls, no loops. sin, cos and tan branch (rarely) to a
@@ -513,7 +562,13 @@ def emit_math(builder: ir.IRBuilder, name: str, args: list[ir.Value],
     the dtype ``like`` (default: the arguments' own type), as numpy_nans finds them, and
     denormal arguments raise underflow as numpy_flags finds it. ``nonpositive``: the (one)
     argument is known to be <= 0 or NaN, which some functions compute more cheaply
-    (``_NONPOSITIVE_FORMS``), with the same results."""
+    (``_NONPOSITIVE_FORMS``), with the same results.
+
+    ``special``: a list to which a function in FAST_FORMS appends an i1, true where its
+    argument is not ordinary, and whose value is then exact only where that is false
+    (other lanes may hold anything and raise any flag): the caller computes a block with
+    such a lane again without ``special`` (elementwise's fast blocks). Ordinary lanes get
+    the bits and flags of the exact form, with fewer operations."""
     if name not in _FUNCTIONS:
         raise ValueError(f"vmath has no function {name!r}; supported: {sorted(SUPPORTED)}")
     arity, emit = _FUNCTIONS[name]
@@ -534,6 +589,10 @@ def emit_math(builder: ir.IRBuilder, name: str, args: list[ir.Value],
               # (half arguments are normal numbers in the float arithmetic used for them)
               denormal_underflow=(like or fmt.name) == fmt.name
               and numpy_flags.underflows_at_denormals(name, fmt.name))
+    if special is not None and name in _FAST and not nonpositive:
+        result, outside = _FAST[name](em, *args)
+        special.append(outside)
+        return result
     result = emit(em, *args)
     if arity == 1 and name not in _NAN_RESULT_FOLDED:
         result = em.sel(em.is_nan(args[0]), em.nan_result(args[0]), result)

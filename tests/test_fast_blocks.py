@@ -1,0 +1,91 @@
+"""Fast blocks of compute-bound kernels (elementwise's ``fast_block``).
+
+A kernel whose ops include a math function with a fast form (vmath.FAST_FORMS) runs each
+block of 64 elements with the fast forms first, and a block where some argument is not
+ordinary (NaN, +-inf, a huge, tiny or denormal magnitude) again with the exact forms,
+from the floating-point flags as they were before it. So a block holding a special lane
+gives NumPy's NaN bits and values there, and its other lanes the same bits as in a block
+without it. (That the fast pass's flags are dropped is tested by test_vmath_flags'
+quiet values: a spurious flag would send the call back to NumPy, a bailout.)
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_vmath import ulp_distance
+
+import tsjit
+
+
+def exp_(a): return np.exp(a) * 2.0
+def tanh_(a): return np.tanh(a) * 2.0
+def sigmoid_(a): return 1.0 / (1.0 + np.exp(-a))
+def gelu(a): return 0.5 * a * (1.0 + np.tanh(0.79788456 * (a + 0.044715 * a ** 3)))
+
+
+def exp_into_itself(a, b):
+    a += np.exp(b)   # reads and writes a: no fast blocks (a block cannot run twice)
+    return a
+
+
+PAYLOAD_NANS = {np.float32: (0x7FC00123, 0xFFC00123),
+                np.float64: (0x7FF8000000000123, 0xFFF8000000000123)}
+UINT = {np.float32: np.uint32, np.float64: np.uint64}
+
+
+def specials(dtype) -> list:
+    nans = np.array(PAYLOAD_NANS[dtype], UINT[dtype]).view(dtype)
+    info = np.finfo(dtype)
+    return [*nans, np.inf, -np.inf, 100.0, -100.0, 1000.0, -1000.0, 1e30, info.max,
+            info.smallest_subnormal, -3 * info.smallest_subnormal, 1e-30, -0.0, 12.0, -25.0]
+
+
+def warm(fn, dtype, size: int, arity: int = 1):
+    scripted = tsjit.script(fn)
+    for _ in range(3):
+        scripted(*(np.ones(size, dtype) for _ in range(arity)))
+    assert scripted.stats()["kernel_launches"] > 0
+    return scripted
+
+
+def assert_as_numpy(got, want, composite: bool = False):
+    """NumPy's NaNs; other values within 4 ulp, or for a composite of functions (whose
+    errors cancellation amplifies: gelu near -3) relatively close."""
+    bits = UINT[want.dtype.type]
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan)
+    assert np.array_equal(got[nan].view(bits), want[nan].view(bits))
+    if composite:
+        rtol = 1e-3 if want.dtype == np.float32 else 1e-10
+        np.testing.assert_allclose(got[~nan], want[~nan], rtol=rtol, atol=1e-30)
+    else:
+        assert ulp_distance(got[~nan], want[~nan]).max(initial=0) <= 4
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("fn", [exp_, tanh_, sigmoid_, gelu], ids=lambda f: f.__name__)
+def test_a_block_with_a_special_lane_is_computed_exactly(fn, dtype):
+    x = np.random.default_rng(3).uniform(-3, 3, 1000).astype(dtype)
+    scripted = warm(fn, dtype, x.size)
+    with np.errstate(all="ignore"):   # (no bailout to NumPy: the kernel's values are seen)
+        plain = scripted(x)
+        for value in specials(dtype):
+            y = x.copy()
+            y[150] = value     # in the third block, not its first lane
+            got, want = scripted(y), fn(y)
+            assert_as_numpy(got, want, composite=fn in (sigmoid_, gelu))
+            others = np.arange(x.size) != 150
+            bits = UINT[dtype]
+            assert np.array_equal(got[others].view(bits), plain[others].view(bits)), value
+    assert scripted.stats()["bailouts"] == 0
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_kernel_writing_an_input_it_reads_computes_special_lanes_exactly(dtype):
+    b = np.random.default_rng(4).uniform(-3, 3, 1000).astype(dtype)
+    b[[70, 300, 301]] = [np.inf, np.nan, -np.inf]
+    scripted = warm(exp_into_itself, dtype, b.size, arity=2)
+    a = np.linspace(-1, 1, b.size, dtype=dtype)
+    with np.errstate(all="ignore"):
+        got, want = scripted(a.copy(), b), exp_into_itself(a.copy(), b)
+    assert_as_numpy(got, want, composite=True)
