@@ -11,11 +11,11 @@ import os as _os
 import numpy as _np
 
 from . import config as _config
+from . import environment as _environment
 
 # The first script needs the front end's emitter: imported here, not on first use, because
 # where Python writes no bytecode caches (PYTHONDONTWRITEBYTECODE) it compiles from source
-# on import.  The native back end (code generators, llvmlite, the C runtime) is left to
-# the first compile, which runs on the compile worker thread (executor/background.py).
+# on import.
 from .api.module import Module, ModuleDict, ModuleList
 from .api.script import script
 from .api.script_function import ScriptFunction, ScriptModule
@@ -51,6 +51,16 @@ def __getattr__(name: str):
 def __dir__() -> list[str]:
     return sorted({*globals(), *_ON_FIRST_USE})
 
+
+# The native back end's Python side (the optimization pipeline, the kernel launchers, the
+# disk cache and the runtime's object loader) is imported here, without llvmlite: a process
+# whose kernels all come from the disk cache then never loads llvmlite, and its first
+# optimized result does not wait for these imports (~10-15 ms). llvmlite and the code
+# generators load with the first compile, on the compile worker (executor/background.py).
+if not _environment.flag(_environment.DISABLE_ENV, False) and _config.native_enabled():
+    from .executor import background as _background
+
+    _background.load_back_end()
 
 # TSJIT_LOG is read once every module tsjit imports has made its loggers (channels).
 _config.configure_logging(_os.environ.get(_config.LOG_ENV))

@@ -31,7 +31,7 @@ from tsjit import environment, forking
 
 from . import object_loader
 from .disk_cache import DiskCache
-from .host_key import host_key
+from .host_key import host_key, known_without_llvm
 
 if TYPE_CHECKING:
     from llvmlite import ir
@@ -176,7 +176,7 @@ class JitEngine:
         return self._host_key
 
     def _build(self, key: str, build, wanted: tuple[str, ...], quick: bool) -> CompiledModule:
-        key_material = f"{self.host_key}\nkernel={key}"
+        key_material = f"{self.host_key}\nkernel={key}" if self._disk is not None else ""
         cached = self._disk.load(key_material) if self._disk is not None else None
         if cached is not None:
             obj, optimized_ir = cached
@@ -229,6 +229,16 @@ def generator_fingerprint() -> str:
 
 
 _engine: JitEngine | None = None
+
+
+def prepare() -> None:
+    """Load what linking a kernel from the disk cache needs (the C runtime; this host's
+    key, whose parts are computed once per process, unless it needs LLVM) ahead of the
+    first compile. The engine itself, which reads TSJIT_DISK_CACHE and TSJIT_CACHE_DIR,
+    is made on first use."""
+    _runtime_symbols()
+    if _default_cache_dir() is not None and known_without_llvm():
+        host_key(generator_fingerprint())
 
 
 def get_engine() -> JitEngine:

@@ -19,6 +19,7 @@ are used instead, and a cache hit loads LLVM as the first compile would.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import sys
@@ -30,7 +31,7 @@ from tsjit import runtime
 
 from . import numpy_flags, numpy_nans
 
-__all__ = ["host_key"]
+__all__ = ["host_key", "known_without_llvm"]
 
 # Bump when the pipeline, code-generation options or this key's layout change.
 CACHE_FORMAT = "3"
@@ -43,6 +44,7 @@ _CPU_IDENTITY = backend.new_function_type(
     0)
 
 
+@functools.cache
 def _cpu_identity() -> str | None:
     """The CPUID words as hex, or None without the runtime or CPUID."""
     try:
@@ -54,6 +56,7 @@ def _cpu_identity() -> str | None:
     return " ".join(f"{words[i]:x}" for i in range(count)) or None
 
 
+@functools.cache
 def _llvm_build() -> str | None:
     """llvmlite's version file and its library's identity, or None if not found."""
     spec = importlib.util.find_spec("llvmlite")
@@ -67,6 +70,12 @@ def _llvm_build() -> str | None:
     except OSError:
         return None
     return f"{version} {library.resolve()} {info.st_size} {info.st_mtime_ns}"
+
+
+def known_without_llvm() -> bool:
+    """Whether this host's key needs no LLVM (the runtime gives the CPUID words and
+    llvmlite's library is found)."""
+    return _llvm_build() is not None and _cpu_identity() is not None
 
 
 def host_key(generator: str) -> str:

@@ -7,8 +7,9 @@ only compete with the calls for the GIL.  A job is a function of no arguments; w
 compiles and where the result goes is the executor's business (it holds a weak reference
 to its executor, so a dropped function's job compiles nothing and keeps nothing alive).
 
-`import tsjit` does not load the native back end (the pipeline, the code generators,
-llvmlite, the C runtime): the first compile does (`load_back_end`), on the worker thread.
+`import tsjit` loads the native back end's Python side and the C runtime
+(`load_back_end`), not llvmlite and the code generators: the first compile does, on the
+worker thread.
 
 A forked child gets a worker of its own, which restarts the parent's unfinished jobs.
 
@@ -212,15 +213,18 @@ _loaded = False
 
 
 def load_back_end() -> None:
-    """Import the optimization pipeline and the code generators (llvmlite with them), once:
-    `import tsjit` leaves them to the first compile, which runs on the worker thread while
-    the first calls run in the interpreter."""
+    """Import the optimization pipeline and the kernel launchers, and load what linking a
+    kernel from the disk cache needs (the runtime, this host's key), once: `import tsjit`
+    does (neither llvmlite nor the code generators, which the first compile loads on the
+    worker thread)."""
     global _loaded
     if _loaded:
         return
     with _importing:
-        from ..codegen import launch, reduction_launch  # noqa: F401  (kernel generators)
-        from . import pipeline  # noqa: F401  (passes, native regions, llvmlite)
+        from ..codegen import launch, reduction_launch  # noqa: F401  (kernel launchers)
+        from ..codegen.engine import prepare
+        from . import pipeline  # noqa: F401  (passes, native regions)
+        prepare()
         _loaded = True
 
 

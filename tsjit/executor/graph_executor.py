@@ -146,8 +146,8 @@ class GraphExecutor:
             job.release()
 
     def _start(self, args: tuple) -> Callable:
-        # every optimization pass makes native code (pipeline.py, which is imported by the
-        # compile itself: loading the back end is work for the worker thread)
+        # every optimization pass makes native code (pipeline.py; llvmlite and the code
+        # generators load with the compile itself, on the worker thread)
         if not config.native_enabled() or self.depth >= MAX_SPECIALIZATION_DEPTH:
             return self._install(self._interpreter_tier())
         numbers = [i for i, v in enumerate(self.graph.inputs[:len(args)])
