@@ -150,7 +150,8 @@ def test_a_few_zeros_anywhere_in_long_rows(dtype, threads):
     """Rows of one to four zeros of either sign among non-zero values: the search for
     NumPy's zero (the last in its sequence: the rest, the top lane, the seed, the other
     lanes) finds it in any lane, vector, block of flags (1024 elements) or the rest;
-    and one NaN of each sign anywhere.  Every row its own case."""
+    and one NaN of each sign anywhere.  Every row its own case; C rows, and reversed ones
+    and every other element (the strided kernel's search, in its pieces)."""
     rng = np.random.default_rng(11)
     lanes = numpy_minmax.row_order(np.dtype(dtype).name).lanes or 8
     for n in (lanes + 3, 1025, 2 * 1024 + lanes + 2, 3 * 1024 + 5):
@@ -160,10 +161,12 @@ def test_a_few_zeros_anywhere_in_long_rows(dtype, threads):
             places = rng.integers(0, n, count)
             places[rng.random(count) < 0.3] = rng.integers(0, lanes + 1)   # the seed, a lane
             row[places] = rng.choice(np.array([0.0, -0.0], dtype), count)
-        _check(rows, x, f"max n={n}")
-        _check(rows, -x, f"min n={n}")
-        with np.errstate(invalid="ignore"):
-            _check(rows, _with_nans(rng, x), f"NaN n={n}")
+        wide = np.repeat(x, 2, axis=-1)
+        for view, name in ((x, "C"), (x[:, ::-1], "reversed"), (wide[:, ::2], "strided")):
+            _check(rows, view, f"max n={n} {name}")
+            _check(rows, -view, f"min n={n} {name}")
+            with np.errstate(invalid="ignore"):
+                _check(rows, _with_nans(rng, view), f"NaN n={n} {name}")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

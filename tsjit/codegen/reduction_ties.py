@@ -82,13 +82,17 @@ def _ties_function(kb, r: int) -> ir.Function:
     row = kb.load_state(b, state)
     wanted = kb.needed([arg])
     order = row_order(dtype.name)
-    flags = stack_slot(b, ir.ArrayType(I8, _BLOCK + 8))
 
-    def at(b: ir.IRBuilder, i: ir.Value) -> ir.Value:
+    def element(b: ir.IRBuilder, i: ir.Value, row: dict) -> ir.Value:
         return kb.emit_elements(b, pointers, i, row, wanted, {})[arg]
 
-    def nan_at(b: ir.IRBuilder, i: ir.Value) -> ir.Value:
-        x = at(b, i)
+    def at(b: ir.IRBuilder, i: ir.Value) -> ir.Value:
+        return element(b, i, row)
+
+    def flags(test) -> _Flags:
+        return _Flags(kb, b, row, pointers, wanted, lambda b, i, row: test(b, element(b, i, row)))
+
+    def nan(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
         return b.fcmp_unordered("uno", x, x)
 
     is_nan = b.fcmp_unordered("uno", value, value)
@@ -96,8 +100,7 @@ def _ties_function(kb, r: int) -> ir.Function:
         def found(b: ir.IRBuilder, i: ir.Value) -> None:
             b.ret(at(b, i))
 
-        _first_match(b, flags, i64(0), n, lambda b, i: _matches(b, at(b, i), value, is_nan),
-                     found)
+        _first_match(b, flags(lambda b, x: _matches(b, x, value, is_nan)), i64(0), n, found)
         b.ret(value)
         return fn
     lanes = order.lanes
@@ -109,7 +112,7 @@ def _ties_function(kb, r: int) -> ir.Function:
             b.ret(b.select(b.icmp_signed("<", i, vector_part), _bits(b, ty, order.vector_nan),
                            at(b, i)))
 
-        _first_match(b, flags, i64(0), n, nan_at, first_nan)
+        _first_match(b, flags(nan), i64(0), n, first_nan)
         b.ret(value)
 
     def last_in_rest(b: ir.IRBuilder, k: ir.Value) -> None:   # fewer than ``lanes``
@@ -118,7 +121,7 @@ def _ties_function(kb, r: int) -> ir.Function:
             b.ret(x)
 
     loop(b, i64(0), b.sub(n, vector_part), last_in_rest)
-    i = _last_in_lanes(b, flags, order, whole, lambda b, i: b.fcmp_ordered("==", at(b, i), value))
+    i = _last_in_lanes(b, flags(lambda b, x: b.fcmp_ordered("==", x, value)), order, whole)
     b.ret(at(b, i))
     return fn
 
@@ -128,31 +131,54 @@ def _ties_function(kb, r: int) -> ir.Function:
 _BLOCK = 1024
 
 
-def _match_flags(b: ir.IRBuilder, flags: ir.Value, start: ir.Value, count: ir.Value,
-                 test) -> None:
-    """``flags[e] = test(b, start + e)`` (0 or 1) for ``e`` in ``[0, count)``, then eight
-    zero bytes."""
-    def one(b: ir.IRBuilder, e: ir.Value) -> None:
-        b.store(b.zext(test(b, b.add(start, e)), I8), b.gep(flags, [e], source_etype=I8))
+class _Flags:
+    """A search's match flags, a byte per element of a block: ``test(b, i, row)`` of
+    element ``i`` (``row``: the row values, where a strided kernel's element loop sets
+    its pieces' bases: ``reduction_strided``)."""
 
-    hinted_loop(b, i64(0), count, one, {"llvm.loop.vectorize.enable": True})
-    b.store(ir.Constant(I64, 0), b.gep(flags, [count], source_etype=I8), align=1)
+    def __init__(self, kb, b: ir.IRBuilder, row: dict, pointers: list[ir.Value],
+                 wanted: set[int], test) -> None:
+        self.kb, self.row, self.pointers, self.wanted, self.test = kb, row, pointers, wanted, test
+        self.buffer = stack_slot(b, ir.ArrayType(I8, _BLOCK + 8))
+
+    def holds(self, b: ir.IRBuilder, i: ir.Value) -> ir.Value:
+        """The test of element ``i`` alone."""
+        return self.test(b, i, self.row)
+
+    def mark(self, b: ir.IRBuilder, start: ir.Value, count: ir.Value) -> None:
+        """Flag ``e`` (0 or 1): the test of element ``start + e``, for ``e`` in ``[0,
+        count)``; then eight zero bytes."""
+        row = dict(self.row)   # a strided walk's piece bases stay in its loops
+
+        def one(b: ir.IRBuilder, e: ir.Value) -> None:
+            b.store(b.zext(self.test(b, b.add(start, e), row), I8),
+                    b.gep(self.buffer, [e], source_etype=I8))
+
+        if self.kb.spec.strided:
+            self.kb.element_loop(b, i64(0), count, one, self.wanted, (row, self.pointers, start))
+        else:
+            hinted_loop(b, i64(0), count, one, {"llvm.loop.vectorize.enable": True})
+        b.store(ir.Constant(I64, 0), b.gep(self.buffer, [count], source_etype=I8), align=1)
+
+    def load(self, b: ir.IRBuilder, offset: ir.Value, ty: ir.Type) -> ir.Value:
+        """The flags from ``offset`` on as one integer of type ``ty``."""
+        return b.load(b.gep(self.buffer, [offset], source_etype=I8), typ=ty, align=1)
 
 
-def _first_match(b: ir.IRBuilder, flags: ir.Value, begin: ir.Value, end: ir.Value, test,
+def _first_match(b: ir.IRBuilder, flags: _Flags, begin: ir.Value, end: ir.Value,
                  found) -> None:
-    """``found(b, i)`` (which returns) for the first ``i`` in ``[begin, end)`` where
-    ``test(b, i)`` holds, a block of flags at a time; falls through if there is none."""
+    """``found(b, i)`` (which returns) for the first ``i`` in ``[begin, end)`` whose flag
+    is set, a block of flags at a time; falls through if there is none."""
     blocks = b.sdiv(b.add(b.sub(end, begin), i64(_BLOCK - 1)), i64(_BLOCK))
 
     def block(b: ir.IRBuilder, q: ir.Value) -> None:
         start = b.add(begin, b.mul(q, i64(_BLOCK)))
         count = b.sub(end, start)
         count = b.select(b.icmp_signed("<", count, i64(_BLOCK)), count, i64(_BLOCK))
-        _match_flags(b, flags, start, count, test)
+        flags.mark(b, start, count)
 
         def word(b: ir.IRBuilder, w: ir.Value) -> None:
-            bits = b.load(b.gep(flags, [b.mul(w, i64(8))], source_etype=I8), typ=I64, align=1)
+            bits = flags.load(b, b.mul(w, i64(8)), I64)
             with b.if_then(b.icmp_unsigned("!=", bits, i64(0)), likely=False):
                 byte = b.lshr(_count_trailing_zeros(b, bits), i64(3))
                 found(b, b.add(start, b.add(b.mul(w, i64(8)), byte)))
@@ -162,10 +188,10 @@ def _first_match(b: ir.IRBuilder, flags: ir.Value, begin: ir.Value, end: ir.Valu
     loop(b, i64(0), blocks, block)
 
 
-def _last_in_lanes(b: ir.IRBuilder, flags: ir.Value, order: RowOrder, whole: ir.Value,
-                   test) -> ir.Value:
+def _last_in_lanes(b: ir.IRBuilder, flags: _Flags, order: RowOrder,
+                   whole: ir.Value) -> ir.Value:
     """The index of the last element in NumPy's sequence of the vector part (the seed and
-    ``whole`` vectors of ``order.lanes`` after it) where ``test`` holds: the top lane's
+    ``whole`` vectors of ``order.lanes`` after it) whose flag is set: the top lane's
     last, else the seed, else the last of the highest lane that has one (the seed where
     none does).  The vectors are flagged a block at a time from the end; each lane's
     last is the first found; the search ends at the top lane's."""
@@ -183,13 +209,13 @@ def _last_in_lanes(b: ir.IRBuilder, flags: ir.Value, order: RowOrder, whole: ir.
         stop = b.sub(whole, b.mul(q, i64(per_block)))     # vectors [first, stop)
         first = b.sub(stop, i64(per_block))
         first = b.select(b.icmp_signed("<", first, i64(0)), i64(0), first)
-        _match_flags(b, flags, b.add(i64(1), b.mul(first, i64(lanes))),
-                     b.mul(b.sub(stop, first), i64(lanes)), test)
+        flags.mark(b, b.add(i64(1), b.mul(first, i64(lanes))),
+                   b.mul(b.sub(stop, first), i64(lanes)))
 
         def vector(b: ir.IRBuilder, t: ir.Value) -> None:
             j = b.sub(b.sub(stop, i64(1)), t)
             offset = b.mul(b.sub(j, first), i64(lanes))
-            bits = b.load(b.gep(flags, [offset], source_etype=I8), typ=mask_type, align=1)
+            bits = flags.load(b, offset, mask_type)
             new = b.and_(bits, b.not_(b.load(seen, typ=mask_type)))
             with b.if_then(b.icmp_unsigned("!=", new, ir.Constant(mask_type, 0)),
                            likely=False):
@@ -218,7 +244,7 @@ def _last_in_lanes(b: ir.IRBuilder, flags: ir.Value, order: RowOrder, whole: ir.
     rank = b.load(best, typ=I64)
     top = b.icmp_signed("==", rank, i64(lanes - 1))
     none = b.icmp_signed("<", rank, i64(0))
-    seed = b.select(b.or_(top, none), ir.Constant(ir.IntType(1), 0), test(b, i64(0)))
+    seed = b.select(b.or_(top, none), ir.Constant(ir.IntType(1), 0), flags.holds(b, i64(0)))
     return b.select(b.or_(none, seed), i64(0), b.load(best_index, typ=I64))
 
 
