@@ -20,7 +20,8 @@ rebound to jax.numpy), float32 [4096, 1024] unless named otherwise:
 - max/min ties (``codegen/reduction_ties.py``): row_max, `np.max(x * s, axis=-1)` of
   negative rows, and row_max_zero_last, the same with a zero where NumPy's order reaches
   it last (the first element of its lowest-priority lane): every row searched for NumPy's
-  zero.
+  zero; column_max_zero_top, `np.max(x * s, axis=0)` of negative columns with zeros in
+  the first row (NumPy's loop keeps the last zero: every column walked from its end).
 tsjit's results are NumPy's bits (checked before timing); JAX's are within the harness's
 tolerance.  Prints a table per case, writes bench/results/reduction_coverage.json/.png.
 """
@@ -77,6 +78,10 @@ def scaled_row_max(x, s):
     return np.max(x * s, axis=-1)
 
 
+def scaled_column_max(x, s):
+    return np.max(x * s, axis=0)
+
+
 def cases(quick: bool):
     rng = np.random.default_rng(0)
     rows = 4096 // (16 if quick else 1)
@@ -85,6 +90,8 @@ def cases(quick: bool):
     negative = -np.abs(x) - np.float32(0.5)
     zero_last = negative.copy()
     zero_last[:, 1] = 0.0
+    zero_top = negative.copy()
+    zero_top[0] = 0.0
     workloads = [
         ("column_standardize", column_standardize, (x,)),
         ("column_sum", column_sum, (x, w)),
@@ -99,6 +106,7 @@ def cases(quick: bool):
         ("strided_loss", mse_loss, (x.ravel()[::2], x.ravel()[1::2])),
         ("row_max", scaled_row_max, (negative, np.float32(1.5))),
         ("row_max_zero_last", scaled_row_max, (zero_last, np.float32(1.5))),
+        ("column_max_zero_top", scaled_column_max, (zero_top, np.float32(1.5))),
     ]
     for name, fn, args in workloads:
         impls = [peers.tsjit_script(fn), peers.plain("numpy", fn)]

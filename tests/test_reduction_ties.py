@@ -170,6 +170,30 @@ def test_a_few_zeros_anywhere_in_long_rows(dtype, threads):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_a_few_zeros_anywhere_in_long_columns(dtype, threads):
+    """Columns of one to three zeros of either sign among non-zero values, and some of a
+    NaN of each sign: each lane of a tile has its element at another reduced row, which
+    the walk over the rows (from the last for float32/float64 zeros, from the first for
+    NaNs and float16) finds for all of them at once."""
+    rng = np.random.default_rng(12)
+    for count, width in ((3, 5), (700, 37), (2500, 300)):
+        x = np.where(rng.random((count, width)) < 0.5, -1.0, -2.0).astype(dtype)
+        for column in x.T:
+            places = rng.integers(0, count, rng.integers(1, 4))
+            column[places] = rng.choice(np.array([0.0, -0.0], dtype), places.size)
+        _check(columns, x, f"max count={count}")
+        _check(columns, -x, f"min count={count}")
+        _check(middle_axis, np.concatenate([x, -x]), f"middle count={count}")
+        nans = x.copy()
+        for column in nans.T[::2]:
+            for payload in _NANS[x.dtype.itemsize]:
+                column[rng.integers(0, count)] = np.array(payload, _UINT[x.dtype.itemsize]) \
+                    .view(x.dtype)
+        with np.errstate(invalid="ignore"):
+            _check(columns, nans, f"NaN count={count}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("fn", [columns, middle_axis])
 def test_leading_axes_keep_numpys_zero_and_nan(fn, dtype, threads):
     rng = np.random.default_rng(8)

@@ -23,7 +23,9 @@ row after another); ``build_column_ties`` then replaces a zero or NaN by the ele
 NumPy's binary loop (``out = op(out, x[i])``) leaves: the first NaN, the last zero for
 float32/float64 (the newer of equal values wins), the first for float16.  (Computing
 NumPy's rule at every step instead is a select of the value just loaded, which LLVM turns
-into a masked store: 3.5x slower on AMD's cores.)
+into a masked store: 3.5x slower on AMD's cores.)  The replacement walks the reduced rows
+for all of a tile's such lanes at once (a row's lanes in a vectorized loop) until each has
+its element.
 """
 from __future__ import annotations
 
@@ -292,51 +294,89 @@ def build_column_ties(kb, p: int) -> ir.Function | None:
     _cold(fn)
     corner, (lanes, state, w, count), strides = fn.args[:n], fn.args[n:n + 4], fn.args[n + 4:]
     b = ir.IRBuilder(fn.append_basic_block())
-    finds = {r: _column_find(kb, r) for r in reductions}
-
-    def lane(b: ir.IRBuilder, i: ir.Value) -> None:
-        for r in reductions:
-            value = kb.lane_load(b, lanes, r, i)
-            with b.if_then(_zero_or_nan(b, value), likely=False):
-                b.store(b.call(finds[r], [*corner, *strides, lanes, state, i, count, value]),
-                        kb.lane_address(b, lanes, r, i))
-
-    loop(b, i64(0), w, lane)
+    todo = b.alloca(I8, size=w)   # per lane: still searched
+    for r in reductions:
+        dtype = np.dtype(kb._op(r).dtype)
+        if column_newer_wins(dtype.name):   # the last zero (from the end), the first NaN
+            walks = ((True, lambda b, v: b.fcmp_ordered("==", v, ir.Constant(v.type, 0.0))),
+                     (False, lambda b, v: b.fcmp_unordered("uno", v, v)))
+        else:                               # the first zero or NaN
+            walks = ((False, _zero_or_nan),)
+        for backward, pending in walks:
+            _column_walk(kb, b, r, (corner, strides, lanes, state, w, count), todo,
+                         backward, pending)
     b.ret_void()
     return fn
 
 
-def _column_find(kb, r: int) -> ir.Function:
-    """``T find(corner pointers..., row strides..., lanes, state, i, count, value)``: the
-    element of lane ``i`` NumPy's binary loop leaves for a zero or NaN ``value``: the first
-    NaN; the last zero for float32/float64 (the newer of equal values wins), the first for
-    float16."""
-    op = kb._op(r)
-    dtype = np.dtype(op.dtype)
-    ty = llvm_type(dtype)
-    n = kb.n_operands
-    fn = ir.Function(kb.module, ir.FunctionType(ty, [PTR] * n + [I64] * n +
-                                                [PTR, PTR, I64, I64, ty]),
-                     name=f"{kb.name}_find{r}")
-    _cold(fn)
-    corner, strides = fn.args[:n], fn.args[n:2 * n]
-    lanes, state, i, count, value = fn.args[2 * n:]
-    b = ir.IRBuilder(fn.append_basic_block())
-    wanted = kb.needed([op.args[0]])
-    row = kb.row_values_at(b, lanes, state, i, wanted)
-    is_nan = b.fcmp_unordered("uno", value, value)
-    forward = is_nan if column_newer_wins(dtype.name) else ir.Constant(ir.IntType(1), 1)
+def _column_walk(kb, b: ir.IRBuilder, r: int, tile: tuple, todo: ir.Value, backward: bool,
+                 pending) -> None:
+    """Replace reduction ``r``'s lanes whose value is ``pending`` by the first element
+    that matches it along the reduced rows (from the last row: ``backward``).  The rows
+    are walked for all such lanes at once, a row's lanes by a loop the vectorizer widens,
+    until none is left."""
+    corner, strides, lanes, state, w, count = tile
+    search = _row_search(kb, r, len(corner))
+    none = ir.Constant(I8, 0)
+    left = stack_slot(b, I8, none)   # any lane left
 
-    def one(b: ir.IRBuilder, k: ir.Value) -> None:
-        at = b.select(forward, k, b.sub(b.sub(count, i64(1)), k))
-        pointers = [b.gep(c, [b.mul(at, stride)], source_etype=ir.IntType(8))
+    def mark(b: ir.IRBuilder, i: ir.Value) -> None:
+        flag = b.zext(pending(b, kb.lane_load(b, lanes, r, i)), I8)
+        b.store(flag, b.gep(todo, [i], source_etype=I8))
+        b.store(b.or_(b.load(left, typ=I8), flag), left)
+
+    loop(b, i64(0), w, mark)
+    done = b.function.append_basic_block("walked")
+
+    def reduced_row(b: ir.IRBuilder, k: ir.Value) -> None:
+        with b.if_then(b.icmp_unsigned("==", b.load(left, typ=I8), none)):
+            b.branch(done)
+        at = b.sub(b.sub(count, i64(1)), k) if backward else k
+        pointers = [b.gep(c, [b.mul(at, stride)], source_etype=I8)
                     for c, stride in zip(corner, strides)]
-        x = kb.emit_elements(b, pointers, i, row, wanted, {})[op.args[0]]
-        with b.if_then(_matches(b, x, value, is_nan)):
-            b.ret(x)
+        b.store(b.call(search, [*pointers, lanes, state, todo, w]), left)
 
-    loop(b, i64(0), count, one)
-    b.ret(value)
+    loop(b, i64(0), count, reduced_row)
+    b.branch(done)
+    b.position_at_end(done)
+
+
+def _row_search(kb, r: int, n: int) -> ir.Function:
+    """``i8 search(row pointers..., lanes, state, todo, w)``: one reduced row's step of
+    ``_column_walk`` (inlined; its pointers are noalias, so the vectorizer widens its loop
+    with no overlap checks, which it could not place outside the walk of rows); returns
+    whether any lane is left."""
+    name = f"{kb.name}_row_search{r}"
+    existing = kb.module.globals.get(name)
+    if existing is not None:
+        return existing
+    fn = ir.Function(kb.module, ir.FunctionType(I8, [PTR] * n + [PTR, PTR, PTR, I64]),
+                     name=name)
+    fn.linkage = "internal"
+    fn.attributes.add("alwaysinline")
+    for k in [*range(n), n, n + 2]:   # the rows, the lanes, the flags
+        fn.args[k].add_attribute("noalias")
+    pointers, (lanes, state, todo, w) = fn.args[:n], fn.args[n:]
+    b = ir.IRBuilder(fn.append_basic_block())
+    arg = kb._op(r).args[0]
+    wanted = kb.needed([arg])
+    none = ir.Constant(I8, 0)
+    left = stack_slot(b, I8, none)   # any lane left (an or: the loop stays 8 floats wide)
+
+    def lane(b: ir.IRBuilder, i: ir.Value) -> None:
+        flag = b.gep(todo, [i], source_etype=I8)
+        searched = b.icmp_unsigned("!=", b.load(flag, typ=I8), none)
+        value = kb.lane_load(b, lanes, r, i)
+        row = kb.row_values_at(b, lanes, state, i, wanted)
+        x = kb.emit_elements(b, list(pointers), i, row, wanted, {})[arg]
+        hit = b.and_(searched, _matches(b, x, value, b.fcmp_unordered("uno", value, value)))
+        b.store(b.select(hit, x, value), kb.lane_address(b, lanes, r, i))
+        still = b.zext(b.and_(searched, b.not_(hit)), I8)
+        b.store(still, flag)
+        b.store(b.or_(b.load(left, typ=I8), still), left)
+
+    hinted_loop(b, i64(0), w, lane, {"llvm.loop.vectorize.enable": True})
+    b.ret(b.load(left, typ=I8))
     return fn
 
 
