@@ -21,6 +21,8 @@ def exp_(a): return np.exp(a) * 2.0
 def tanh_(a): return np.tanh(a) * 2.0
 def sigmoid_(a): return 1.0 / (1.0 + np.exp(-a))
 def gelu(a): return 0.5 * a * (1.0 + np.tanh(0.79788456 * (a + 0.044715 * a ** 3)))
+def log_(a): return np.log(a) * 2.0
+def log10_(a): return np.log10(a) * 2.0
 
 
 def exp_into_itself(a, b):
@@ -37,7 +39,8 @@ def specials(dtype) -> list:
     nans = np.array(PAYLOAD_NANS[dtype], UINT[dtype]).view(dtype)
     info = np.finfo(dtype)
     return [*nans, np.inf, -np.inf, 100.0, -100.0, 1000.0, -1000.0, 1e30, info.max,
-            info.smallest_subnormal, -3 * info.smallest_subnormal, 1e-30, -0.0, 12.0, -25.0]
+            info.smallest_subnormal, -3 * info.smallest_subnormal, 1e-30, -0.0, 0.0, 12.0,
+            -25.0, -1.0, info.smallest_normal]
 
 
 def warm(fn, dtype, size: int, arity: int = 1):
@@ -63,9 +66,11 @@ def assert_as_numpy(got, want, composite: bool = False):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("fn", [exp_, tanh_, sigmoid_, gelu], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("fn", [exp_, tanh_, sigmoid_, gelu, log_, log10_],
+                         ids=lambda f: f.__name__)
 def test_a_block_with_a_special_lane_is_computed_exactly(fn, dtype):
-    x = np.random.default_rng(3).uniform(-3, 3, 1000).astype(dtype)
+    low = 0.01 if fn in (log_, log10_) else -3
+    x = np.random.default_rng(3).uniform(low, 3, 1000).astype(dtype)
     scripted = warm(fn, dtype, x.size)
     with np.errstate(all="ignore"):   # (no bailout to NumPy: the kernel's values are seen)
         plain = scripted(x)

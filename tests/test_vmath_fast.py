@@ -27,6 +27,8 @@ def both_forms(request) -> tuple[MathKernels, MathKernels]:
 
 def ordinary(name: str, x: np.ndarray) -> np.ndarray:
     """Where the fast form must not report its argument (the bounds are vmath's)."""
+    if name.startswith("log"):
+        return (x >= np.finfo(x.dtype).smallest_normal) & (x < np.inf)
     if name == "exp":
         low, high = vmath._ORDINARY_EXP[x.dtype.name]
     else:
@@ -74,6 +76,6 @@ def test_functions_without_a_fast_form_report_nothing():
     fn = ir.Function(module, ir.FunctionType(ir.FloatType(), [ir.FloatType()]), "f")
     b = ir.IRBuilder(fn.append_basic_block())
     special: list = []
-    b.ret(vmath.emit_math(b, "log", [fn.args[0]], special=special))
+    b.ret(vmath.emit_math(b, "log1p", [fn.args[0]], special=special))
     assert special == []
-    assert "log" not in vmath.FAST_FORMS and {"exp", "tanh"} <= vmath.FAST_FORMS
+    assert "log1p" not in vmath.FAST_FORMS and {"exp", "tanh", "log"} <= vmath.FAST_FORMS

@@ -188,15 +188,19 @@ def _sigmoid(em: Emit, x):
 _SQRT_HALF_BITS = {"float32": 0x3F3504F3, "float64": 0x3FE6A09E667F3BCD}
 
 
-def _log_reduce(em: Emit, x) -> tuple[ir.Value, ir.Value]:
-    """(k, f) with x = 2^k (1 + f), 1 + f in [sqrt(1/2), sqrt(2)), for finite x > 0."""
+def _log_reduce(em: Emit, x, normal: bool = False) -> tuple[ir.Value, ir.Value]:
+    """(k, f) with x = 2^k (1 + f), 1 + f in [sqrt(1/2), sqrt(2)), for finite x > 0
+    (``normal``: x is known normal, and is not scaled first: the same k and f)."""
     fmt = em.fmt
-    tiny = em.below_normal(x)
-    x = _normalized(em, x)
+    if not normal:
+        tiny = em.below_normal(x)
+        x = _normalized(em, x)
     offset = em.b.sub(em.bits(x), em.int(_SQRT_HALF_BITS[fmt.name]))
     k = em.b.ashr(offset, em.int(fmt.mant_bits))
     z = em.from_bits(em.b.sub(em.bits(x), em.b.shl(k, em.int(fmt.mant_bits))))
-    k_f = em.add(em.b.sitofp(k, em.ftype), em.sel(tiny, -fmt.precision, 0.0))
+    k_f = em.b.sitofp(k, em.ftype)
+    if not normal:   # (k + 0 is k: normal arguments get the bits of the normal form)
+        k_f = em.add(k_f, em.sel(tiny, -fmt.precision, 0.0))
     return k_f, em.sub(z, 1.0)  # exact: z within a factor of 2 of 1
 
 
@@ -213,10 +217,11 @@ def _log1p_terms(em: Emit, f) -> tuple[ir.Value, ir.Value, ir.Value]:
     return s, em.mul(em.mul(f, f), 0.5), em.mul(z, em.poly(z, K.LOG[em.fmt.name]))
 
 
-def _ln(em: Emit, x, correction=None):
+def _ln(em: Emit, x, correction=None, normal: bool = False):
     """log(x) for finite x > 0, plus ``correction`` (log1p's rounding term), fdlibm's
-    k*ln2_hi - ((hfsq - (s*(hfsq+R) + k*ln2_lo)) - f): the exact f and k*ln2_hi come last."""
-    k, f = _log_reduce(em, x)
+    k*ln2_hi - ((hfsq - (s*(hfsq+R) + k*ln2_lo)) - f): the exact f and k*ln2_hi come last
+    (``normal``: see ``_log_reduce``)."""
+    k, f = _log_reduce(em, x, normal)
     s, hfsq, big_r = _log1p_terms(em, f)
     ln2_hi, ln2_lo = em.fmt.split(K.LN2)
     small = em.mul(k, ln2_lo) if correction is None else em.mla(k, ln2_lo, correction)
@@ -236,12 +241,13 @@ _LOG2 = _LogBase(None, K.LOG2_E)
 _LOG10 = _LogBase(K.LOG10_2, K.LOG10_E)
 
 
-def _log_base(em: Emit, x, base: _LogBase):
+def _log_base(em: Emit, x, base: _LogBase, normal: bool = False):
     """log_b(x) for finite x > 0: log(1+f) split into hi + lo with hi short, so that
     hi * (short head of log_b(e)) is exact and the rounding error of the large terms is
-    carried in lo; k * log_b(2) is added by Fast2Sum (fdlibm's log2 and log10)."""
+    carried in lo; k * log_b(2) is added by Fast2Sum (fdlibm's log2 and log10)
+    (``normal``: see ``_log_reduce``)."""
     fmt = em.fmt
-    k, f = _log_reduce(em, x)
+    k, f = _log_reduce(em, x, normal)
     s, hfsq, big_r = _log1p_terms(em, f)
     hi = em.clear_low_bits(em.sub(f, hfsq), fmt.short_bits)
     lo = em.mla(s, em.add(hfsq, big_r), em.sub(em.sub(f, hi), hfsq))
@@ -512,10 +518,29 @@ def _fast_tanh(em: Emit, x) -> tuple[ir.Value, ir.Value]:
     return value, _outside(em, x, _TANH_LINEAR[em.fmt.name], _INF)
 
 
+def _not_normal_positive(em: Emit, x):
+    """Whether x is not a normal positive number (0, denormals, negatives, inf, NaN): one
+    unsigned compare of its bits offset by the smallest normal's."""
+    b, smallest = em.b, 1 << em.fmt.mant_bits   # the smallest normal's bits
+    offset = b.sub(em.bits(x), em.int(smallest))
+    return b.icmp_unsigned(">", offset, em.int(em.fmt.inf_bits - 1 - smallest))
+
+
+def _fast_logarithm(base: _LogBase | None):
+    """The log family on normal positive arguments: no scaling of denormals, and none of
+    ``_log_special``'s lanes (its divide and square root run on every lane)."""
+    def emit(em: Emit, x) -> tuple[ir.Value, ir.Value]:
+        value = _ln(em, x, normal=True) if base is None else _log_base(em, x, base, True)
+        return value, _not_normal_positive(em, x)
+
+    return emit
+
+
 # name -> (value, not ordinary): the function's bits on ordinary arguments, without its
 # special lanes (see emit_math's ``special``).
 _FAST: dict[str, Callable[[Emit, ir.Value], tuple[ir.Value, ir.Value]]] = {
-    "exp": _fast_exp, "tanh": _fast_tanh}
+    "exp": _fast_exp, "tanh": _fast_tanh, "log": _fast_logarithm(None),
+    "log2": _fast_logarithm(_LOG2), "log10": _fast_logarithm(_LOG10)}
 FAST_FORMS: frozenset[str] = frozenset(_FAST)
 
 
