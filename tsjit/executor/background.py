@@ -112,18 +112,22 @@ def long_compile_notice(description: Callable[[], str]) -> Iterator[None]:
     (from a watching thread, while it runs), and how long it took in the end. The watcher
     is a bare thread: ``threading.Thread.start`` (a Timer's) waits until the new thread has
     run, which on a loaded machine took 2-9 ms of every compile, a kernel from the disk
-    cache included (load ~5)."""
+    cache included (load ~5). The watcher reaches ``description`` (and through it the
+    function compiled) only while the compile runs: a watcher that the scheduler has not
+    yet let finish must not keep a dropped function alive."""
     start = time.perf_counter()
     done = threading.Event()
     timeout = LONG_COMPILE_SECONDS
+    watched = [description]
 
     def watch() -> None:
-        if not done.wait(timeout):
-            log.info("compiling %s: still running after %.1f s", description(), timeout)
+        if not done.wait(timeout) and (what := watched[0]) is not None:
+            log.info("compiling %s: still running after %.1f s", what(), timeout)
     _thread.start_new_thread(watch, ())
     try:
         yield
     finally:
+        watched[0] = None
         done.set()
         seconds = time.perf_counter() - start
         if seconds > LONG_COMPILE_SECONDS:
