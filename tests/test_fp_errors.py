@@ -9,12 +9,16 @@ handler exactly where eager code does. Inputs that raise nothing must not raise 
 """
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import warnings
 from collections.abc import Iterator
 
 import numpy as np
 import pytest
 from _differential import assert_same
+from _subprocess import child_environment
 
 import tsjit
 from tsjit import runtime
@@ -566,3 +570,39 @@ def test_an_in_place_kernel_reports_each_ops_errors_as_eagerly(fn, errstate):
     y[10], z[20] = 0.0, 0.0
     _, warned = check(fn, (x, y, z), **errstate)
     assert len(warned) == 2
+
+
+_FIRST_CALLS_UNDER_WARN = '''
+import json
+import warnings
+
+import numpy as np
+
+with np.errstate(all="warn"), warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    import tsjit
+
+    def program(x):
+        return np.tanh(x) + np.exp(x) + np.log1p(x) + np.expm1(x)
+
+    scripted = tsjit.script(program)
+    for dtype in ("float16", "float32", "float64"):
+        x = np.linspace(0.5, 2.0, 100).astype(dtype)
+        for _ in range(3):
+            scripted(x)
+            program(x)
+print(json.dumps([str(w.message) for w in caught]))
+'''
+
+
+def test_compiling_under_the_callers_error_state_adds_no_warning(tmp_path):
+    """A fresh process (nothing cached) imports tsjit and compiles under
+    np.errstate(all="warn"): probing NumPy's loops (tiny / 3 underflows) and computing
+    constants must not warn; the program itself raises no error."""
+    script = tmp_path / "first_calls.py"
+    script.write_text(_FIRST_CALLS_UNDER_WARN)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, env=child_environment(TSJIT_DISK_CACHE="0",
+                                                             TSJIT_BACKGROUND_COMPILE="0"))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == []

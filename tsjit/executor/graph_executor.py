@@ -32,6 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from .. import config, forking
 from ..interpreter import compile_graph
 from ..ir.graph import Graph, Value
@@ -248,7 +250,9 @@ class GraphExecutor:
         context = LoweringContext(self.name, self.filename, self.counters,
                                   lambda subgraph: self._fallback(subgraph, fallbacks))
         try:
-            with background.long_compile_notice(
+            # Compiling computes with NumPy (constants, the probes of NumPy's own loops):
+            # never under the caller's error state, whose warnings are the program's only
+            with np.errstate(all="ignore"), background.long_compile_notice(
                     lambda: f"{self.name} (depth {self.depth}) for {why}"):
                 specialize_types(graph)
                 observed = [v.type for v in graph.inputs]
