@@ -16,7 +16,7 @@ import cffi
 import pytest
 
 from tsjit.codegen import engine as engine_module
-from tsjit.codegen import host_key, object_loader
+from tsjit.codegen import host_key, llvm_jit, object_loader
 from tsjit.codegen.engine import JitEngine
 from tsjit.codegen.llvm_jit import host_description, optimize_and_emit
 
@@ -153,6 +153,18 @@ def test_entries_are_keyed_by_the_cpu_and_the_llvm_build(cache, monkeypatch, par
     llvms_answer = {"_cpu_identity": f"{described['cpu']} {described['features']}",
                     "_llvm_build": f"llvm={described['llvm']}"}[part]
     assert llvms_answer in JitEngine(cache_dir=cache).host_key
+
+
+def test_import_prepares_no_key_that_needs_llvm(monkeypatch):
+    """`import tsjit` prepares this host's key (engine.prepare) only where it needs no
+    LLVM: without the runtime's CPUID words the key holds LLVM's answers, and the import
+    must not load llvmlite for them."""
+    monkeypatch.setattr(host_key, "_cpu_identity", lambda: None)
+
+    def no_llvm():
+        raise AssertionError("LLVM was asked for this host's key")
+    monkeypatch.setattr(llvm_jit, "host_description", no_llvm)
+    engine_module.prepare()
 
 
 def test_an_entry_of_another_generator_fingerprint_is_rejected(cache, tmp_path, caplog,
