@@ -85,6 +85,44 @@ def test_the_pages_of_loaded_code_are_never_writable(tmp_path):
     assert _mapping_of(compiled.addresses["tsjit_test_loader"]) == "r-xp"
 
 
+# An external data symbol (a GOT load: REX_GOTPCRELX), a table of function addresses
+# (absolute R_X86_64_64 relocations in writable .data.rel.ro) and an unwind table (not
+# loaded).
+_DATA_SOURCE = """
+@environ = external global ptr
+@table = internal constant [2 x ptr] [ptr @double_it, ptr @triple_it]
+
+define internal i64 @double_it(i64 %x) noinline {
+  %r = mul i64 %x, 2
+  ret i64 %r
+}
+define internal i64 @triple_it(i64 %x) noinline {
+  %r = mul i64 %x, 3
+  ret i64 %r
+}
+define ptr @tsjit_test_environ() {
+  ret ptr @environ
+}
+define i64 @tsjit_test_table(i64 %i, i64 %x) {
+  %slot = getelementptr [2 x ptr], ptr @table, i64 0, i64 %i
+  %f = load ptr, ptr %slot
+  %r = call i64 %f(i64 %x)
+  ret i64 %r
+}
+"""
+
+
+def test_got_loads_and_absolute_addresses_in_data():
+    import ctypes
+
+    loaded = object_loader.load(_object(_DATA_SOURCE), {})
+    environ = _ffi.cast("void *(*)(void)", loaded.address("tsjit_test_environ"))
+    table = _ffi.cast("int64_t(*)(int64_t, int64_t)", loaded.address("tsjit_test_table"))
+    want = ctypes.addressof(ctypes.c_void_p.in_dll(ctypes.CDLL(None), "environ"))
+    assert int(_ffi.cast("uintptr_t", environ())) == want
+    assert (table(0, 7), table(1, 7)) == (14, 21)
+
+
 def test_an_unresolved_symbol_is_refused_with_its_name():
     source = """
 declare i64 @tsjit_no_such_function(i64)
