@@ -123,6 +123,47 @@ def test_got_loads_and_absolute_addresses_in_data():
     assert (table(0, 7), table(1, 7)) == (14, 21)
 
 
+def _far_function(returns: int) -> int:
+    """The address of a function returning ``returns``, mapped at 4-64 GiB: beyond a
+    32-bit displacement from the loader's mappings (next to the shared libraries, near
+    the top of the address space), so that a call to it goes through a jump stub."""
+    import ctypes
+    import mmap
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    fixed_noreplace = 0x100000
+    for gib in range(4, 64):
+        address = libc.mmap(gib << 30, 4096, mmap.PROT_READ | mmap.PROT_WRITE,
+                            mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | fixed_noreplace, -1, 0)
+        if address == gib << 30:
+            break
+    else:
+        raise AssertionError("no free page at 4-64 GiB")
+    code = bytes([0x48, 0xC7, 0xC0]) + returns.to_bytes(4, "little") + bytes([0xC3])
+    ctypes.memmove(address, code, len(code))           # mov rax, returns; ret
+    assert libc.mprotect(ctypes.c_void_p(address), 4096, mmap.PROT_READ | mmap.PROT_EXEC) == 0
+    return address
+
+
+def test_a_call_out_of_reach_goes_through_a_stub():
+    source = """
+declare i64 @tsjit_test_far()
+define i64 @tsjit_test_calls_far() {
+  %r = call i64 @tsjit_test_far()
+  %s = add i64 %r, 1
+  ret i64 %s
+}
+"""
+    far = _far_function(41)
+    loaded = object_loader.load(_object(source), {"tsjit_test_far": far})
+    entry = loaded.address("tsjit_test_calls_far")
+    assert abs(entry - far) > 2**31
+    assert _ffi.cast("int64_t(*)(void)", entry)() == 42
+
+
 def test_an_unresolved_symbol_is_refused_with_its_name():
     source = """
 declare i64 @tsjit_no_such_function(i64)
