@@ -149,9 +149,25 @@ def _expm1_in_range(em: Emit, x):
     = 2 ((s - 1/2) + s e) with s = 2^(n-1): s e and the doubling are exact, s - 1/2 is exact
     while it matters (for large n the 1/2 is below half an ulp), and s stays normal up to
     the overflow threshold."""
-    e, n = _exp_reduce(em, x)
-    half_scale = em.pow2(em.b.sub(n, em.int(1)))
+    half_scale, e = _expm1_halves(em, x)
     return em.mul(em.mla(half_scale, e, em.sub(half_scale, 0.5)), 2.0)
+
+
+def _expm1_halves(em: Emit, x) -> tuple[ir.Value, ir.Value]:
+    """(s, e) with expm1(x) = 2 ((s - 1/2) + s e), s = 2^(n-1) (see ``_expm1_in_range``)."""
+    e, n = _exp_reduce(em, x)
+    return em.pow2(em.b.sub(n, em.int(1))), e
+
+
+def _tanh_of_magnitude(em: Emit, ax):
+    """tanh(ax) = expm1(2 ax) / (expm1(2 ax) + 2) for ax within [linear bound, saturation],
+    as ((s - 1/2) + s e) / ((s + 1/2) + s e) (expm1's halves): numerator and denominator
+    in parallel, each one fused step, rather than the denominator from the rounded
+    numerator (a shorter dependency chain, which bounds gelu and the LSTM cell: the out
+    of order window holds about four vectors' chains)."""
+    half_scale, e = _expm1_halves(em, em.mul(ax, 2.0))
+    numerator = em.mla(half_scale, e, em.sub(half_scale, 0.5))
+    return em.div(numerator, em.mla(half_scale, e, em.add(half_scale, 0.5)))
 
 
 # tanh(x) rounds to +-1 beyond these; clamping keeps expm1(2|x|) finite.
@@ -168,9 +184,8 @@ def _tanh(em: Emit, x):
     lanes saturate: emit_math puts the NaN back.)"""
     linear = _TANH_LINEAR[em.fmt.name]
     ax = em.clamp_magnitude(em.fabs(x), linear, _TANH_SATURATION[em.fmt.name])
-    e = _expm1_in_range(em, em.mul(ax, 2.0))
     tiny = em.b.icmp_signed("<", em.bits(em.fabs(x)), em.bits(linear))
-    return em.sel(tiny, em.tiny_result(x), em.with_sign_of(em.div(e, em.add(e, 2.0)), x))
+    return em.sel(tiny, em.tiny_result(x), em.with_sign_of(_tanh_of_magnitude(em, ax), x))
 
 
 def _sigmoid(em: Emit, x):
@@ -513,8 +528,7 @@ def _fast_tanh(em: Emit, x) -> tuple[ir.Value, ir.Value]:
     bits = em.bits(em.fabs(x))
     saturation = em.bits(_TANH_SATURATION[em.fmt.name])
     ax = em.from_bits(em.b.select(em.b.icmp_signed(">", bits, saturation), saturation, bits))
-    e = _expm1_in_range(em, em.mul(ax, 2.0))
-    value = em.with_sign_of(em.div(e, em.add(e, 2.0)), x)
+    value = em.with_sign_of(_tanh_of_magnitude(em, ax), x)
     return value, _outside(em, x, _TANH_LINEAR[em.fmt.name], _INF)
 
 
