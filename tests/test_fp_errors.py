@@ -606,3 +606,21 @@ def test_compiling_under_the_callers_error_state_adds_no_warning(tmp_path):
                                                              TSJIT_BACKGROUND_COMPILE="0"))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1]) == []
+
+
+def log_then_floor_quotient(x):
+    y = np.log(x)         # float16 for bools, float64 for int64: log(0) divides by zero
+    x // x                # an integer division by zero, reported after the log's
+    return y + 1
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int64])
+def test_an_integer_input_computed_in_float_reports_in_program_order(dtype):
+    """np.log of an integer or bool array reports floating-point errors (its loop is a
+    float one): it does not move past x // x, whose own report must come second, as
+    eagerly. Of int64s, x // x joins the kernel (its ops then report in program order);
+    of bools it is no kernel op, and the log stays before it, unfused."""
+    x = np.array([0, 1, 2, 0], dtype=dtype)
+    _, warned = check(log_then_floor_quotient, (x,), kernel=dtype is np.int64)
+    assert [str(m) for _, m in warned] == ["divide by zero encountered in log",
+                                          "divide by zero encountered in floor_divide"]

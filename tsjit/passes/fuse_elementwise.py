@@ -354,10 +354,17 @@ def _reports_errors(node: Node) -> bool:
                 _reports_errors(inner) for block in node.blocks for inner in block.nodes)
     if call.kernel in _SILENT_OPS:
         return False
-    kinds = {np.dtype(v.type.dtype).kind if isinstance(v.type, TensorType) and
-             v.type.dtype is not None else "f" if v.type == FloatType else "i"
-             for v in call.operands}
+    # the loop's dtypes: its operands' and its result's (np.log of a bool array computes,
+    # and reports a division by zero, in float16); an array of unknown dtype may be float
+    kinds = {_kind(v) for v in (*call.operands, *node.outputs)}
     return not kinds <= {"b", "i", "u"} or call.kernel in _INTEGER_REPORTING_OPS
+
+
+def _kind(value: Value) -> str:
+    """The NumPy dtype kind of ``value``'s type, as far as it is known."""
+    if isinstance(value.type, TensorType):
+        return "f" if value.type.dtype is None else np.dtype(value.type.dtype).kind
+    return "f" if value.type == FloatType else "i"
 
 
 def _reads_mutable(node: Node) -> bool:
