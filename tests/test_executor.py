@@ -48,9 +48,8 @@ def lstm_cell(gates: tsjit.Tensor, cx: tsjit.Tensor):
     return hy, cy
 
 
-def scale_in_place(x: tsjit.Tensor):
-    x *= 2.0
-    x += 1.0
+def scale_in_place(x: tsjit.Tensor, y: tsjit.Tensor):
+    x += np.abs(y) * 2.0   # one op that may report an error reads x (fp_errors)
     return x
 
 
@@ -138,10 +137,10 @@ def test_in_place_writes_the_callers_array_and_returns_it():
     scripted = tsjit.script(scale_in_place)
     for layout in (lambda a: a, np.asfortranarray, lambda a: a.T, lambda a: a[:, ::2]):
         for _ in range(2):
-            mine, theirs = (layout(np.arange(24.0).reshape(4, 6)) for _ in range(2))
-            result = scripted(mine)
+            mine, theirs, y = (layout(np.arange(24.0).reshape(4, 6)) for _ in range(3))
+            result = scripted(mine, y)
             assert result is mine
-            assert_same(mine, scale_in_place(theirs))
+            assert_same(mine, scale_in_place(theirs, y))
     assert scripted.stats()["kernel_launches"] >= 6
 
 
@@ -157,12 +156,12 @@ def test_assignment_into_an_existing_array():
 
 def test_read_only_target_raises_like_numpy_and_later_calls_work():
     scripted = tsjit.script(scale_in_place)
-    scripted(np.ones(5))
+    scripted(np.ones(5), np.ones(5))
     frozen = np.ones(5)
     frozen.setflags(write=False)
     with pytest.raises(ValueError):
-        scripted(frozen)
-    assert_same(scripted(np.ones(5)), scale_in_place(np.ones(5)))
+        scripted(frozen, np.ones(5))
+    assert_same(scripted(np.ones(5), np.ones(5)), scale_in_place(np.ones(5), np.ones(5)))
     assert scripted.stats()["bailouts"] == 1 and scripted.stats()["calls"] == 3
 
 

@@ -13,7 +13,9 @@ itself warns with its RuntimeWarning text, raises FloatingPointError, calls the
 ``seterrcall`` handler, prints or logs, as the error state says. The witness of an (op,
 dtypes, kind) is found once by trying special values. The reports are eager's (one per op
 and kind) but for an op reading the overwritten input that raised a kind some other op
-raised too: that one is not reported.
+raised too: that one is not reported. Where two ops that can raise read the overwritten
+input (``u = np.log(x); v = x / y; x += z``), a kind could not be put on the op that raised
+it: the fuser does not form such a kernel (``reports_are_ambiguous``).
 
 Reporting after the writes is eager's order only while a report cannot stop the program
 or look at the arrays: eager ``out[...] = a / b`` and ``x += y / z`` raise (or call the
@@ -30,14 +32,14 @@ from __future__ import annotations
 import functools
 import itertools
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
 from tsjit.codegen.kernel_spec import KernelSpec
 
 __all__ = ["CATEGORIES", "MAY_RAISE_UNLESS_KNOWN", "current_errstate", "errstate_may_raise",
-           "report_statically"]
+           "report_statically", "reports_are_ambiguous"]
 
 # NumPy's error kinds in the order it reports them after a ufunc, with their bits in
 # np.seterrcall's flag argument.
@@ -80,6 +82,19 @@ def report_statically(spec: KernelSpec, categories: tuple[str, ...], operands: t
                 break
     for _, _, witness in sorted(reports, key=lambda r: r[:2]):
         witness()
+
+
+def reports_are_ambiguous(spec: KernelSpec) -> bool:
+    """Whether two or more ops that can raise floating-point errors read an input the
+    kernel writes in place (directly or through other ops): after the kernel, neither can
+    run again, so ``report_statically`` could not tell which raised a flagged kind."""
+    stale = {t for t in spec.inplace if t is not None}   # and the values computed from them
+    raising = 0
+    for index, op in enumerate(spec.ops):
+        if any(a in stale for a in op.args):
+            stale.add(len(spec.inputs) + index)
+            raising += _may_raise(op.op, op.attrs, tuple(spec.value_dtype(a) for a in op.args))
+    return raising >= 2
 
 
 def _op_witness(spec: KernelSpec, index: int, category: str) -> Callable[[], None] | None:
@@ -189,9 +204,22 @@ def _candidates(dtype: np.dtype) -> list:
 def _witness(op: str, attrs: tuple, dtypes: tuple[np.dtype, ...],
              category: str) -> Callable[[], None] | None:
     """A call of ``op``'s ufunc that raises exactly ``category``, or None if none is found."""
+    return next((functools.partial(ufunc, *args) for ufunc, args, bits
+                 in _trials(op, attrs, dtypes) if bits == _CALL_BITS[category]), None)
+
+
+@functools.cache
+def _may_raise(op: str, attrs: tuple, dtypes: tuple[np.dtype, ...]) -> bool:
+    """Whether ``op``'s ufunc raises some floating-point error on some special value."""
+    return any(bits for _, _, bits in _trials(op, attrs, dtypes))
+
+
+def _trials(op: str, attrs: tuple, dtypes: tuple[np.dtype, ...]) -> Iterator[tuple]:
+    """Calls of ``op``'s ufunc on special values of ``dtypes``: (ufunc, arguments, the
+    errors raised as seterrcall's bits); none where NumPy has no such ufunc or loop."""
     ufunc = _ufunc(op, attrs)
     if ufunc is None:
-        return None
+        return
     pools = [_candidates(d) for d in dtypes]
     if len(pools) > 2:
         pools = [p[:8] for p in pools]
@@ -208,8 +236,5 @@ def _witness(op: str, attrs: tuple, dtypes: tuple[np.dtype, ...],
             try:
                 ufunc(*args)
             except (TypeError, ValueError):
-                return None
-        bits = functools.reduce(int.__or__, raised, 0)
-        if bits == _CALL_BITS[category]:
-            return functools.partial(ufunc, *args)
-    return None
+                return
+        yield ufunc, args, functools.reduce(int.__or__, raised, 0)

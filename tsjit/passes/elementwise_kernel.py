@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..codegen import numpy_nans
+from ..codegen.fp_errors import reports_are_ambiguous
 from ..codegen.kernel_spec import (
     NAN_FIXED_LATER,
     OP_SIGNATURES,
@@ -690,6 +691,9 @@ class _Builder:
         ok, reason = supports(spec)
         if not ok:
             raise GroupError(f"the kernel generator refuses it: {reason}")
+        if reports_are_ambiguous(spec):
+            raise GroupError("two ops that may report floating-point errors read an array "
+                             "written in place (which of them raised could not be told)")
         value_types = {v: self.output_type(self.number(v), out_rank) for v in members}
         return FusedKernel(spec, list(self.group_inputs), tuple(self.feeds), outputs,
                            tuple(c for c in checks if c != arrays),
