@@ -89,10 +89,12 @@ def reports_are_ambiguous(spec: KernelSpec) -> bool:
     kernel writes in place (directly or through other ops): after the kernel, neither can
     run again, so ``report_statically`` could not tell which raised a flagged kind."""
     stale = {t for t in spec.inplace if t is not None}   # and the values computed from them
+    left = {v for k in stale for v in _left_in(spec, k)}  # but those the arrays hold after
     raising = 0
     for index, op in enumerate(spec.ops):
         if any(a in stale for a in op.args):
-            stale.add(len(spec.inputs) + index)
+            if len(spec.inputs) + index not in left:
+                stale.add(len(spec.inputs) + index)
             raising += _may_raise(op.op, op.attrs, tuple(spec.value_dtype(a) for a in op.args))
     return raising >= 2
 
@@ -109,12 +111,14 @@ def _errors_per_op(spec: KernelSpec, operands: tuple, scalars: tuple) -> dict[in
     arrays, given = iter(operands), iter(scalars)
     values: list = []
     written = {t for t in spec.inplace if t is not None}
+    after: dict[int, object] = {}     # value number -> the array left holding it
     for k, inp in enumerate(spec.inputs):
         value = next(given) if inp.is_scalar else next(arrays, None)
         if inp.is_scalar:
             with np.errstate(all="ignore"):
                 value = np.asarray(value).astype(inp.dtype)
         values.append(None if k in written else value)
+        after.update({v: value for v in _left_in(spec, k)})
     raised: dict[int, set] = {}
     flags: list[int] = []
 
@@ -136,8 +140,14 @@ def _errors_per_op(spec: KernelSpec, operands: tuple, scalars: tuple) -> dict[in
             bits = functools.reduce(int.__or__, flags, 0)
             if value is not None:
                 raised[index] = {c for c in CATEGORIES if bits & _CALL_BITS[c]}
-        values.append(value)
+        values.append(after.get(len(spec.inputs) + index, value))
     return raised
+
+
+def _left_in(spec: KernelSpec, k: int) -> list[int]:
+    """The value the kernel writes into input ``k`` (its array holds it afterwards: the
+    ops that read it can run again), if it writes one."""
+    return [v for v, t in zip(spec.outputs, spec.inplace) if t == k]
 
 
 def errstate_may_raise(known: list) -> bool:
