@@ -634,7 +634,7 @@ def emit_math(builder: ir.IRBuilder, name: str, args: list[ir.Value],
         return result
     result = emit(em, *args)
     if arity == 1 and name not in _NAN_RESULT_FOLDED:
-        result = em.sel(em.is_nan(args[0]), em.nan_result(args[0]), result)
+        result = em.with_nan_result(args[0], result)
     return result
 
 

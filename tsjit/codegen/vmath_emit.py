@@ -175,6 +175,15 @@ class Emit:
             return x
         return self.guard(self.is_nan(x), self.from_bits(self.int(self.nan_argument_bits)), x)
 
+    def with_nan_result(self, x, value):
+        """``value``, but ``nan_result(x)`` where x is NaN: one select (of the integer bits
+        where the mimicked loop's NaN is a constant: see ``guard``), not a select of
+        ``nan_result``'s select."""
+        if self.nan_argument_bits is None:
+            return self.sel(self.is_nan(x), x, value)
+        return self.guard(self.is_nan(x), self.from_bits(self.int(self.nan_argument_bits)),
+                          value)
+
     def is_nan(self, x):
         """Whether x is NaN, compared as integers (|x|'s bits beyond inf's): a float compare
         would take a multiply pipe, which the math functions' polynomials keep busy."""
