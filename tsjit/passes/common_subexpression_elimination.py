@@ -5,7 +5,9 @@ Identical means same kind, same attributes, same inputs and same output types;
 constants with equal immutable values count as identical.  Sharing one result
 must be invisible, hence:
 - the op has no writes or other side effects (a may-raise op is fine: if the pair
-  would raise, the first one raises first);
+  would raise, the first one raises first), and reports no floating-point error
+  (`np.sqrt(x)` twice warns twice, as NumPy's RuntimeWarning or np.errstate says; a
+  fused kernel's LLVM merges the two anyway);
 - no write may have changed what the op reads in between: a node with writes or
   side effects (or an If / Loop holding one) forgets every remembered node that
   reads a mutable value (an array, a list, an object), and so does entering a loop
@@ -25,6 +27,7 @@ from ..ir.graph import Block, Graph, Node, Value
 from ..ir.types import Type
 from ..ops import OPS
 from .analysis import has_effects, is_immutable_constant, is_mutable_type, reads_mutable
+from .fuse_elementwise import reports_errors
 
 
 def eliminate_common_subexpressions(graph: Graph) -> None:
@@ -50,7 +53,7 @@ class _Eliminator:
                 self.forget_mutable_readers()
             for block in node.blocks:
                 self.visit_block(block)
-        elif not effects and node.outputs:
+        elif not effects and node.outputs and not reports_errors(node):
             self.merge_or_remember(node)
         if effects:
             self.forget_mutable_readers()

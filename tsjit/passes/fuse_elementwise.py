@@ -228,7 +228,7 @@ class BlockFuser:
         if member_raises and raises != _NONE and raises != _SHAPE_ERRORS:
             return (f"{_describe(member)} and {_describe(other)} may both raise; their "
                     f"order must stay")
-        if _reports_errors(member) and self._reports_alone(other):
+        if reports_errors(member) and self._reports_alone(other):
             return (f"{_describe(member)} and {_describe(other)} may both report a "
                     f"floating-point error; their order must stay")
         return None
@@ -237,7 +237,7 @@ class BlockFuser:
         """Whether `node` may report a floating-point error and is in no group (yet: a
         group that is not wanted in the end is checked again, `_keeping_order`). The
         errors of a kernel's ops are reported in their program order (re-run in NumPy)."""
-        return node not in self.group_of and _reports_errors(node)
+        return node not in self.group_of and reports_errors(node)
 
     def _keeping_order(self, groups: list[list[Node]]) -> list[list[Node]]:
         """`groups` without those whose members would pass a node that may report a
@@ -247,8 +247,8 @@ class BlockFuser:
         while True:
             fused = {m for g in kept for m in g}
             broken = [g for g in kept if any(
-                other not in fused and _reports_errors(other)
-                for m in g[:-1] if _reports_errors(m)
+                other not in fused and reports_errors(other)
+                for m in g[:-1] if reports_errors(m)
                 for other in self.nodes[self.position[m] + 1:self.position[g[-1]]])]
             if not broken:
                 return kept
@@ -341,7 +341,7 @@ _NUMPY_COMPUTATIONS = frozenset({"aten::matmul"})
 _INTEGER_REPORTING_OPS = frozenset({"floordiv", "mod", "cast"})
 
 
-def _reports_errors(node: Node) -> bool:
+def reports_errors(node: Node) -> bool:
     """Whether `node` may report a floating-point error (NumPy's RuntimeWarning, or what
     np.errstate says instead): an elementwise op unless its loop never does; another op
     if it computes with NumPy (reductions, matmul, ...) or is unknown code (a call), or
@@ -351,7 +351,7 @@ def _reports_errors(node: Node) -> bool:
         op = OPS.get(node.kind)
         return op is None or op.has_effects or node.kind.startswith("numpy::") or \
             node.kind in _NUMPY_COMPUTATIONS or any(
-                _reports_errors(inner) for block in node.blocks for inner in block.nodes)
+                reports_errors(inner) for block in node.blocks for inner in block.nodes)
     if call.kernel in _SILENT_OPS:
         return False
     # the loop's dtypes: its operands' and its result's (np.log of a bool array computes,
