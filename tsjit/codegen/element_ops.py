@@ -27,8 +27,8 @@ from tsjit.codegen.kernel_spec import (
 
 __all__ = [
     "cast_value",
+    "computed_errors",
     "float_truncate",
-    "integer_errors",
     "llvm_type",
     "load_value",
     "lower_op",
@@ -104,10 +104,13 @@ def _truthy(b: ir.IRBuilder, v: ir.Value, dtype: np.dtype) -> ir.Value:
     return b.icmp_unsigned("!=", v, _const(v.type, 0))
 
 
-def _x86_truncate(b: ir.IRBuilder, x: ir.Value, bits: int) -> ir.Value:
-    """C's (intN_t)x as x86's cvtt(s|d)2si computes it: NaN and out-of-range give INT_MIN.
+def _x86_truncate(b: ir.IRBuilder, x: ir.Value, bits: int) -> tuple[ir.Value, ir.Value]:
+    """C's (intN_t)x as x86's cvtt(s|d)2si computes it: NaN and out-of-range give INT_MIN,
+    and whether the conversion raises invalid (an i1: NaN or out of range).
 
-    The select keeps fptosi's poison (out-of-range lanes) from reaching the result."""
+    The select keeps fptosi's poison (out-of-range lanes) from reaching the result. The
+    flag is computed, not left to the instruction: LLVM assumes no floating-point
+    exceptions, and turned the select into a branch around the conversion."""
     ty = ir.IntType(bits)
     low = -(2 ** (bits - 1))
     src = np.float32 if isinstance(x.type, ir.FloatType) else np.float64
@@ -117,29 +120,43 @@ def _x86_truncate(b: ir.IRBuilder, x: ir.Value, bits: int) -> ir.Value:
     else:
         above = b.fcmp_ordered(">=", x, _const(x.type, float(low)))
     below = b.fcmp_ordered("<", x, _const(x.type, float(-low)))
-    return b.select(b.and_(above, below), b.fptosi(x, ty), _const(ty, low))
+    in_range = b.and_(above, below)
+    return b.select(in_range, b.fptosi(x, ty), _const(ty, low)), b.not_(in_range)
 
 
-def _float_to_int(b: ir.IRBuilder, x: ir.Value, target: np.dtype) -> ir.Value:
-    """NumPy's float -> integer cast on x86-64 (measured, including NaN/inf/overflow):
-    narrow types truncate a 32-bit conversion; uint32 and uint64 use the compilers'
-    two-range sequence (as NumPy's SIMD loops do; its scalar tail loop differs for NaN and
-    values below -2**31 in uint32)."""
+def _two_range_truncate(b: ir.IRBuilder, x: ir.Value, bits: int) -> tuple[ir.Value, ir.Value]:
+    """The compilers' unsigned conversion (NumPy's SIMD loops): from 2**(bits-1) on, x is
+    converted less 2**(bits-1) and the top bit set again. One conversion, of the operand
+    selected, raises invalid: converting both (and selecting) flagged [2**31, 2**32), which
+    NumPy converts silently."""
+    ty = ir.IntType(bits)
+    top = _const(x.type, 2.0 ** (bits - 1))
+    high = b.fcmp_ordered(">=", x, top)
+    value, invalid = _x86_truncate(b, b.select(high, b.fsub(x, top), x), bits)
+    return b.xor(value, b.select(high, _const(ty, 1 << (bits - 1)), _const(ty, 0))), invalid
+
+
+def _float_to_int(b: ir.IRBuilder, x: ir.Value, src: np.dtype,
+                  target: np.dtype) -> tuple[ir.Value, ir.Value]:
+    """NumPy's float -> integer cast on x86-64 (measured, including NaN/inf/overflow), and
+    whether it raises invalid ("invalid value encountered in cast"): narrow types
+    truncate a 32-bit conversion; uint32 and uint64 use the compilers' two-range sequence
+    (as NumPy's SIMD loops do; its scalar tail loop differs for NaN and values below
+    -2**31 or above 2**32 in uint32); half converts through float, to uint32 by a 64-bit
+    conversion, truncated."""
     bits = target.itemsize * 8
     ty = ir.IntType(bits)
-    if target == np.dtype(np.uint64):
-        two63 = _const(x.type, 2.0**63)
-        high = b.fcmp_ordered(">=", x, two63)
-        shifted = b.xor(_x86_truncate(b, b.fsub(x, two63), 64), _const(ty, 1 << 63))
-        return b.select(high, shifted, _x86_truncate(b, x, 64))
+    if src == _F16:  # half -> float is exact; NumPy converts through float as well
+        x = b.fpext(x, ir.FloatType())
+        if target == np.dtype(np.uint32):
+            value, invalid = _x86_truncate(b, x, 64)
+            return b.trunc(value, ty), invalid
+    if target in (np.dtype(np.uint64), np.dtype(np.uint32)):
+        return _two_range_truncate(b, x, bits)
     if target.kind == "i" and bits in (32, 64):
         return _x86_truncate(b, x, bits)
-    if target == np.dtype(np.uint32):  # NumPy's SIMD loop: the two-range sequence in 32 bits
-        two31 = _const(x.type, 2.0**31)
-        high = b.fcmp_ordered(">=", x, two31)
-        shifted = b.xor(_x86_truncate(b, b.fsub(x, two31), 32), _const(ty, 1 << 31))
-        return b.select(high, shifted, _x86_truncate(b, x, 32))
-    return b.trunc(_x86_truncate(b, x, 32), ty)
+    value, invalid = _x86_truncate(b, x, 32)
+    return b.trunc(value, ty), invalid
 
 
 def float_truncate(b: ir.IRBuilder, v: ir.Value, dst: np.dtype) -> ir.Value:
@@ -185,11 +202,7 @@ def cast_value(b: ir.IRBuilder, v: ir.Value, src: np.dtype, dst: np.dtype) -> ir
         return b.fptrunc(value, dst_ty) if dst == _F16 else value
     if dst.kind == "f":
         return b.fpext(v, dst_ty) if dst.itemsize > src.itemsize else float_truncate(b, v, dst)
-    if src == _F16:  # half -> float is exact; NumPy converts through float as well
-        v = b.fpext(v, ir.FloatType())
-        if dst == np.dtype(np.uint32):  # its half loop: a 64-bit conversion, truncated
-            return b.trunc(_x86_truncate(b, v, 64), dst_ty)
-    return _float_to_int(b, v, dst)
+    return _float_to_int(b, v, src, dst)[0]
 
 
 # ---------------------------------------------------------------------------- floats
@@ -373,21 +386,26 @@ def _int_floordiv_mod(
     return b.select(y_zero, zero, quotient), b.select(y_zero, zero, remainder)
 
 
-def integer_errors(b: ir.IRBuilder, op: KernelOp, args: list[ir.Value],
-                   arg_dtypes: list[np.dtype]) -> ir.Value | None:
-    """The errors NumPy's integer loops report by hand for this element of ``op``, as an
-    i32 of MXCSR flags (``fp_status.FLAG_BITS``); None for an op that reports none. No
-    instruction flags them: ``x // 0`` and ``x % 0`` (divide by zero, the result 0) and
-    ``MIN // -1`` (overflow, the result MIN). The kernel sets them in MXCSR itself
-    (``fp_status.raise_flags``), so they reach NumPy's error state with the float ones."""
+def computed_errors(b: ir.IRBuilder, op: KernelOp, args: list[ir.Value],
+                    arg_dtypes: list[np.dtype]) -> ir.Value | None:
+    """The errors NumPy reports for this element of ``op`` that the kernel computes
+    rather than takes from its instructions' flags, as an i32 of MXCSR flags
+    (``fp_status.FLAG_BITS``); None for an op that has none. NumPy's integer loops report
+    ``x // 0`` and ``x % 0`` (divide by zero, the result 0) and ``MIN // -1`` (overflow,
+    the result MIN) by hand; a float -> integer cast's invalid comes from a conversion
+    that LLVM may skip for the lanes it selects away (x86 can raise it only where it
+    converts). The kernel sets them in MXCSR itself (``fp_status.raise_flags``), so they
+    reach NumPy's error state with the float ones."""
     dtype = np.dtype(arg_dtypes[0])
-    if op.op not in ("floordiv", "mod") or dtype.kind not in "iu":
-        return None
-    x, y = args
 
     def flag(condition: ir.Value, kind: str) -> ir.Value:
         return b.select(condition, _const(_I32, FLAG_BITS[kind]), _const(_I32, 0))
 
+    if op.op == "cast" and dtype.kind == "f" and np.dtype(op.dtype).kind in "iu":
+        return flag(_float_to_int(b, args[0], dtype, np.dtype(op.dtype))[1], "invalid")
+    if op.op not in ("floordiv", "mod") or dtype.kind not in "iu":
+        return None
+    x, y = args
     flags = flag(b.icmp_unsigned("==", y, _const(y.type, 0)), "divide")
     if op.op == "floordiv" and dtype.kind == "i":
         least = _const(x.type, -(2 ** (x.type.width - 1)))

@@ -28,9 +28,9 @@ from llvmlite import ir
 
 from tsjit.codegen import fp_status, vmath
 from tsjit.codegen.element_ops import (
+    computed_errors,
     float_truncate,
-    integer_errors,
-    llvm_type,
+        llvm_type,
     load_value,
     lower_op,
     memory_type,
@@ -127,8 +127,8 @@ class _KernelBuilder:
         self.scalar_types = [llvm_type(spec.inputs[i].dtype) for i in self.scalar_inputs]
         self.scalars_type = ir.LiteralStructType(self.scalar_types)
         self.vector_width = str(vector_width(spec))
-        # the integer errors of the inner loop's elements (an i32 of MXCSR flags, or None)
-        self.integer_errors: ir.Value | None = None
+        # the computed errors of the inner loop's elements (an i32 of MXCSR flags, or None)
+        self.computed_errors: ir.Value | None = None
         # whether a fast block met an argument that is not ordinary: a slot of the fast
         # functions' float width (a wider or narrower one would pack or widen the lane
         # masks in every vector)
@@ -171,7 +171,7 @@ class _KernelBuilder:
                 arg_dtypes = [spec.value_dtype(a) for a in op.args]
                 args = [values[a] for a in op.args]
                 values[index] = lower_op(b, op, args, arg_dtypes, special)
-                self.collect_integer_errors(b, integer_errors(b, op, args, arg_dtypes))
+                self.collect_computed_errors(b, computed_errors(b, op, args, arg_dtypes))
         for j, value_number in enumerate(spec.outputs):
             pointer = pointers[self.output_operand(j)]
             store_value(b, values[value_number], pointer, spec.value_dtype(value_number))
@@ -180,16 +180,16 @@ class _KernelBuilder:
             b.store(b.or_(b.load(self.special_lanes, typ=self.special_type), lanes),
                     self.special_lanes)
 
-    def collect_integer_errors(self, b: ir.IRBuilder, flags: ir.Value | None) -> None:
-        """Or an element's integer errors into the loop's (an or-reduction: it vectorizes)."""
-        if flags is not None and self.integer_errors is not None:
-            b.store(b.or_(b.load(self.integer_errors, typ=I32), flags), self.integer_errors)
+    def collect_computed_errors(self, b: ir.IRBuilder, flags: ir.Value | None) -> None:
+        """Or an element's computed errors into the loop's (an or-reduction: it vectorizes)."""
+        if flags is not None and self.computed_errors is not None:
+            b.store(b.or_(b.load(self.computed_errors, typ=I32), flags), self.computed_errors)
 
-    def raise_integer_errors(self, b: ir.IRBuilder) -> None:
-        """Set the loop's integer errors in MXCSR, where the driver collects the flags (a
+    def raise_computed_errors(self, b: ir.IRBuilder) -> None:
+        """Set the loop's computed errors in MXCSR, where the driver collects the flags (a
         slot no element wrote folds away)."""
-        if self.integer_errors is not None:
-            flags = b.load(self.integer_errors, typ=I32)
+        if self.computed_errors is not None:
+            flags = b.load(self.computed_errors, typ=I32)
             with b.if_then(b.icmp_unsigned("!=", flags, ir.Constant(I32, 0))):
                 fp_status.raise_flags(b, flags)
 
@@ -216,7 +216,7 @@ class _KernelBuilder:
         scalars = list(fn.args[self.n_operands : -3])
         begin, end, prefetch = fn.args[-3:]
         if fp_status.supported():
-            self.integer_errors = stack_slot(b, I32, ir.Constant(I32, 0))
+            self.computed_errors = stack_slot(b, I32, ir.Constant(I32, 0))
 
         def element_of(operands, b: ir.IRBuilder, i: ir.Value, fast: bool = False) -> None:
             at = [
@@ -230,7 +230,7 @@ class _KernelBuilder:
 
         if not _is_compute_bound(self.spec):
             loop(b, begin, end, one_element)
-            self.raise_integer_errors(b)
+            self.raise_computed_errors(b)
             b.ret_void()
             return fn
         blocks = b.sdiv(b.sub(end, begin), i64(_INTERLEAVED_BLOCK))
@@ -265,7 +265,7 @@ class _KernelBuilder:
 
                     loop(b, i64(0), blocks, prefetched_block)
         self.padded_tail(b, pointers, middle, end, element_of, interleaved)
-        self.raise_integer_errors(b)
+        self.raise_computed_errors(b)
         b.ret_void()
         return fn
 

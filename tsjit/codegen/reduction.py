@@ -36,7 +36,7 @@ from llvmlite import ir
 
 from tsjit.codegen import fp_status
 from tsjit.codegen.element_ops import (
-    integer_errors,
+    computed_errors,
     llvm_type,
     load_value,
     lower_op,
@@ -314,7 +314,7 @@ class _RowKernelBuilder:
                     values[v] = emit_math(b, op.op, args, nonpositive=True)
                 else:
                     values[v] = lower_op(b, op, args, dtypes)
-                flags = integer_errors(b, op, args, dtypes)   # rare: set where they happen
+                flags = computed_errors(b, op, args, dtypes)   # rare: set where they happen
                 if flags is not None:
                     with b.if_then(b.icmp_unsigned("!=", flags, ir.Constant(I32, 0))):
                         self.raise_fp_status(b, flags)
