@@ -260,3 +260,93 @@ def test_float_to_int_cast_warns_invalid_where_numpy_does(fn, dtype):
             if not eager[n]:   # the kernel's result stood
                 assert scripted.stats()["bailouts"] == bailouts, (value, n)
                 assert_bitwise(got, fn(x))
+
+
+UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def assert_same_bits(got: np.ndarray, want: np.ndarray) -> None:
+    """Every element's bits, NaNs' sign and payload included."""
+    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+    bits = UINT[want.dtype.itemsize]
+    differ = got.view(bits) != want.view(bits)
+    assert not differ.any(), [(hex(g), hex(w)) for g, w in
+                              zip(got.view(bits)[differ][:6], want.view(bits)[differ][:6])]
+
+
+def negated_plus(x: tsjit.Tensor, y: tsjit.Tensor) -> tsjit.Tensor:
+    return -x + y
+
+
+def minus_negated(x: tsjit.Tensor, y: tsjit.Tensor) -> tsjit.Tensor:
+    return y - (-x)
+
+
+def product_of_negated(x: tsjit.Tensor, y: tsjit.Tensor) -> tsjit.Tensor:
+    return (-x) * (-y)
+
+
+def negated_quotient(x: tsjit.Tensor, y: tsjit.Tensor) -> tsjit.Tensor:
+    return -(x / y)
+
+
+# (x, y) pairs, never both NaN (NumPy's choice between two NaNs is its loop's: see below):
+# a NaN (of either sign, with a payload) beside a number, and invalid operations of numbers
+PAYLOAD = float(np.array(0x7FF8000000000123, np.uint64).view(np.float64))
+ONE_NAN_PAIRS = [(np.nan, 1.5), (-np.nan, 2.0), (PAYLOAD, -3.0), (-PAYLOAD, np.inf),
+                 (1.0, np.nan), (2.0, -np.nan), (-0.5, -PAYLOAD), (0.0, 0.0), (-0.0, 0.0),
+                 (np.inf, np.inf), (-np.inf, np.inf), (0.0, np.inf), (np.inf, 0.0),
+                 (-np.inf, -0.0), (1.5, -2.5)]
+
+
+@pytest.mark.parametrize("fn", [negated_plus, minus_negated, product_of_negated,
+                                negated_quotient])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_sign_operations_keep_numpys_nan_through_arithmetic(fn, dtype):
+    """LLVM treats a NaN's sign as unspecified and moved negations across arithmetic:
+    (-x) + y became y - x, y - (-x) became y + x, (-x) * (-y) became x * y, so a NaN x
+    came out with its own sign where NumPy gives -x's; -(x / y) became (-x) / y, which
+    gives a NaN y's own sign and 0 / 0's default NaN unnegated. The kernel selects the
+    NaN operand (quieted) or the default NaN itself (tsjit.codegen.operand_nans)."""
+    x, y = (np.array(v, dtype) for v in zip(*ONE_NAN_PAIRS))
+    scripted = tsjit.script(fn)
+    with np.errstate(all="ignore"):
+        for n in (67, 13, 1, 67):
+            args = [np.resize(x, n), np.resize(y, n)]
+            got, want = scripted(*args), fn(*args)
+            assert_same_bits(got, want)
+    assert scripted.stats()["kernel_launches"] > 0
+
+
+def negated_plus_itself(x: tsjit.Tensor) -> tsjit.Tensor:
+    return -x + x
+
+
+def numpy_adds_nans_as_one_element(dtype, n: int) -> bool:
+    """Whether NumPy's add of two contiguous arrays of ``n`` distinct NaNs gives, at every
+    position, the NaN its one-element loop gives. x86 gives the first operand's, but its
+    compiler commuted some loops: on AVX2 the float32/float64 vector loops' tails (and
+    every element where the second operand is a broadcast scalar) and the float16 loop (the
+    second operand's everywhere). The kernel gives the one-element loop's NaN."""
+    bits = UINT[np.dtype(dtype).itemsize]
+    first, second = np.full(n, -np.nan, dtype), np.full(n, np.nan, dtype)
+    result = np.add(first, second).view(bits)
+    return bool((result == result[0]).all() and result[0] == np.add(first[:1], second[:1])
+                .view(bits)[0])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_commutative_op_of_two_nans_gives_numpys(dtype):
+    """`-x + x` of a NaN x: NumPy's float32 add gives the first operand's NaN (-x's), but
+    LLVM commutes fadd's operands (found by the fusion fuzzer: 0x7FC00000 where NumPy gave
+    0xFFC00000); its float16 add gives the second's. Compared at the lengths where NumPy's
+    loop gives the same NaN at every position (asked of NumPy)."""
+    lengths = [n for n in (1, 5, 8, 13, 16) if numpy_adds_nans_as_one_element(dtype, n)]
+    assert len(lengths) > 1   # at least NumPy's short arrays, taken by its scalar loop
+    values = np.array([np.nan, -np.nan, PAYLOAD, -PAYLOAD, 1.5, -np.inf], dtype)
+    scripted = tsjit.script(negated_plus_itself)
+    with np.errstate(all="ignore"):
+        for n in [lengths[-1], *lengths]:
+            x = np.resize(values, n)
+            assert_same_bits(scripted(x), negated_plus_itself(x))
+    assert scripted.stats()["kernel_launches"] > 0

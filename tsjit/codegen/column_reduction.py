@@ -166,7 +166,8 @@ class _ColumnKernelBuilder(_RowKernelBuilder):
             for v in ops:
                 op = self._op(v)
                 value = count if op.op == ROW_LENGTH else lower_op(
-                    b, op, [row[a] for a in op.args], [spec.value_dtype(a) for a in op.args])
+                    b, op, [row[a] for a in op.args], [spec.value_dtype(a) for a in op.args],
+                    operand_nans=self.operand_nans.get(v))
                 row[v] = value
                 b.store(value, self.lane_address(b, lanes, v, i))
             for r in starts:

@@ -24,6 +24,7 @@ from tsjit.codegen.kernel_spec import (
     SCALAR_OPERANDS,
     KernelOp,
 )
+from tsjit.codegen.operand_nans import OperandNans
 
 __all__ = [
     "cast_value",
@@ -283,14 +284,40 @@ def _float_sign(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     return b.select(fcmp_quiet(b, ">", x, zero), _const(x.type, 1.0), value)
 
 
+def _quiet_bits(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """x's bits with the quiet bit set: a NaN ``x`` as x86 returns it from an operation."""
+    bits = ir.IntType(_float_bits(x.type))
+    return b.or_(b.bitcast(x, bits), _const(bits, 1 << {16: 9, 32: 22, 64: 51}[bits.width]))
+
+
 def _self_product(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """``x * x`` with x86's NaN: a NaN ``x`` itself, quieted. LLVM may rewrite the product
     (``fabs(y) * fabs(y)`` and ``(-y) * (-y)`` become ``y * y``, which has y's sign), so a
     NaN ``x`` is selected in the integer domain, where nothing is rewritten."""
-    bits = ir.IntType(_float_bits(x.type))
-    quiet_bit = 1 << {16: 9, 32: 22, 64: 51}[bits.width]
-    quieted = b.bitcast(b.or_(b.bitcast(x, bits), _const(bits, quiet_bit)), x.type)
+    quieted = b.bitcast(_quiet_bits(b, x), x.type)
     return b.select(b.fcmp_unordered("uno", x, x), quieted, b.fmul(x, x))
+
+
+def _with_operand_nans(b: ir.IRBuilder, op: str, dtype: np.dtype, args: list[ir.Value],
+                       result: ir.Value, nans: OperandNans) -> ir.Value:
+    """``result`` of the binary arithmetic op ``op`` of ``dtype`` with NumPy's NaN chosen
+    by integer selects (``operand_nans``): the NaN operand NumPy's loop gives, quieted,
+    else the default NaN of an invalid operation (both asked of NumPy)."""
+    bits = ir.IntType(_float_bits(result.type))
+    chosen = b.bitcast(result, bits)
+    operands = list(zip(args, (nans.first, nans.second)))
+    if op in ("add", "mul") and numpy_nans.second_nan_wins(op, dtype.name):
+        operands.reverse()
+    if nans.signs:
+        computed = {"float": "float32", "double": "float64"}[str(result.type)]
+        chosen = b.select(b.fcmp_unordered("uno", result, result),
+                          _const(bits, numpy_nans.invalid_nan_bits(computed)), chosen)
+    else:   # only the order of two NaNs is at risk
+        operands = operands[:1]
+    for arg, may_be_nan in reversed(operands):   # the winner's select last: outermost
+        if may_be_nan:
+            chosen = b.select(b.fcmp_unordered("uno", arg, arg), _quiet_bits(b, arg), chosen)
+    return b.bitcast(chosen, result.type)
 
 
 def _signbit(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
@@ -526,11 +553,12 @@ def _table(dtype: np.dtype) -> dict[str, Lowering]:
 
 def lower_op(
     b: ir.IRBuilder, op: KernelOp, args: list[ir.Value], arg_dtypes: list[np.dtype],
-    special: list[ir.Value] | None = None,
+    special: list[ir.Value] | None = None, operand_nans: OperandNans | None = None,
 ) -> ir.Value:
     """Emit ``op`` on scalar operands (already in their register types). ``special``: a
     float32 or float64 math function with a fast form emits it (``vmath.emit_math``), so
-    the result is exact only where none of the i1s it appends there is true."""
+    the result is exact only where none of the i1s it appends there is true.
+    ``operand_nans``: the NaN selects the op needs (``operand_nans.operand_nans``)."""
     name, dtype = op.op, np.dtype(op.dtype)
     if name == "cast":
         return cast_value(b, args[0], arg_dtypes[0], dtype)
@@ -558,6 +586,8 @@ def lower_op(
             result = vmath.emit_math(b, name, widened, like="float16")
         else:
             result = _HALF_OPS.get(name, _table(_F32)[name])(b, widened)
+        if operand_nans is not None:
+            result = _with_operand_nans(b, name, dtype, widened, result, operand_nans)
         if dtype != _F16:
             return result
         result = b.fptrunc(result, ir.HalfType())
@@ -568,4 +598,7 @@ def lower_op(
         return result
     if special is not None and name in vmath.FAST_FORMS and operand_dtype.kind == "f":
         return vmath.emit_math(b, name, args, special=special)
-    return _table(operand_dtype)[name](b, args)
+    result = _table(operand_dtype)[name](b, args)
+    if operand_nans is None:
+        return result
+    return _with_operand_nans(b, name, operand_dtype, args, result, operand_nans)

@@ -59,6 +59,7 @@ from tsjit.codegen.ir_util import (
 )
 from tsjit.codegen.kernel_abi import DRIVER_SYMBOL, entry_parameter_types, resume_symbol
 from tsjit.codegen.kernel_spec import MATH_FUNCTIONS, KernelSpec
+from tsjit.codegen.operand_nans import operand_nans
 
 __all__ = [
     "build_kernel_module",
@@ -127,6 +128,7 @@ class _KernelBuilder:
         self.scalar_types = [llvm_type(spec.inputs[i].dtype) for i in self.scalar_inputs]
         self.scalars_type = ir.LiteralStructType(self.scalar_types)
         self.vector_width = str(vector_width(spec))
+        self.operand_nans = operand_nans(spec.inputs, spec.ops, spec.value_dtype)
         # the computed errors of the inner loop's elements (an i32 of MXCSR flags, or None)
         self.computed_errors: ir.Value | None = None
         # whether a fast block met an argument that is not ordinary: a slot of the fast
@@ -170,7 +172,8 @@ class _KernelBuilder:
             if index in needed:
                 arg_dtypes = [spec.value_dtype(a) for a in op.args]
                 args = [values[a] for a in op.args]
-                values[index] = lower_op(b, op, args, arg_dtypes, special)
+                values[index] = lower_op(b, op, args, arg_dtypes, special,
+                                         self.operand_nans.get(index))
                 self.collect_computed_errors(b, computed_errors(b, op, args, arg_dtypes))
         for j, value_number in enumerate(spec.outputs):
             pointer = pointers[self.output_operand(j)]

@@ -36,11 +36,14 @@ __all__ = [
 @dataclass(frozen=True)
 class KernelInput:
     """One operand. ``is_scalar``: passed by value (Python/NumPy scalar or 0-d array) and
-    broadcast everywhere; its value is converted to ``dtype`` as NumPy's casting would."""
+    broadcast everywhere; its value is converted to ``dtype`` as NumPy's casting would.
+    ``never_nan``: a scalar known not to be NaN (a constant of the program other than
+    NaN), whose NaN the kernel need not order (``operand_nans``)."""
 
     dtype: np.dtype
     rank: int
     is_scalar: bool
+    never_nan: bool = False
 
 
 # An op's `attrs` flag: every operand after the first is the same for every element (a

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["NanBits", "converted", "cube_nan_positive", "fingerprint", "nan_bits"]
+__all__ = ["NanBits", "converted", "cube_nan_positive", "fingerprint", "invalid_nan_bits",
+           "nan_bits", "second_nan_wins"]
 
 _INF = float("inf")
 
@@ -111,6 +112,28 @@ def cube_nan_positive(dtype: str) -> bool:
     return not bool(np.signbit(_run(np.power, [nans.view(dtype), np.array(3, dtype)])).any())
 
 
+@functools.cache
+def invalid_nan_bits(dtype: str) -> int:
+    """The bits of the NaN NumPy's arithmetic gives for an invalid operation (inf - inf,
+    0 * inf, 0 / 0) of non-NaN operands: x86's default NaN."""
+    inf = np.full(_LENGTHS[-1], _INF, dtype)
+    return int(_run(np.subtract, [inf, inf]).view(_uint(np.dtype(dtype)))[0])
+
+
+@functools.cache
+def second_nan_wins(name: str, dtype: str) -> bool:
+    """Whether NumPy's ``add`` or ``multiply`` (``name`` "add", "mul") of two NaNs gives
+    the second one's NaN: x86 gives the first operand's, but a compiler may commute a
+    commutative op's operands (NumPy's float16 loops on x86). Asked of its loop for one
+    element: where its vector loops choose otherwise (their tails on AVX2) the choice
+    depends on the position, which no kernel mimics."""
+    uint = _uint(np.dtype(dtype))
+    first, second = (np.array([bits], uint) for bits in _PAYLOAD_NANS[np.dtype(dtype).itemsize])
+    ufunc = np.add if name == "add" else np.multiply
+    return int(_run(ufunc, [first.view(dtype), second.view(dtype)]).view(uint)[0]) == \
+        int(second[0])
+
+
 def converted(bits: int, dtype: str, target: str) -> int:
     """The bits of the NaN ``bits`` of ``dtype`` converted to ``target`` as NumPy converts
     (sign and payload kept, so converting back gives ``bits``)."""
@@ -122,5 +145,7 @@ def converted(bits: int, dtype: str, target: str) -> int:
 def fingerprint() -> str:
     """A digest of every answer (all functions, all float types)."""
     table = repr([(name, dtype, nan_bits(name, dtype)) for name in sorted(_UFUNCS)
-                  for dtype in _DTYPES] + [cube_nan_positive(d) for d in _DTYPES[1:]])
+                  for dtype in _DTYPES] + [cube_nan_positive(d) for d in _DTYPES[1:]]
+                 + [invalid_nan_bits(d) for d in _DTYPES[1:]]
+                 + [second_nan_wins(op, d) for op in ("add", "mul") for d in _DTYPES])
     return hashlib.sha256(table.encode()).hexdigest()[:16]

@@ -72,6 +72,7 @@ from tsjit.codegen.kernel_abi import (
     entry_parameter_types,
 )
 from tsjit.codegen.kernel_spec import MATH_FUNCTIONS, KernelOp
+from tsjit.codegen.operand_nans import operand_nans
 from tsjit.codegen.pairwise import emit_combine, emit_split, run_reducer
 from tsjit.codegen.reduction_interrupts import (
     INTERRUPT_ELEMENTS,
@@ -135,6 +136,7 @@ class _RowKernelBuilder:
         self.parallel = parallel
         self.module = ir.Module(name=name)
         self.n_in = len(spec.inputs)
+        self.operand_nans = operand_nans(spec.inputs, spec.ops, spec.value_dtype)
         self.array_inputs = [i for i, inp in enumerate(spec.inputs) if not inp.is_scalar]
         self.scalar_inputs = [i for i, inp in enumerate(spec.inputs) if inp.is_scalar]
         self.n_operands = len(self.array_inputs) + len(spec.outputs)
@@ -313,7 +315,8 @@ class _RowKernelBuilder:
                 if op.op in MATH_FUNCTIONS and op.args[0] in self.nonpositive:
                     values[v] = emit_math(b, op.op, args, nonpositive=True)
                 else:
-                    values[v] = lower_op(b, op, args, dtypes)
+                    values[v] = lower_op(b, op, args, dtypes,
+                                         operand_nans=self.operand_nans.get(v))
                 flags = computed_errors(b, op, args, dtypes)   # rare: set where they happen
                 if flags is not None:
                     with b.if_then(b.icmp_unsigned("!=", flags, ir.Constant(I32, 0))):
@@ -490,7 +493,8 @@ class _RowKernelBuilder:
                 value = n
             else:
                 value = lower_op(b, op, [values[a] for a in op.args],
-                                 [self.spec.value_dtype(a) for a in op.args])
+                                 [self.spec.value_dtype(a) for a in op.args],
+                                 operand_nans=self.operand_nans.get(v))
             values[v] = value
             b.store(value, self.state_slot(b, state, v))
 

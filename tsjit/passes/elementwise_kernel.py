@@ -66,6 +66,14 @@ from ..ops.promotion import loop_dtypes, ufunc_loop
 from .analysis import NOT_CONSTANT, constant_value
 
 PYTHON_SCALARS = {bool: BoolType, int: IntType, float: FloatType}
+
+
+def never_nan(constant: object) -> bool:
+    """Whether a constant operand is a number that is not NaN."""
+    try:
+        return not np.isnan(constant)
+    except TypeError:
+        return False
 _PYTHON_CLASSES = {t: cls for cls, t in PYTHON_SCALARS.items()}
 # Exponents of `x ** c` whose NumPy result the kernel computes without pow: NumPy's own
 # fast paths for float arrays (bitwise), and x*x*x for 3 (computed in float64: within an
@@ -415,7 +423,8 @@ class _Builder:
         if key not in self.scalar_inputs:
             c = constant_value(v)
             feed = Feed(None, c) if c is not NOT_CONSTANT else Feed(v)
-            self.scalar_inputs[key] = self.add_input(feed, KernelInput(dtype, 0, True))
+            self.scalar_inputs[key] = self.add_input(
+                feed, KernelInput(dtype, 0, True, c is not NOT_CONSTANT and never_nan(c)))
         return self.scalar_inputs[key]
 
     def python_scalar(self, v: Value, want: np.dtype | None) -> int:

@@ -51,6 +51,7 @@ from .elementwise_kernel import (
     GroupOutput,
     _Builder,
     build_group,
+    never_nan,
     read_call,
 )
 
@@ -217,7 +218,8 @@ class _RowBuilder(_Builder):
     def constant(self, value: int, dtype: np.dtype) -> int:
         key = (value, dtype)
         if key not in self.constants:
-            self.constants[key] = self.add_input(Feed(None, value), KernelInput(dtype, 0, True))
+            self.constants[key] = self.add_input(Feed(None, value),
+                                                 KernelInput(dtype, 0, True, never_nan(value)))
         return self.constants[key]
 
     # ---- nodes
