@@ -646,3 +646,52 @@ def test_errors_of_ops_reading_an_array_written_in_place_name_their_op(bad, errs
     group = graph[graph.index("with prim::FusionGroup"):].split("with prim::FallbackGraph")[0]
     assert "aten::sqrt" in group or "numpy::sqrt" in group
     assert "aten::iadd" not in group
+
+
+def log_of_isnan(x):
+    return np.log(np.isnan(x))
+
+
+def log2_of_isinf_in_float32(x):
+    return np.log2(np.isinf(x).astype(np.float32)) * 2.0
+
+
+def root_where_isnan(x, y):
+    return np.where(np.isnan(x), np.sqrt(y), 1.0)
+
+
+def isnan_and_positive_root(x, y):
+    return np.isnan(x) & (np.sqrt(y) > 0)
+
+
+@pytest.mark.parametrize("errstate", [{}, {"divide": "raise", "invalid": "raise"},
+                                      {"all": "call"}])
+@pytest.mark.parametrize("fn", [log_of_isnan, log2_of_isinf_in_float32, root_where_isnan,
+                                isnan_and_positive_root])
+@pytest.mark.parametrize("dtype", [np.int32, np.bool_, np.uint8])
+def test_an_op_of_a_value_constant_to_llvm_keeps_numpys_errors(fn, dtype, errstate):
+    """np.isnan of an integer or bool array is False everywhere, a constant to LLVM: it
+    folded np.log of it to -inf, and NumPy's divide-by-zero went with the fold (found by
+    the fusion fuzzer); np.where and & decided by such a constant dropped the sqrt of the
+    operand they no longer read, and its invalid flag. Such ops are not fused."""
+    x = np.ones(67, dtype)
+    args = (x,) if fn.__code__.co_argcount == 1 else (x, np.linspace(-3.0, 3.0, 67))
+    calls = {"eager": [], "scripted": []}
+    scripted = tsjit.script(fn)
+    with np.errstate(all="ignore"):
+        for _ in range(3):
+            scripted(*args)
+    for name, f in (("eager", fn), ("scripted", scripted)):
+        state = dict(errstate)
+        if state.get("all") == "call":
+            state["call"] = lambda *report, name=name: calls[name].append(report)
+        calls[name].append(record(f, *args, **state))
+    (want, want_warnings), (got, got_warnings) = calls["eager"].pop(), calls["scripted"].pop()
+    assert got_warnings == want_warnings
+    assert calls["scripted"] == calls["eager"]
+    if isinstance(want, tuple) and want[0] is FloatingPointError:
+        assert got == want
+    else:
+        assert_same(got, want)
+    if not errstate:
+        assert want_warnings   # the program reports an error eagerly

@@ -87,6 +87,12 @@ _POWERS = {2: ("square",), 0.5: ("sqrt",), -1: ("reciprocal",), 3: ("square", "m
 _KEEP_EQUAL_OPERANDS = frozenset({
     "add", "mul", "truediv", "pow", "maximum", "minimum", "fmax", "fmin", "copysign",
     "arctan2", "bitwise_and", "bitwise_or", "logical_and", "logical_or"})
+# Classifications whose result is a constant to LLVM for an integer or bool operand
+# (np.isnan of an int32 array is False everywhere), and the ops whose result one constant
+# operand may decide (False and x, np.where(False, a, b)), dropping the other operands.
+_CONSTANT_FOR_INTEGERS = frozenset({"isnan", "isinf", "isfinite"})   # and unsigned signbit
+_ABSORBING = frozenset({"where", "mul", "maximum", "minimum", "fmax", "fmin", "clip",
+                        "bitwise_and", "bitwise_or", "logical_and", "logical_or"})
 
 
 @dataclass(frozen=True)
@@ -488,6 +494,7 @@ class _Builder:
         first_op = len(self.ops)
         result = self.compute(call)
         self.refuse_folds(node, first_op)
+        self.refuse_constant_folds(node, first_op)
         if call.target is not None:
             self.write(node, call, result)
         else:
@@ -521,6 +528,35 @@ class _Builder:
             if folds and self.slots[dropped] < 0:
                 raise GroupError(f"{node.kind}: LLVM folds {op.op} of equal operands, and "
                                  f"the ops computing them would not raise NumPy's errors")
+
+    def refuse_constant_folds(self, node: Node, first_op: int) -> None:
+        """GroupError if an op from ``first_op`` on reads a value that LLVM knows as a
+        constant (``_CONSTANT_FOR_INTEGERS`` of an integer, and ops of such constants
+        alone) and LLVM may fold it with its floating-point flags: an op computing in
+        floating point on constants alone (np.log(np.isnan(x)) of an int x is log(0) to
+        LLVM: -inf, and NumPy's divide-by-zero warning was lost), or an op a constant
+        operand may decide beside a value computed in the kernel, whose ops go with it."""
+        constant: list[bool] = []
+        for n, slot in enumerate(self.slots):
+            op = self.ops[-1 - slot] if slot < 0 else None
+            if op is None:
+                constant.append(False)
+                continue
+            kinds = [self.dtypes[a].kind for a in op.args]
+            constant.append(op.op in _CONSTANT_FOR_INTEGERS and kinds[0] != "f" or
+                            op.op == "signbit" and kinds[0] in "bu" or
+                            bool(op.args) and all(constant[a] for a in op.args))
+            if -1 - slot < first_op or not any(constant[a] for a in op.args):
+                continue
+            if constant[n] and "f" in (*kinds, self.dtypes[n].kind) and not (
+                    op.op == "cast" and kinds[0] != "f"):
+                raise GroupError(f"{node.kind}: LLVM folds {op.op} of constants, and with "
+                                 f"it the floating-point errors NumPy reports")
+            deciding = op.args[:1] if op.op == "where" else op.args
+            if op.op in _ABSORBING and any(constant[a] for a in deciding) and any(
+                    not constant[a] and self.slots[a] < 0 for a in op.args):
+                raise GroupError(f"{node.kind}: a constant operand may decide {op.op}, and "
+                                 f"LLVM would drop the ops computing the others")
 
     def prove_out_check(self, call: ElementwiseCall) -> None:
         """Run the out check on stand-ins of the group's types (see the module docstring):
