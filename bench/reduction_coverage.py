@@ -1,11 +1,12 @@
 """The reductions beyond rows of C arrays: tsjit against NumPy and JAX.
 
-    python bench/reduction_coverage.py [--quick]
+    python bench/reduction_coverage.py [--quick] [--only NAME [NAME ...]]
 
 Each workload is a plain NumPy function that tsjit scripts (and JAX jits with `np`
 rebound to jax.numpy), float32 [4096, 1024] unless named otherwise:
 - column_standardize: `(x - x.mean(axis=0)) / x.std(axis=0)` (a column kernel, 3 passes);
-- column_sum: `(x * w).sum(axis=0)`;
+- column_sum: `(x * w).sum(axis=0)`; weighted_column_sum, the same with `w` of shape
+  (4096, 1), one weight per row (a column kernel reading `w` once per reduced row);
 - fortran_column_sum: `(x * s).sum(axis=0)` of a Fortran-ordered x (NumPy's pairwise
   runs per column; with a row vector `w` instead of `s` the kernel does not take it: a
   value broadcast along its rows);
@@ -27,11 +28,12 @@ tolerance.  Prints a table per case, writes bench/results/reduction_coverage.jso
 """
 from __future__ import annotations
 
+import argparse
 import sys
 
 import numpy as np
 import peers
-from harness import Case, parse_settings, run_suite
+from harness import Case, Settings, run_suite
 
 
 def column_standardize(x):
@@ -82,7 +84,7 @@ def scaled_column_max(x, s):
     return np.max(x * s, axis=0)
 
 
-def cases(quick: bool):
+def cases(quick: bool, only: list[str] | None = None):
     rng = np.random.default_rng(0)
     rows = 4096 // (16 if quick else 1)
     x = rng.standard_normal((rows, 1024)).astype(np.float32)
@@ -95,6 +97,8 @@ def cases(quick: bool):
     workloads = [
         ("column_standardize", column_standardize, (x,)),
         ("column_sum", column_sum, (x, w)),
+        ("weighted_column_sum", column_sum,
+         (x, rng.standard_normal((rows, 1)).astype(np.float32))),
         ("fortran_column_sum", scaled_column_sum, (np.asfortranarray(x), np.float32(1.5))),
         ("argmax_logits", argmax_logits, (x, np.float32(0.5), b)),
         ("int_mean", int_mean, (rng.integers(-1000, 1000, (rows, 1024)).astype(np.int32),)),
@@ -109,6 +113,8 @@ def cases(quick: bool):
         ("column_max_zero_top", scaled_column_max, (zero_top, np.float32(1.5))),
     ]
     for name, fn, args in workloads:
+        if only and name not in only:
+            continue
         impls = [peers.tsjit_script(fn), peers.plain("numpy", fn)]
         if peers.installed("jax"):
             impls.append(peers.jax_jit(fn))
@@ -117,9 +123,14 @@ def cases(quick: bool):
 
 
 def main(argv: list[str] | None = None) -> None:
-    settings = parse_settings(__doc__.splitlines()[0], argv)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="smaller inputs, 3 samples: a smoke run of every path")
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these workloads")
+    args = parser.parse_args(argv)
+    settings = Settings.for_mode(args.quick)
     peers.report_missing()
-    run_suite("reduction_coverage", cases(settings.quick), settings)
+    run_suite("reduction_coverage", cases(settings.quick, args.only), settings)
 
 
 if __name__ == "__main__":

@@ -67,6 +67,80 @@ def test_column_and_middle_axis_reductions_match_numpy(dtype):
         assert stats["kernel_launches"] >= 1 and stats["bailouts"] == 0, (fn.__name__, stats)
 
 
+def weighted_columns(x, w):
+    y = x * w
+    return (y.sum(axis=0), y.mean(axis=0, keepdims=True), np.max(y, axis=0),
+            np.min(y - w, axis=0))
+
+
+def weighted_column_spread(x, w):
+    y = x * w
+    return np.var(y, axis=0), y - y.mean(axis=0), np.argmin(y, axis=0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_columns_of_values_weighted_per_row_run_natively(dtype):
+    """``(x * w).sum(axis=0)`` with ``w`` of shape (m, 1): NumPy adds the rows of the
+    C-ordered product one after another, as the column kernel does, reading ``w`` once per
+    reduced row.  Kept axes after the reduced one, ties of max/min at zero (their search
+    reads ``w`` too), and a Fortran-ordered ``x`` (its transposed kernel sums pairwise;
+    argmin's index order has no transposed kernel: left to NumPy).  A NaN: max/min's
+    invalid flag, which NumPy does not raise, sends the call to NumPy (a bailout)."""
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal((300, 70)) * 4).astype(dtype)
+    w = (rng.standard_normal((300, 1)) * 2).astype(dtype)
+    cases = [(x, w), (x[:, :5], w), (x.reshape(30, 10, 70), w[:30].reshape(30, 1, 1))]
+    if np.dtype(dtype).kind == "f":
+        signed = x.copy()
+        signed[:, :20] = -np.abs(signed[:, :20])
+        signed[::3, :20] = -0.0
+        cases += [(signed, np.abs(w)), (signed, -np.abs(w))]
+        signed = signed.copy()
+        signed[7, 30] = np.nan
+        cases.append((signed, w))
+    for fn in (weighted_columns, weighted_column_spread):
+        fortran = [(np.asfortranarray(x), w)] if fn is weighted_columns else []
+        for args in cases + fortran:
+            scripted, got = _scripted(fn, *args)
+            assert_same(got, fn(*args), f"{fn.__name__}{[a.shape for a in args]}")
+            stats = scripted.stats()
+            nan = np.isnan(args[0]).any() and fn is weighted_columns
+            assert stats["kernel_launches"] >= 1 and (nan or stats["bailouts"] == 0), stats
+
+
+def test_a_value_per_row_and_a_column_reduction_fuse_in_one_kernel():
+    """One kernel; later calls with ``w`` of other shapes (a full matrix, a row, one
+    value per row of a 3-D ``x`` that varies along its kept axes) give NumPy's results:
+    by the kernel that walks them, or (the last) by NumPy after a bailout."""
+    def weighted_sum(x, w):
+        return (x * w).sum(axis=0)
+
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((64, 48))
+    w = np.linspace(0.5, 2.0, 64).reshape(64, 1)
+    scripted, _ = _scripted(weighted_sum, x, w)
+    group = _group(scripted, x, w)
+    assert "aten::mul" in group and "ndarray::sum" in group, group
+    for other in (rng.standard_normal((64, 48)), rng.standard_normal(48), w[::-1], w):
+        assert_same(scripted(x, other), weighted_sum(x, other))
+    assert scripted.stats()["bailouts"] == 0
+    x3, w3 = rng.standard_normal((8, 5, 6)), rng.standard_normal((8, 5, 1))
+    assert_same(scripted(x3, w3), weighted_sum(x3, w3))
+
+
+def test_a_value_per_row_varying_along_kept_axes_is_not_fused(caplog):
+    def weighted_sum(x, w):
+        return (x * w).sum(axis=0)
+
+    rng = np.random.default_rng(13)
+    x, w = rng.standard_normal((8, 5, 6)), rng.standard_normal((8, 5, 1))
+    with caplog.at_level(logging.DEBUG, logger="tsjit.fuser"):
+        scripted, got = _scripted(weighted_sum, x, w)
+    assert_same(got, weighted_sum(x, w))
+    assert scripted.stats()["kernel_launches"] == 0
+    assert "varies along the kept axes after them" in caplog.text
+
+
 def test_other_layouts_and_empty_axes_give_numpys_results_and_errors():
     """A reversed run makes NumPy walk another order: the group's ops run in NumPy (a
     bailout); a Fortran-ordered operand runs transposed.  An empty reduced axis: 0 for a

@@ -72,6 +72,14 @@ class _ColumnKernelBuilder(_RowKernelBuilder):
         slots = [*self.lane_values, *(("best", v) for v in self.best_values)]
         self.lane_offset = {v: k * LANES * 8 for k, v in enumerate(slots)}
 
+    def input_address(self, b: ir.IRBuilder, pointers: list[ir.Value], k: int,
+                      index: ir.Value, row: dict) -> ir.Value:
+        """An input broadcast along the inner axes holds one value per reduced row, where
+        its row pointer is: the same for every lane."""
+        if self.array_inputs[k] in self.spec.inner_broadcast:
+            return pointers[k]
+        return super().input_address(b, pointers, k, index, row)
+
     # ------------------------------------------------------------------ lanes
     def lane_address(self, b: ir.IRBuilder, lanes: ir.Value, v: int, i: ir.Value,
                      best: bool = False) -> ir.Value:
@@ -275,9 +283,10 @@ class _ColumnKernelBuilder(_RowKernelBuilder):
             first = b.mul(chunk, i64(LANES))
             left = b.sub(inner, first)
             w = b.select(b.icmp_signed("<", left, i64(LANES)), left, i64(LANES))
-            corner = [b.gep(b.gep(base, [b.mul(o, stride)], source_etype=I8), [first],
-                            source_etype=ty)
-                      for base, stride, ty in zip(bases, outer_strides, sizes)]
+            corner = [b.gep(b.gep(base, [b.mul(o, stride)], source_etype=I8),
+                            [i64(0) if broadcast else first], source_etype=ty)
+                      for base, stride, ty, broadcast in zip(bases, outer_strides, sizes,
+                                                             self.broadcast_operands())]
 
             def at_row(b: ir.IRBuilder, r: ir.Value) -> list[ir.Value]:
                 return [b.gep(p, [b.mul(r, stride)], source_etype=I8)
@@ -307,6 +316,12 @@ class _ColumnKernelBuilder(_RowKernelBuilder):
     def operand_values(self) -> list[int]:
         """The value each operand holds: the array inputs, then the outputs."""
         return [*self.array_inputs, *self.spec.outputs]
+
+    def broadcast_operands(self) -> list[bool]:
+        """Per operand: whether it is broadcast along the inner axes (an input of
+        ``spec.inner_broadcast``)."""
+        return [k < len(self.array_inputs) and self.array_inputs[k] in self.spec.inner_broadcast
+                for k in range(self.n_operands)]
 
     def build_entry(self, task: ir.Function) -> None:
         fn, b, context, block, status = self.entry_prologue()

@@ -299,13 +299,8 @@ class _RowKernelBuilder:
                                    typ=llvm_type(spec.value_dtype(v)))
         for k, i in enumerate(self.array_inputs):
             if i in wanted:
-                dtype = spec.inputs[i].dtype
-                if spec.strided:
-                    at = element_address(b, pointers[k], row, k, index)
-                else:
-                    at = b.gep(pointers[k], [index], source_etype=memory_type(dtype),
-                               inbounds=True)
-                values[i] = load_value(b, at, dtype)
+                values[i] = load_value(b, self.input_address(b, pointers, k, index, row),
+                                       spec.inputs[i].dtype)
         for v in sorted(wanted):
             op = self._op(v)
             if op is not None and op.op == ROW_INDEX:
@@ -322,6 +317,14 @@ class _RowKernelBuilder:
                     with b.if_then(b.icmp_unsigned("!=", flags, ir.Constant(I32, 0))):
                         self.raise_fp_status(b, flags)
         return values
+
+    def input_address(self, b: ir.IRBuilder, pointers: list[ir.Value], k: int,
+                      index: ir.Value, row: dict) -> ir.Value:
+        """Where element ``index`` of array input ``k`` (by position) is."""
+        if self.spec.strided:
+            return element_address(b, pointers[k], row, k, index)
+        return b.gep(pointers[k], [index], source_etype=memory_type(
+            self.spec.inputs[self.array_inputs[k]].dtype), inbounds=True)
 
     def pointers_from(self, b: ir.IRBuilder, array: ir.Value, cached: bool) -> list[ir.Value]:
         """The row pointers (then the scratch buffers, or null without them)."""

@@ -71,8 +71,9 @@ _PLANS = 32
 
 class _Plan(NamedTuple):
     """How one layout of the operands runs: by which kernel (this one, its ``transposed``
-    one on the operands transposed, or its ``strided`` one), its block (``[rows, n, row
-    stride per operand...]``, or a column kernel's) and each output's shape."""
+    one on the operands transposed, its ``strided`` one, or a column kernel reading other
+    inputs once per reduced row), its block (``[rows, n, row stride per operand...]``, or
+    a column kernel's) and each output's shape."""
 
     block: np.ndarray
     shapes: tuple[tuple[int, ...], ...]
@@ -94,6 +95,8 @@ class RowKernel:
         self.buffered = any(BUFFERED in op.attrs for op in spec.ops)
         self._transposed: RowKernel | bool | None = None
         self._strided: RowKernel | None = None
+        # column kernels of this spec with other inputs broadcast along the inner axes
+        self._variants: dict[tuple[int, ...], RowKernel] = {}
         self._plans: dict[tuple, _Plan] = {}   # by (shape, each array's shape and strides)
         self.scalars = [i for i, inp in enumerate(spec.inputs) if inp.is_scalar]
         # per array input: whether a reduction reads it as it is (not a computed value)
@@ -151,7 +154,7 @@ class RowKernel:
             for kernel in (self._transposed, self._transposed.strided()):
                 try:
                     plan = kernel.plan([flipped[i] for i in self.arrays], shape[::-1])
-                    return plan._replace(kernel=kernel, transposed=len(shape))
+                    return plan._replace(kernel=plan.kernel or kernel, transposed=len(shape))
                 except LayoutError:
                     pass
         # rows of another stride, in their logical order (reduction_layout)
@@ -221,16 +224,25 @@ class RowKernel:
                      self.shapes(shape, reduced))
 
     def plan_columns(self, arrays: list, shape: tuple[int, ...]) -> _Plan:
-        """A column kernel's plan (``reduction_layout.column_layout``)."""
+        """A column kernel's plan (``reduction_layout.column_layout``): by the kernel of
+        this spec whose inputs broadcast along the inner axes are those of the layout."""
         start, stop = self.spec.column
-        (outer, count, inner), outer_strides, row_strides = column_layout(arrays, shape,
-                                                                          (start, stop))
+        (outer, count, inner), outer_strides, row_strides, broadcast = column_layout(
+            arrays, shape, (start, stop))
         for dtype, element, _ in self.outputs:
             outer_strides.append(count * inner * dtype.itemsize if element
                                  else inner * dtype.itemsize)
             row_strides.append(inner * dtype.itemsize if element else 0)
         block = np.array([outer, count, inner, *outer_strides, *row_strides], np.int64)
-        return _Plan(block, self.shapes(shape, range(start, stop)))
+        plan = _Plan(block, self.shapes(shape, range(start, stop)))
+        broadcast = tuple(self.arrays[k] for k in broadcast)
+        if broadcast == self.spec.inner_broadcast:
+            return plan
+        kernel = self._variants.get(broadcast)
+        if kernel is None:
+            kernel = self._variants[broadcast] = compile_row_kernel(
+                dataclasses.replace(self.spec, inner_broadcast=broadcast))
+        return plan._replace(kernel=kernel)
 
     def shapes(self, shape: tuple[int, ...], axes: range) -> tuple[tuple[int, ...], ...]:
         """Each output's shape: element-level ones ``shape``, reduced ones without

@@ -115,18 +115,24 @@ def strided_row_layout(arrays: list[np.ndarray], per_row: list[bool], direct: li
     raise LayoutError("a row that does not split into pieces of one stride")
 
 
-def column_layout(arrays: list[np.ndarray], shape: tuple[int, ...],
-                  block: tuple[int, int]) -> tuple[tuple[int, int, int], list[int], list[int]]:
-    """``((O, R, I), o-stride per array, r-stride per array)`` for the reduced ``block``."""
+def column_layout(arrays: list[np.ndarray], shape: tuple[int, ...], block: tuple[int, int]
+                  ) -> tuple[tuple[int, int, int], list[int], list[int], tuple[int, ...]]:
+    """``((O, R, I), o-stride per array, r-stride per array, broadcast)`` for the reduced
+    ``block``: each array is contiguous along the inner axes, or (its position in
+    ``broadcast``) broadcast along all of them, one value per reduced row."""
     start, stop = block
     outer, reduced, inner = shape[:start], shape[start:stop], shape[stop:]
-    outer_strides, row_strides = [], []
-    for array in arrays:
+    outer_strides, row_strides, broadcast = [], [], []
+    for k, array in enumerate(arrays):
         aligned = _aligned_strides(array, shape)
-        _contiguous(array, inner, aligned[stop:])
+        if math.prod(inner) > 1 and not any(aligned[stop:]):
+            broadcast.append(k)
+        else:
+            _contiguous(array, inner, aligned[stop:])
         outer_strides.append(_collapsed(outer, aligned[:start]))
         row_strides.append(_collapsed(reduced, aligned[start:stop]))
-    return (math.prod(outer), math.prod(reduced), math.prod(inner)), outer_strides, row_strides
+    return ((math.prod(outer), math.prod(reduced), math.prod(inner)), outer_strides,
+            row_strides, tuple(broadcast))
 
 
 def kept_shape(shape: tuple[int, ...], axes: range, keepdims: bool) -> tuple[int, ...]:
@@ -166,5 +172,5 @@ def reversed_axes(spec: RowKernelSpec) -> RowKernelSpec:
     start, stop = rank - stop, rank - start
     if stop == rank:
         return dataclasses.replace(spec, column=None, row_axes=stop - start,
-                                   full=stop - start == rank and rank > 1)
-    return dataclasses.replace(spec, column=(start, stop), row_axes=1)
+                                   full=stop - start == rank and rank > 1, inner_broadcast=())
+    return dataclasses.replace(spec, column=(start, stop), row_axes=1, inner_broadcast=())

@@ -87,6 +87,9 @@ class RowKernelSpec:
     row_axes: int = 1                  # trailing axes a row spans (row kernels)
     column: tuple[int, int] | None = None   # the reduced block of a column kernel
     strided: bool = False              # array inputs at element strides (row kernels)
+    # array inputs broadcast along a column kernel's kept inner axes (one value per
+    # reduced row: ``(x * w).sum(axis=0)`` with ``w`` of shape (m, 1))
+    inner_broadcast: tuple[int, ...] = ()
 
     def value_dtype(self, value: int) -> np.dtype:
         n_in = len(self.inputs)
@@ -190,7 +193,12 @@ def _check_reduction(spec: RowKernelSpec, index: int, op: KernelOp, levels) -> s
 
 def _check_axes(spec: RowKernelSpec) -> str | None:
     rank = spec.out_rank
+    if any(not 0 <= i < len(spec.inputs) or spec.inputs[i].is_scalar
+           for i in spec.inner_broadcast):
+        return "a value broadcast along the inner axes that is not an array input"
     if spec.column is None:
+        if spec.inner_broadcast:
+            return "a value broadcast along the inner axes of a row kernel"
         n_in = len(spec.inputs)
         for reductions in schedule(spec, element_level(spec))[1]:
             ops = [spec.ops[v - n_in] for v in reductions]

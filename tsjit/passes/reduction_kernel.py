@@ -166,6 +166,7 @@ class _RowBuilder(_Builder):
         self.min_length = 0
         self.constants: dict[tuple, int] = {}
         self.row_inputs: list[int] = []     # kernel inputs of last size 1
+        self.trailing_ones: dict[int, int] = {}   # per row input: its trailing sizes of 1
         self.quotients: list[int] = []      # each mean's float64 quotient
 
     def array_input(self, v: Value) -> int:
@@ -175,6 +176,10 @@ class _RowBuilder(_Builder):
         sizes = v.type.sizes
         if self.per_row and sizes and sizes[-1] == 1:
             self.row_inputs.append(n)
+            ones = 1
+            while ones < len(sizes) and sizes[-1 - ones] == 1:
+                ones += 1
+            self.trailing_ones[n] = ones
             self.elements[n], self.reduced[n] = False, True
         return n
 
@@ -452,8 +457,11 @@ class _RowBuilder(_Builder):
         axes, rank = self.axes, self.reduced_rank
         row_inputs = tuple(self.slots[n] for n in self.row_inputs)
         if axes[-1] != rank - 1:
-            if row_inputs:
-                raise GroupError("a value kept per row in a reduction of leading axes")
+            if any(self.trailing_ones[n] < rank - 1 - axes[-1] for n in self.row_inputs):
+                raise GroupError("a value kept per row in a reduction of leading axes that "
+                                 "varies along the kept axes after them")
+            if row_inputs:   # broadcast along all of them: one value per reduced row
+                raise _PerRowError("a value kept per row in a reduction of leading axes")
             return {"full": False, "min_length": self.min_length,
                     "column": (axes[0], axes[-1] + 1)}
         if row_inputs and len(axes) > 1:
@@ -484,8 +492,10 @@ def build_row_group(nodes: list[Node], used_outside) -> FusedKernel:
 
     An array of last size 1 (a kept reduction made elsewhere: `x - m` with `m` of shape
     (rows, 1)) is first read as one value per row; where the group reduces more than the
-    last axis (`np.sum(x * w)` with `w` of shape (rows, 1)) it is read again as any other
-    array, broadcast along the last axis (the launcher's strided kernel walks it)."""
+    last axis (`np.sum(x * w)` with `w` of shape (rows, 1)) or leading ones (`(x *
+    w).sum(axis=0)`) it is read again as any other array, broadcast along the last axis
+    (the launcher's strided kernel walks it, or the column kernel that reads it once per
+    reduced row)."""
     try:
         return _build_row_group(nodes, used_outside, True)
     except _PerRowError:
