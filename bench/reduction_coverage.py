@@ -21,8 +21,9 @@ rebound to jax.numpy), float32 [4096, 1024] unless named otherwise:
 - max/min ties (``codegen/reduction_ties.py``): row_max, `np.max(x * s, axis=-1)` of
   negative rows, and row_max_zero_last, the same with a zero where NumPy's order reaches
   it last (the first element of its lowest-priority lane): every row searched for NumPy's
-  zero; column_max_zero_top, `np.max(x * s, axis=0)` of negative columns with zeros in
-  the first row (NumPy's loop keeps the last zero: every column walked from its end).
+  zero; column_max, `np.max(x * s, axis=0)` of negative columns, and column_max_zero_top,
+  the same with zeros in the first row (NumPy's loop keeps the last zero: the kernel
+  follows its rule at every step).
 tsjit's results are NumPy's bits (checked before timing); JAX's are within the harness's
 tolerance.  Prints a table per case, writes bench/results/reduction_coverage.json/.png.
 """
@@ -110,6 +111,7 @@ def cases(quick: bool, only: list[str] | None = None):
         ("strided_loss", mse_loss, (x.ravel()[::2], x.ravel()[1::2])),
         ("row_max", scaled_row_max, (negative, np.float32(1.5))),
         ("row_max_zero_last", scaled_row_max, (zero_last, np.float32(1.5))),
+        ("column_max", scaled_column_max, (negative, np.float32(1.5))),
         ("column_max_zero_top", scaled_column_max, (zero_top, np.float32(1.5))),
     ]
     for name, fn, args in workloads:

@@ -5,9 +5,9 @@ axis inner and walks the reduced axis outside it: ``out[j] = 0; out[j] += x[i, j
 ``i`` in order (its binary add loop, not the pairwise one).  So each output element is a
 plain sequential sum, and the sums of neighbouring output elements are independent: the
 kernel computes them side by side, a vector of output elements at a time, which is both
-fast and NumPy's bits.  The same holds for max/min (whose zero or NaN result
-``reduction_ties`` then sets to NumPy's element), integer sums, products
-and argmax/argmin (``reduction_scan``: the first index along the reduced axis).
+fast and NumPy's bits.  The same holds for float max/min (NumPy's binary loop at every
+step, which keeps its zero and NaN: ``reduction_ties.emit_column_extreme``), integer sums,
+products and argmax/argmin (``reduction_scan``: the first index along the reduced axis).
 
 A ``column`` spec (``reduction_spec``) reduces the axes ``[start, stop)`` of the iteration
 shape; the launcher views it as ``(O, R, I)``: the kept axes before the block (``O``,
@@ -53,8 +53,14 @@ from tsjit.codegen.ir_util import (
 )
 from tsjit.codegen.reduction import _PARALLEL_WORK, INTERRUPT_ROWS, _RowKernelBuilder
 from tsjit.codegen.reduction_scan import emit_scan_step, scan_start
-from tsjit.codegen.reduction_spec import ARG_REDUCTIONS, REDUCTIONS, ROW_LENGTH, RowKernelSpec
-from tsjit.codegen.reduction_ties import build_column_ties
+from tsjit.codegen.reduction_spec import (
+    ARG_REDUCTIONS,
+    REDUCTIONS,
+    ROW_LENGTH,
+    RowKernelSpec,
+    float_extremes,
+)
+from tsjit.codegen.reduction_ties import emit_column_extreme
 
 __all__ = ["LANES", "build_column_kernel_module"]
 
@@ -142,8 +148,11 @@ class _ColumnKernelBuilder(_RowKernelBuilder):
                 if kind not in ARG_REDUCTIONS:
                     at = self.lane_address(b, lanes, r, i)
                     acc = b.load(at, typ=llvm_type(dtype))
-                    b.store(emit_scan_step(b, kind, dtype, acc, None, values[a], r_index)[0],
-                            at)
+                    if float_extremes([self._op(r)]):
+                        b.store(emit_column_extreme(b, kind, dtype, acc, values[a]), at)
+                    else:
+                        b.store(emit_scan_step(b, kind, dtype, acc, None, values[a],
+                                               r_index)[0], at)
                     continue
                 at, best_at = self.lane_address(b, lanes, r, i), \
                     self.lane_address(b, lanes, r, i, best=True)
@@ -249,7 +258,6 @@ class _ColumnKernelBuilder(_RowKernelBuilder):
         sizes = [memory_type(spec.value_dtype(v)) for v in self.operand_values()]
         lanes = stack_slot(b, ir.ArrayType(I8, max(len(self.lane_offset), 1) * LANES * 8))
         sweeps = [self.build_sweep(p) for p in range(len(self.passes))]
-        ties = [build_column_ties(self, p) for p in range(len(self.passes))]
         row_ops = [self.build_row_ops(p) for p in range(len(self.passes) + 1)]
         outputs, results = self.build_outputs_sweep(), self.build_row_outputs()
 
@@ -299,8 +307,6 @@ class _ColumnKernelBuilder(_RowKernelBuilder):
                 if p < len(self.passes):
                     rows(b, lambda b, r, p=p: b.call(
                         sweeps[p], at_row(b, r) + [lanes, state, w, r]))
-                    if ties[p] is not None:   # a zero's sign, a NaN's bits: NumPy's
-                        b.call(ties[p], corner + tail + row_strides)
             if results is not None:
                 running(b, lambda b: b.call(results, corner + tail))
             if outputs is not None:

@@ -102,6 +102,14 @@ def indirect_call(
     return b.call(pointer, args)
 
 
+def freeze(b: ir.IRBuilder, value: ir.Value) -> ir.Value:
+    """LLVM's ``freeze`` of ``value`` (llvmlite's builder has none): the same value, which
+    the optimizer no longer sees as the load or computation it came from."""
+    frozen = ir.Instruction(b.block, value.type, "freeze", [value])
+    b._insert(frozen)
+    return frozen
+
+
 def fcmp_quiet(b: ir.IRBuilder, op: str, x: ir.Value, y: ir.Value) -> ir.Value:
     """The ordered comparison ``x op y`` (false when either is NaN) without raising the
     invalid flag for a quiet NaN, as NumPy's comparisons do. x86's vector ``<``, ``<=``,

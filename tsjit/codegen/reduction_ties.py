@@ -18,14 +18,11 @@ walk of NumPy's sequence cost 4-8 passes: bench/reduction_coverage.py, row_max_z
   first NaN of the rest keeps its bits.
 - float16 runs: the first element equal to the value, or the first NaN.
 
-Column kernels compute the value as fast (``llvm.maximum`` per output element, one reduced
-row after another); ``build_column_ties`` then replaces a zero or NaN by the element
-NumPy's binary loop (``out = op(out, x[i])``) leaves: the first NaN, the last zero for
-float32/float64 (the newer of equal values wins), the first for float16.  (Computing
-NumPy's rule at every step instead is a select of the value just loaded, which LLVM turns
-into a masked store: 3.5x slower on AMD's cores.)  The replacement walks the reduced rows
-for all of a tile's such lanes at once (a row's lanes in a vectorized loop) until each has
-its element.
+Column kernels follow NumPy's binary loop (``out = op(out, x[i])``, one reduced row after
+another) at every step, ``emit_column_extreme``: the first NaN, the last of equal values
+for float32/float64 (the newer wins), the first for float16.  Its compares and select
+cost what ``llvm.maximum`` does, so a column whose max is a zero takes no more time than
+another (a walk of the rows for NumPy's zero after the max took 1.4-4x the max).
 """
 from __future__ import annotations
 
@@ -38,15 +35,32 @@ from tsjit.codegen.ir_util import (
     I64,
     PTR,
     declare_function,
+    freeze,
     hinted_loop,
     i64,
     loop,
     stack_slot,
 )
 from tsjit.codegen.numpy_minmax import RowOrder, column_newer_wins, row_order
-from tsjit.codegen.reduction_spec import float_extremes
 
-__all__ = ["build_column_ties", "emit_row_ties"]
+__all__ = ["emit_column_extreme", "emit_row_ties"]
+
+
+def emit_column_extreme(b: ir.IRBuilder, kind: str, dtype: np.dtype, acc: ir.Value,
+                        x: ir.Value) -> ir.Value:
+    """Float max/min ``kind`` of the value ``acc`` so far (loaded from its lane) and the
+    next reduced row's ``x`` by NumPy's binary loop along a leading axis (``out =
+    op(out, x)``): a NaN so far stays, bits and all; else ``x`` unless ``acc`` is beyond it
+    (float32/float64: the newer of equal values) or beyond or equal (float16: the older).
+    The ordered compare raises the invalid flag on a NaN, as ``llvm.maximum``'s ``vmaxps``
+    does: such a call goes to NumPy unless its error state ignores invalid.  ``acc`` is
+    frozen: a select between a loaded value and another one, stored back, is what LLVM
+    turns into a masked store (``vmaskmovps``, microcoded on AMD's cores: the column max
+    ran 3.5x slower)."""
+    newer = column_newer_wins(np.dtype(dtype).name)
+    pred = (">" if newer else ">=") if kind == "reduce_max" else ("<" if newer else "<=")
+    keep = b.or_(b.fcmp_unordered("uno", acc, acc), b.fcmp_ordered(pred, acc, x))
+    return b.select(keep, freeze(b, acc), x)
 
 
 def _bits(b: ir.IRBuilder, ty: ir.Type, bits: int) -> ir.Value:
@@ -278,106 +292,6 @@ def _constant_table(module: ir.Module, values: list[int]) -> ir.GlobalVariable:
         table.linkage = "internal"
         table.initializer = ir.Constant(ty, [i64(v) for v in values])
     return table
-
-
-def build_column_ties(kb, p: int) -> ir.Function | None:
-    """Column kernel pass ``p``'s fix-up (builder ``kb``, ``column_reduction.
-    _ColumnKernelBuilder``): ``ties(corner pointers..., lanes, state, w, count, row
-    strides...)`` replaces each of the tile's float max/min values that is a zero or a
-    NaN by NumPy's element; None if the pass has none."""
-    reductions = [r for r in kb.passes[p] if float_extremes([kb._op(r)])]
-    if not reductions:
-        return None
-    n = kb.n_operands
-    fn = ir.Function(kb.module, ir.FunctionType(ir.VoidType(), [PTR] * n + [PTR, PTR, I64, I64]
-                                                + [I64] * n), name=f"{kb.name}_column_ties{p}")
-    _cold(fn)
-    corner, (lanes, state, w, count), strides = fn.args[:n], fn.args[n:n + 4], fn.args[n + 4:]
-    b = ir.IRBuilder(fn.append_basic_block())
-    todo = b.alloca(I8, size=w)   # per lane: still searched
-    for r in reductions:
-        dtype = np.dtype(kb._op(r).dtype)
-        if column_newer_wins(dtype.name):   # the last zero (from the end), the first NaN
-            walks = ((True, lambda b, v: b.fcmp_ordered("==", v, ir.Constant(v.type, 0.0))),
-                     (False, lambda b, v: b.fcmp_unordered("uno", v, v)))
-        else:                               # the first zero or NaN
-            walks = ((False, _zero_or_nan),)
-        for backward, pending in walks:
-            _column_walk(kb, b, r, (corner, strides, lanes, state, w, count), todo,
-                         backward, pending)
-    b.ret_void()
-    return fn
-
-
-def _column_walk(kb, b: ir.IRBuilder, r: int, tile: tuple, todo: ir.Value, backward: bool,
-                 pending) -> None:
-    """Replace reduction ``r``'s lanes whose value is ``pending`` by the first element
-    that matches it along the reduced rows (from the last row: ``backward``).  The rows
-    are walked for all such lanes at once, a row's lanes by a loop the vectorizer widens,
-    until none is left."""
-    corner, strides, lanes, state, w, count = tile
-    search = _row_search(kb, r, len(corner))
-    none = ir.Constant(I8, 0)
-    left = stack_slot(b, I8, none)   # any lane left
-
-    def mark(b: ir.IRBuilder, i: ir.Value) -> None:
-        flag = b.zext(pending(b, kb.lane_load(b, lanes, r, i)), I8)
-        b.store(flag, b.gep(todo, [i], source_etype=I8))
-        b.store(b.or_(b.load(left, typ=I8), flag), left)
-
-    loop(b, i64(0), w, mark)
-    done = b.function.append_basic_block("walked")
-
-    def reduced_row(b: ir.IRBuilder, k: ir.Value) -> None:
-        with b.if_then(b.icmp_unsigned("==", b.load(left, typ=I8), none)):
-            b.branch(done)
-        at = b.sub(b.sub(count, i64(1)), k) if backward else k
-        pointers = [b.gep(c, [b.mul(at, stride)], source_etype=I8)
-                    for c, stride in zip(corner, strides)]
-        b.store(b.call(search, [*pointers, lanes, state, todo, w]), left)
-
-    loop(b, i64(0), count, reduced_row)
-    b.branch(done)
-    b.position_at_end(done)
-
-
-def _row_search(kb, r: int, n: int) -> ir.Function:
-    """``i8 search(row pointers..., lanes, state, todo, w)``: one reduced row's step of
-    ``_column_walk`` (inlined; its pointers are noalias, so the vectorizer widens its loop
-    with no overlap checks, which it could not place outside the walk of rows); returns
-    whether any lane is left."""
-    name = f"{kb.name}_row_search{r}"
-    existing = kb.module.globals.get(name)
-    if existing is not None:
-        return existing
-    fn = ir.Function(kb.module, ir.FunctionType(I8, [PTR] * n + [PTR, PTR, PTR, I64]),
-                     name=name)
-    fn.linkage = "internal"
-    fn.attributes.add("alwaysinline")
-    for k in [*range(n), n, n + 2]:   # the rows, the lanes, the flags
-        fn.args[k].add_attribute("noalias")
-    pointers, (lanes, state, todo, w) = fn.args[:n], fn.args[n:]
-    b = ir.IRBuilder(fn.append_basic_block())
-    arg = kb._op(r).args[0]
-    wanted = kb.needed([arg])
-    none = ir.Constant(I8, 0)
-    left = stack_slot(b, I8, none)   # any lane left (an or: the loop stays 8 floats wide)
-
-    def lane(b: ir.IRBuilder, i: ir.Value) -> None:
-        flag = b.gep(todo, [i], source_etype=I8)
-        searched = b.icmp_unsigned("!=", b.load(flag, typ=I8), none)
-        value = kb.lane_load(b, lanes, r, i)
-        row = kb.row_values_at(b, lanes, state, i, wanted)
-        x = kb.emit_elements(b, list(pointers), i, row, wanted, {})[arg]
-        hit = b.and_(searched, _matches(b, x, value, b.fcmp_unordered("uno", value, value)))
-        b.store(b.select(hit, x, value), kb.lane_address(b, lanes, r, i))
-        still = b.zext(b.and_(searched, b.not_(hit)), I8)
-        b.store(still, flag)
-        b.store(b.or_(b.load(left, typ=I8), still), left)
-
-    hinted_loop(b, i64(0), w, lane, {"llvm.loop.vectorize.enable": True})
-    b.ret(b.load(left, typ=I8))
-    return fn
 
 
 def _cold(fn: ir.Function) -> None:
