@@ -15,8 +15,6 @@ checked); ignored, the kernel's own result is returned.
 """
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pytest
 from _differential import assert_same
@@ -24,9 +22,6 @@ from _differential import assert_same
 import tsjit
 from tsjit import runtime
 from tsjit.codegen import numpy_minmax
-from tsjit.codegen.kernel_spec import KernelInput, KernelOp
-from tsjit.codegen.reduction_launch import compile_row_kernel
-from tsjit.codegen.reduction_spec import RowKernelSpec
 
 _UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 _NANS = {2: (0x7E03, 0xFE05), 4: (0x7FC00123, 0xFFC00456),
@@ -270,26 +265,3 @@ def test_the_measured_order_rejects_a_wrong_model():
     wrong = numpy_minmax.RowOrder(order.lanes, order.lane_order[::-1], order.vector_nan)
     assert numpy_minmax._holds(order, np.dtype(np.float32))
     assert not numpy_minmax._holds(wrong, np.dtype(np.float32))
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_a_column_max_stores_whole_vectors(dtype):
-    """A column kernel's max/min follows NumPy's rule at every step, a select between the
-    value so far (loaded from its lane) and the next row's: it stores every lane back,
-    never a masked store (``vmaskmovps`` is microcoded on AMD's cores; a masked AVX-512
-    store is ``{%k}``), which LLVM makes of such a select unless the loaded value is
-    frozen."""
-    t = np.dtype(dtype)
-    spec = RowKernelSpec((KernelInput(t, 2, False), KernelInput(t, 0, True)),
-                         (KernelOp("mul", (0, 1), t), KernelOp("reduce_max", (2,), t),
-                          KernelOp("reduce_min", (2,), t)),
-                         (3, 4), (1, 1), full=False, column=(0, 1))
-    asm = compile_row_kernel(spec).asm
-    stores = [line for line in asm.splitlines() if "vmaskmov" in line or
-              (re.search(r"\{%k\d\}", line) and re.match(r"\s*vmov", line))]
-    assert not stores, stores
-    x = -np.abs(np.random.default_rng(14).standard_normal((50, 20))).astype(dtype)
-    x[::7] = 0.0
-    got = compile_row_kernel(spec).call(x, dtype(1.5))
-    _assert_bits(got, (np.max(x * dtype(1.5), axis=0), np.min(x * dtype(1.5), axis=0)),
-                 "column max/min")
