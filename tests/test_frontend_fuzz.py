@@ -6,12 +6,16 @@ results, exception classes and the mutated list argument must be identical.
 
 Programs keep ints inside 64 bits (products of leaves only, clamped assignments) so that
 Python's unbounded ints and script code's 64-bit ints agree, and every loop is bounded.
+A long run:
+
+    TSJIT_FUZZ_EXAMPLES=2000 python -m pytest tests/test_frontend_fuzz.py -q
 """
 from __future__ import annotations
 
 import hashlib
 import importlib.util
 import math
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -21,6 +25,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tsjit
+
+# CI runs 150 examples; TSJIT_FUZZ_EXAMPLES asks for a long run (as the other fuzzers).
+DEFAULT_EXAMPLES = 150
+EXAMPLES = int(os.environ.get("TSJIT_FUZZ_EXAMPLES", DEFAULT_EXAMPLES))
 
 HEADER = """\
 import math
@@ -264,8 +272,8 @@ def load(source: str):
     return module.fuzzed
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow],
-          derandomize=True)
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+          derandomize=EXAMPLES <= DEFAULT_EXAMPLES)
 @given(source=programs(), calls=st.lists(ARGUMENTS, min_size=4, max_size=4))
 def test_random_scalar_programs_match_python(source, calls):
     fn = load(source)

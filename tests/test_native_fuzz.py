@@ -1,12 +1,17 @@
 """Random programs of native scalar code against eager Python (see _native.check_native):
 Python numbers, NumPy scalars, arrays, control flow and exceptions; and int arithmetic
 whose exact results need more than 64 bits, which native code wraps around at 64 bits.
+
+A few examples run in CI; a long run:
+
+    TSJIT_FUZZ_EXAMPLES=2000 python -m pytest tests/test_native_fuzz.py -q
 """
 from __future__ import annotations
 
 import hashlib
 import importlib.util
 import math
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -15,6 +20,10 @@ import numpy as np
 from _native import INT64_MAX, INT64_MIN, check_native
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+# CI runs 40 examples; TSJIT_FUZZ_EXAMPLES asks for a long run (as the other fuzzers).
+DEFAULT_EXAMPLES = 40
+EXAMPLES = int(os.environ.get("TSJIT_FUZZ_EXAMPLES", DEFAULT_EXAMPLES))
 
 HEADER = """\
 import math
@@ -199,8 +208,8 @@ ARGUMENTS = st.tuples(
         lambda values_dtype: np.array(values_dtype[0]).astype(values_dtype[1])))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow],
-          derandomize=True)
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+          derandomize=EXAMPLES <= DEFAULT_EXAMPLES)
 @given(source=programs(), calls=st.lists(ARGUMENTS, min_size=3, max_size=3))
 def test_random_scalar_programs_match_python(source, calls):
     fn = load(source)
@@ -265,8 +274,8 @@ WIDE_INTS = st.one_of(st.integers(-20, 20), st.sampled_from(
     [INT64_MIN, INT64_MAX, INT64_MIN + 1, INT64_MAX - 1, 2 ** 31, -(2 ** 32), 3 ** 39]))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow],
-          derandomize=True)
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+          derandomize=EXAMPLES <= DEFAULT_EXAMPLES)
 @given(source=wide_programs(), calls=st.lists(st.tuples(WIDE_INTS, WIDE_INTS, WIDE_INTS),
                                               min_size=3, max_size=3))
 def test_random_int_programs_beyond_64_bits_wrap_around(source, calls):
