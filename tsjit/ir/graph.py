@@ -288,3 +288,12 @@ def copy_block_into(src: Block, dst: Block, env: dict[Value, Value]) -> None:
     """Append clones of src's nodes to dst (params and outputs are the caller's job)."""
     for n in src.nodes:
         dst.append(clone_node(n, env))
+
+
+NOT_CONSTANT = object()
+
+
+def constant_value(value: Value) -> object:
+    """The value of a prim::Constant output, or NOT_CONSTANT."""
+    node = value.node
+    return node.attrs["value"] if node.kind == "prim::Constant" else NOT_CONSTANT

@@ -5,8 +5,10 @@ everything in its blocks, and a kind the registry does not know (a node a later
 layer introduced) is assumed to do anything.  Mutability is a property of types
 (a list, an array, a class instance can change under a reader's feet; an int or a
 tuple of ints cannot) and of constant values (only immutable values may be
-shared between executions).  Keeping these answers in one module keeps the
-passes consistent with each other.
+shared between executions).  A node may also report a floating-point error (NumPy's
+RuntimeWarning, or what np.errstate says instead), an effect that common subexpression
+elimination and fusion must keep in program order (``reports_errors``).  Keeping these
+answers in one module keeps the passes consistent with each other.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from ..ir.types import (
     VarTupleType,
 )
 from ..ops import OPS
+from .elementwise_calls import read_call
 
 _IMMUTABLE_TYPES = (IntType, FloatType, BoolType, StrType, NoneType, DTypeType, NoReturnType,
                     UninitializedType)
@@ -89,10 +92,39 @@ def is_immutable_constant(value: object) -> bool:
     return isinstance(value, (np.dtype, enum.Enum))
 
 
-NOT_CONSTANT = object()
+# Kernel ops that never report a floating-point error (NumPy's loops raise no flag).
+_SILENT_OPS = frozenset({
+    "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
+    "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "left_shift",
+    "right_shift", "where", "isnan", "isinf", "isfinite", "signbit", "copysign", "neg",
+    "pos", "abs"})
+# Array computations under Python operators that NumPy checks for errors (x @ y).
+_NUMPY_COMPUTATIONS = frozenset({"aten::matmul"})
+# Integer loops report errors only here (division by zero, MIN // -1).
+_INTEGER_REPORTING_OPS = frozenset({"floordiv", "mod", "cast"})
 
 
-def constant_value(value: Value) -> object:
-    """The value of a prim::Constant output, or NOT_CONSTANT."""
-    node = value.node
-    return node.attrs["value"] if node.kind == "prim::Constant" else NOT_CONSTANT
+def reports_errors(node: Node) -> bool:
+    """Whether `node` may report a floating-point error (NumPy's RuntimeWarning, or what
+    np.errstate says instead): an elementwise op unless its loop never does; another op
+    if it computes with NumPy (reductions, matmul, ...) or is unknown code (a call), or
+    holds such a node. Indexing, shapes and Python scalars report none."""
+    call = read_call(node)
+    if call is None:
+        op = OPS.get(node.kind)
+        return op is None or op.has_effects or node.kind.startswith("numpy::") or \
+            node.kind in _NUMPY_COMPUTATIONS or any(
+                reports_errors(inner) for block in node.blocks for inner in block.nodes)
+    if call.kernel in _SILENT_OPS:
+        return False
+    # the loop's dtypes: its operands' and its result's (np.log of a bool array computes,
+    # and reports a division by zero, in float16); an array of unknown dtype may be float
+    kinds = {_kind(v) for v in (*call.operands, *node.outputs)}
+    return not kinds <= {"b", "i", "u"} or call.kernel in _INTEGER_REPORTING_OPS
+
+
+def _kind(value: Value) -> str:
+    """The NumPy dtype kind of ``value``'s type, as far as it is known."""
+    if isinstance(value.type, TensorType):
+        return "f" if value.type.dtype is None else np.dtype(value.type.dtype).kind
+    return "f" if value.type == FloatType else "i"

@@ -26,8 +26,13 @@ import numpy as np
 from ..ir.graph import Block, Graph, Node, Value
 from ..ir.types import Type
 from ..ops import OPS
-from .analysis import has_effects, is_immutable_constant, is_mutable_type, reads_mutable
-from .fuse_elementwise import reports_errors
+from .analysis import (
+    has_effects,
+    is_immutable_constant,
+    is_mutable_type,
+    reads_mutable,
+    reports_errors,
+)
 
 
 def eliminate_common_subexpressions(graph: Graph) -> None:

@@ -21,15 +21,10 @@ import numpy as np
 
 from ..interpreter.helpers import namespace
 from ..interpreter.rendering import Renderer
-from ..ir.graph import Block, Graph, Node
+from ..ir.graph import NOT_CONSTANT, Block, Graph, Node, constant_value
 from ..ir.types import AnyType, NoneType, NoReturnType, Type, UninitializedType, union_options
 from ..ops import OPS, OpDef, lookup_python
-from .analysis import (
-    NOT_CONSTANT,
-    constant_value,
-    is_immutable_constant,
-    is_mutable_type,
-)
+from .analysis import is_immutable_constant, is_mutable_type
 
 # Bits of an int, items of a str or tuple: the largest value worth folding.
 SIZE_LIMIT = 4096

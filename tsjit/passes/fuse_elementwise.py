@@ -34,12 +34,10 @@ from __future__ import annotations
 
 import logging
 
-import numpy as np
-
 from ..ir.graph import Block, Graph, Node, Value, clone_node
-from ..ir.types import FloatType, TensorType
+from ..ir.types import TensorType
 from ..ops import OPS
-from .analysis import has_effects, reads_mutable
+from .analysis import has_effects, reads_mutable, reports_errors
 from .elementwise_kernel import (
     FusedKernel,
     GroupError,
@@ -327,44 +325,6 @@ def _may_raise(node: Node) -> bool:
     op = OPS.get(node.kind)
     return op is None or op.may_raise_on([v.type for v in node.inputs]) or any(
         _may_raise(inner) for block in node.blocks for inner in block.nodes)
-
-
-# Kernel ops that never report a floating-point error (NumPy's loops raise no flag).
-_SILENT_OPS = frozenset({
-    "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
-    "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "left_shift",
-    "right_shift", "where", "isnan", "isinf", "isfinite", "signbit", "copysign", "neg",
-    "pos", "abs"})
-# Array computations under Python operators that NumPy checks for errors (x @ y).
-_NUMPY_COMPUTATIONS = frozenset({"aten::matmul"})
-# Integer loops report errors only here (division by zero, MIN // -1).
-_INTEGER_REPORTING_OPS = frozenset({"floordiv", "mod", "cast"})
-
-
-def reports_errors(node: Node) -> bool:
-    """Whether `node` may report a floating-point error (NumPy's RuntimeWarning, or what
-    np.errstate says instead): an elementwise op unless its loop never does; another op
-    if it computes with NumPy (reductions, matmul, ...) or is unknown code (a call), or
-    holds such a node. Indexing, shapes and Python scalars report none."""
-    call = read_call(node)
-    if call is None:
-        op = OPS.get(node.kind)
-        return op is None or op.has_effects or node.kind.startswith("numpy::") or \
-            node.kind in _NUMPY_COMPUTATIONS or any(
-                reports_errors(inner) for block in node.blocks for inner in block.nodes)
-    if call.kernel in _SILENT_OPS:
-        return False
-    # the loop's dtypes: its operands' and its result's (np.log of a bool array computes,
-    # and reports a division by zero, in float16); an array of unknown dtype may be float
-    kinds = {_kind(v) for v in (*call.operands, *node.outputs)}
-    return not kinds <= {"b", "i", "u"} or call.kernel in _INTEGER_REPORTING_OPS
-
-
-def _kind(value: Value) -> str:
-    """The NumPy dtype kind of ``value``'s type, as far as it is known."""
-    if isinstance(value.type, TensorType):
-        return "f" if value.type.dtype is None else np.dtype(value.type.dtype).kind
-    return "f" if value.type == FloatType else "i"
 
 
 def _reads_mutable(node: Node) -> bool:

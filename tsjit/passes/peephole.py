@@ -12,9 +12,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..ir.graph import Graph, Node, Value, clone_node
+from ..ir.graph import Graph, Node, Value, clone_node, constant_value
 from ..ir.types import BoolType, IntType, StrType, TensorType, Type
-from .analysis import constant_value
 
 Rule = Callable[[Node], bool]
 

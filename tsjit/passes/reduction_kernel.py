@@ -39,10 +39,9 @@ from ..codegen.reduction_spec import (
     RowKernelSpec,
     row_supports,
 )
-from ..ir.graph import Node, Value
+from ..ir.graph import NOT_CONSTANT, Node, Value, constant_value
 from ..ir.types import TensorType, Type
 from ..ops import OPS
-from .analysis import NOT_CONSTANT, constant_value
 from .elementwise_kernel import (
     ElementwiseCall,
     Feed,
