@@ -1,10 +1,11 @@
-"""tsjit.codegen.vmath as it was at another git revision, importable beside the current one.
+"""tsjit.codegen.vmath (or another code generator) as it was at another git revision,
+importable beside the current one.
 
-What a change to the math library costs is a ratio of two versions' kernels, timed in one
-process, interleaved (bench/README.md). This module reads vmath.py and the code-generator
-modules it imports, transitively, from ``git show REV:tsjit/codegen/<module>.py`` into a
+What a change to the math library or the kernel generator costs is a ratio of two
+versions' kernels, timed in one process, interleaved (bench/README.md). This module reads
+every module of tsjit/codegen from ``git show REV:tsjit/codegen/<module>.py`` into a
 private package under a temporary directory, with their ``tsjit.codegen`` imports pointed
-at that package, and imports it. Other tsjit modules (none, so far) come from the working
+at that package, and imports the one asked for. Other tsjit modules come from the working
 tree.
 """
 
@@ -19,41 +20,32 @@ from pathlib import Path
 from types import ModuleType
 
 _REPOSITORY = Path(__file__).resolve().parents[1]
-_CODEGEN_IMPORT = re.compile(r"from tsjit\.codegen(?:\.(\w+))? import (\([^)]*\)|[^\n]+)")
 
 
-def _source(revision: str, module: str) -> str:
-    return subprocess.run(["git", "show", f"{revision}:tsjit/codegen/{module}.py"],
-                          cwd=_REPOSITORY, check=True, capture_output=True, text=True).stdout
+def _source(revision: str, path: str) -> str:
+    return subprocess.run(["git", "show", f"{revision}:{path}"], cwd=_REPOSITORY, check=True,
+                          capture_output=True, text=True).stdout
 
 
-def _imported_modules(source: str) -> set[str]:
-    """The tsjit.codegen modules a source imports (``from tsjit.codegen import a, b`` names
-    modules; ``from tsjit.codegen.a import x`` names a)."""
-    modules = set()
-    for match in _CODEGEN_IMPORT.finditer(source):
-        if match.group(1):
-            modules.add(match.group(1))
-        else:
-            names = match.group(2).replace("(", " ").replace(")", " ")
-            modules.update(part.split()[0] for part in names.split(",") if part.strip())
-    return modules
+def package_name(revision: str) -> str:
+    """The name of the package that holds ``revision``'s code generators."""
+    return "codegen_at_" + re.sub(r"\W", "_", revision)
 
 
-def load(revision: str) -> ModuleType:
-    """The vmath module of ``revision`` (a commit, branch or tag of this repository)."""
-    package = "vmath_at_" + re.sub(r"\W", "_", revision)
-    root = Path(tempfile.mkdtemp(prefix="tsjit_vmath_"))
-    (root / package).mkdir()
-    (root / package / "__init__.py").write_text("")
-    pending, written = ["vmath"], set()
-    while pending:
-        module = pending.pop()
-        if module in written:
-            continue
-        source = _source(revision, module)
-        pending.extend(_imported_modules(source))
-        (root / package / f"{module}.py").write_text(source.replace("tsjit.codegen", package))
-        written.add(module)
-    sys.path.insert(0, str(root))
-    return importlib.import_module(f"{package}.vmath")
+def load(revision: str, module: str = "vmath") -> ModuleType:
+    """The code-generator ``module`` of ``revision`` (a commit, branch or tag of this
+    repository)."""
+    package = package_name(revision)
+    if package not in sys.modules:
+        root = Path(tempfile.mkdtemp(prefix="tsjit_codegen_"))
+        (root / package).mkdir()
+        (root / package / "__init__.py").write_text("")
+        listing = subprocess.run(["git", "ls-tree", "--name-only", revision, "tsjit/codegen/"],
+                                 cwd=_REPOSITORY, check=True, capture_output=True,
+                                 text=True).stdout
+        for path in listing.split():
+            if path.endswith(".py"):
+                source = _source(revision, path).replace("tsjit.codegen", package)
+                (root / package / Path(path).name).write_text(source)
+        sys.path.insert(0, str(root))
+    return importlib.import_module(f"{package}.{module}")

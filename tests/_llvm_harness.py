@@ -42,8 +42,7 @@ def _define_loop(module: ir.Module, name: str, fty: ir.Type, vector_bits: int,
     """void vm_<name>(ptr noalias out, ptr noalias x, ptr noalias y, i64 n):
     out[i] = name(x[i]) or name(x[i], y[i]) for i < n, by ``library.emit_math``
     (``nonpositive``: the form for arguments known to be <= 0 or NaN; ``fast``: the fast
-    form of a one-argument function, y[i] set to 1 where its argument is not ordinary,
-    else 0)."""
+    form of a one-argument function)."""
     ptr, i64 = ir.PointerType(), ir.IntType(64)
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr, ptr, ptr, i64]), f"vm_{name}")
     set.add(fn.attributes, f'"prefer-vector-width"="{vector_bits}"')
@@ -58,12 +57,9 @@ def _define_loop(module: ir.Module, name: str, fty: ir.Type, vector_bits: int,
     i.add_incoming(ir.Constant(i64, 0), entry)
     args = [b.load(b.gep(p, [i], source_etype=fty), typ=fty) for p in (x, y)[: arity(name)]]
     forms = {"nonpositive": True} if nonpositive else {}
-    special: list[ir.Value] = []
     if fast:
-        forms["special"] = special
+        forms["fast"] = True
     b.store(library.emit_math(b, name, args, **forms), b.gep(out, [i], source_etype=fty))
-    if fast:
-        b.store(b.uitofp(special[0], fty), b.gep(y, [i], source_etype=fty))
     following = b.add(i, ir.Constant(i64, 1))
     i.add_incoming(following, b.block)  # the element may have branched (trig's huge lanes)
     b.cbranch(b.icmp_signed("<", following, n), body, done)
@@ -123,10 +119,3 @@ class MathKernels:
                               out.size)
         return out
 
-    def with_reports(self, name: str, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(values, reported) of a one-argument function's fast form (``fast=True``):
-        reported is True where the form reported its argument as not ordinary."""
-        x = np.ascontiguousarray(x, dtype=self.dtype)
-        out, reported = np.empty_like(x), np.zeros_like(x)
-        self._functions[name](out.ctypes.data, x.ctypes.data, reported.ctypes.data, x.size)
-        return out, reported != 0

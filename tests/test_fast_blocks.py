@@ -1,12 +1,13 @@
-"""Fast blocks of compute-bound kernels (elementwise's ``fast_block``).
+"""Fast blocks of compute-bound kernels (elementwise's ``fast_blocks_loop``).
 
 A kernel whose ops include a math function with a fast form (vmath.FAST_FORMS) runs each
-block of 64 elements with the fast forms first, and a block where some argument is not
-ordinary (NaN, +-inf, a huge, tiny or denormal magnitude) again with the exact forms,
-from the floating-point flags as they were before it. So a block holding a special lane
-gives NumPy's NaN bits and values there, and its other lanes the same bits as in a block
-without it. (That the fast pass's flags are dropped is tested by test_vmath_flags'
-quiet values: a spurious flag would send the call back to NumPy, a bailout.)
+block of 64 elements with the fast forms first, which give NaN where an argument is not
+ordinary (NaN, +-inf, a huge magnitude; for the log family a tiny or denormal one too),
+and a block whose outputs hold a NaN again with the exact forms, from the floating-point
+flags as they were before it. So a block holding a special lane gives NumPy's NaN bits
+and values there, and its other lanes the same bits as in a block without it. (That the
+fast pass's flags are dropped is tested by test_vmath_flags' quiet values: a spurious flag
+would send the call back to NumPy, a bailout.)
 """
 from __future__ import annotations
 
@@ -94,3 +95,44 @@ def test_a_kernel_writing_an_input_it_reads_computes_special_lanes_exactly(dtype
     with np.errstate(all="ignore"):
         got, want = scripted(a.copy(), b), exp_into_itself(a.copy(), b)
     assert_as_numpy(got, want, composite=True)
+
+
+def exp_floored(a): return np.fmax(np.exp(a), 1.0)   # fmax drops a NaN
+def exp_above_one(a): return np.exp(a) > 1.0         # a bool result holds no NaN
+
+
+@pytest.mark.parametrize("fn", [exp_floored, exp_above_one], ids=lambda f: f.__name__)
+def test_a_function_whose_nan_is_dropped_before_an_output_is_computed_exactly(fn):
+    """A fast form gives NaN where its argument is not ordinary, and a block runs again
+    where its outputs hold one: an op that drops the NaN (fmax, a compare) would leave the
+    fast pass's wrong value in place, so such a function keeps its exact form."""
+    x = np.random.default_rng(5).uniform(-3, 3, 1000).astype(np.float32)
+    x[150] = 100.0   # exp overflows: not ordinary
+    scripted = warm(fn, np.float32, x.size)
+    with np.errstate(all="ignore"):
+        got, want = scripted(x), fn(x)
+    assert got.dtype == want.dtype and got[150] == want[150]   # inf, True
+    if want.dtype == bool:
+        assert np.array_equal(got, want)
+    else:
+        assert_as_numpy(got, want)
+    assert scripted.stats()["bailouts"] == 0
+
+
+def exp_scaled(a): return np.exp(a) * 1e30   # overflows where exp(a) passes 3.4e8
+
+
+@pytest.mark.parametrize("special_at", [200, 700])
+def test_a_block_computed_again_keeps_the_flags_of_the_blocks_before_it(special_at):
+    """The flags are saved once per group of blocks, and a block with a special lane runs
+    again with its group's blocks before it: an overflow in the first block stays raised
+    whether the NaN is in its group (200) or in a later one (700)."""
+    from test_vmath_flags import outcome
+
+    x = np.random.default_rng(6).uniform(-3, 3, 1000).astype(np.float32)
+    x[5], x[special_at] = 21.0, np.nan   # exp(21) * 1e30 overflows; exp(NaN) is special
+    scripted = warm(exp_scaled, np.float32, x.size)
+    for errstate in ({"over": "call"}, {"over": "raise"}, {"over": "warn"}):
+        want = outcome(exp_scaled, (x.copy(),), errstate)
+        got = outcome(scripted, (x.copy(),), errstate)
+        assert want[1:] == got[1:] and (want[1] or want[2] or isinstance(want[0], tuple))

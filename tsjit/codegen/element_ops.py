@@ -553,11 +553,11 @@ def _table(dtype: np.dtype) -> dict[str, Lowering]:
 
 def lower_op(
     b: ir.IRBuilder, op: KernelOp, args: list[ir.Value], arg_dtypes: list[np.dtype],
-    special: list[ir.Value] | None = None, operand_nans: OperandNans | None = None,
+    fast: bool = False, operand_nans: OperandNans | None = None,
 ) -> ir.Value:
-    """Emit ``op`` on scalar operands (already in their register types). ``special``: a
+    """Emit ``op`` on scalar operands (already in their register types). ``fast``: a
     float32 or float64 math function with a fast form emits it (``vmath.emit_math``), so
-    the result is exact only where none of the i1s it appends there is true.
+    the result is exact only where it is not NaN.
     ``operand_nans``: the NaN selects the op needs (``operand_nans.operand_nans``)."""
     name, dtype = op.op, np.dtype(op.dtype)
     if name == "cast":
@@ -596,8 +596,8 @@ def lower_op(
             # the NaN argument itself, bit for bit (widening would quiet a signaling one)
             result = b.select(b.fcmp_unordered("uno", args[0], args[0]), args[0], result)
         return result
-    if special is not None and name in vmath.FAST_FORMS and operand_dtype.kind == "f":
-        return vmath.emit_math(b, name, args, special=special)
+    if fast and name in vmath.FAST_FORMS and operand_dtype.kind == "f":
+        return vmath.emit_math(b, name, args, fast=True)
     result = _table(operand_dtype)[name](b, args)
     if operand_nans is None:
         return result

@@ -21,12 +21,10 @@ and threading are the shared driver's job (``elementwise_driver``):
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 from llvmlite import ir
 
-from tsjit.codegen import fp_status, vmath
+from tsjit.codegen import fp_status
 from tsjit.codegen.element_ops import (
     computed_errors,
     float_truncate,
@@ -44,6 +42,7 @@ from tsjit.codegen.elementwise_driver import (
     JOB_TYPE,
     OPERAND_INFO_TYPE,
 )
+from tsjit.codegen.fast_blocks import fast_plan
 from tsjit.codegen.ir_util import (
     I8,
     I32,
@@ -83,6 +82,9 @@ _WIDE_VECTOR_WORK = 8
 # any width); the rest, as one padded block (``padded_tail``), not element by element.
 _INTERLEAVE = 4
 _INTERLEAVED_BLOCK = 64
+# Fast blocks save the floating-point flags once per this many blocks (see
+# ``fast_blocks_loop``): a block with a special lane runs again with those before it.
+_SAVED_BLOCKS = 8
 _LINE = 64  # bytes per cache line (prefetches)
 _OP_COST = {
     **dict.fromkeys(MATH_FUNCTIONS, 16),
@@ -131,13 +133,9 @@ class _KernelBuilder:
         self.operand_nans = operand_nans(spec.inputs, spec.ops, spec.value_dtype)
         # the computed errors of the inner loop's elements (an i32 of MXCSR flags, or None)
         self.computed_errors: ir.Value | None = None
-        # whether a fast block met an argument that is not ordinary: a slot of the fast
-        # functions' float width (a wider or narrower one would pack or widen the lane
-        # masks in every vector)
-        self.special_lanes: ir.Value | None = None
-        self.special_type = ir.IntType(8 * max(
-            (spec.value_dtype(op.args[0]).itemsize for op in spec.ops
-             if op.op in vmath.FAST_FORMS), default=4))
+        # the ops (value numbers) that fast blocks compute by their fast forms, and the
+        # outputs (operands) where a NaN they give shows (see ``fast_blocks_loop``)
+        self.fast_ops, self.scanned = fast_plan(spec, self.output_operand)
 
     def _function(self, name: str, args: list[ir.Type], internal: bool,
                   result: ir.Type = VOID) -> ir.Function:
@@ -159,10 +157,8 @@ class _KernelBuilder:
     def emit_element(self, b: ir.IRBuilder, pointers: list[ir.Value], scalars: list[ir.Value],
                      fast: bool = False):
         """Load the inputs at ``pointers``, compute the fused ops, store the outputs.
-        ``fast``: math functions take their fast forms, and whether any of them had an
-        argument that is not ordinary is or-ed into the ``special_lanes`` slot."""
+        ``fast``: the ops of ``fast_ops`` take their math functions' fast forms."""
         spec = self.spec
-        special: list[ir.Value] | None = [] if fast else None
         values: dict[int, ir.Value] = {}
         for k, i in enumerate(self.array_inputs):
             values[i] = load_value(b, pointers[k], spec.inputs[i].dtype)
@@ -172,16 +168,13 @@ class _KernelBuilder:
             if index in needed:
                 arg_dtypes = [spec.value_dtype(a) for a in op.args]
                 args = [values[a] for a in op.args]
-                values[index] = lower_op(b, op, args, arg_dtypes, special,
+                values[index] = lower_op(b, op, args, arg_dtypes,
+                                         fast and index in self.fast_ops,
                                          self.operand_nans.get(index))
                 self.collect_computed_errors(b, computed_errors(b, op, args, arg_dtypes))
         for j, value_number in enumerate(spec.outputs):
             pointer = pointers[self.output_operand(j)]
             store_value(b, values[value_number], pointer, spec.value_dtype(value_number))
-        if special:   # an or-reduction over the block: it vectorizes
-            lanes = b.zext(functools.reduce(b.or_, special), self.special_type)
-            b.store(b.or_(b.load(self.special_lanes, typ=self.special_type), lanes),
-                    self.special_lanes)
 
     def collect_computed_errors(self, b: ir.IRBuilder, flags: ir.Value | None) -> None:
         """Or an element's computed errors into the loop's (an or-reduction: it vectorizes)."""
@@ -239,18 +232,19 @@ class _KernelBuilder:
         blocks = b.sdiv(b.sub(end, begin), i64(_INTERLEAVED_BLOCK))
         middle = b.add(begin, b.mul(blocks, i64(_INTERLEAVED_BLOCK)))
         interleaved = {"llvm.loop.interleave.count": _INTERLEAVE}
+        exact_block = self.build_exact_block(interleaved)
         if self.fast_blocks:
-            self.special_lanes = stack_slot(b, self.special_type)
-
-            def block(b: ir.IRBuilder, index: ir.Value) -> None:
-                start = b.add(begin, b.mul(index, i64(_INTERLEAVED_BLOCK)))
+            def fast_block(b: ir.IRBuilder, start: ir.Value) -> ir.Value:
                 if self.prefetches:
                     with b.if_then(b.icmp_unsigned("!=", prefetch, ir.Constant(PTR, None))):
                         self.emit_prefetches(b, pointers, prefetch, start)
-                self.fast_block(b, lambda b, j, fast: element_of(
-                    pointers, b, b.add(start, j, flags=["nsw"]), fast), interleaved)
+                hinted_loop(b, i64(0), i64(_INTERLEAVED_BLOCK), lambda b, j: element_of(
+                    pointers, b, b.add(start, j, flags=["nsw"]), True), interleaved)
+                return self.holds_nan(b, pointers, start)
 
-            loop(b, i64(0), blocks, block)
+            self.fast_blocks_loop(b, begin, blocks, fast_block,
+                                  lambda b, start: b.call(exact_block,
+                                                          [*pointers, *scalars, start]))
         elif not self.prefetches:
             hinted_loop(b, begin, middle, one_element, interleaved)
         else:
@@ -267,40 +261,108 @@ class _KernelBuilder:
                                      interleaved)
 
                     loop(b, i64(0), blocks, prefetched_block)
-        self.padded_tail(b, pointers, middle, end, element_of, interleaved)
+        self.padded_tail(b, pointers, scalars, middle, end, exact_block)
         self.raise_computed_errors(b)
+        b.ret_void()
+        return fn
+
+    def build_exact_block(self, hints: dict) -> ir.Function:
+        """``{name}_block(operands..., scalars..., start)``: the elements [start, start +
+        _INTERLEAVED_BLOCK) of a compute-bound kernel, exactly (a fast block computed
+        again, the padded tail). Never inlined: nested in the fast blocks' loop, the exact
+        loop's constants were kept live across it, and its values spilled every
+        iteration."""
+        args = [PTR] * self.n_operands + self.scalar_types + [I64]
+        fn = self._function(f"{self.name}_block", args, internal=True)
+        fn.attributes.add("noinline")
+        for k in range(self.n_operands):
+            fn.args[k].add_attribute("noalias")
+        b = ir.IRBuilder(fn.append_basic_block())
+        pointers, scalars, start = fn.args[: self.n_operands], fn.args[self.n_operands:-1], \
+            fn.args[-1]
+        outer_errors = self.computed_errors   # (this function raises its own)
+        if fp_status.supported():
+            self.computed_errors = stack_slot(b, I32, ir.Constant(I32, 0))
+
+        def element(b: ir.IRBuilder, j: ir.Value) -> None:
+            i = b.add(start, j, flags=["nsw"])
+            self.emit_element(b, [b.gep(p, [i], source_etype=memory_type(dt), inbounds=True)
+                                  for p, dt in zip(pointers, self.operand_dtypes)],
+                              list(scalars))
+
+        hinted_loop(b, i64(0), i64(_INTERLEAVED_BLOCK), element, hints)
+        self.raise_computed_errors(b)
+        self.computed_errors = outer_errors
         b.ret_void()
         return fn
 
     @property
     def fast_blocks(self) -> bool:
-        """Whether the compute-bound loop runs its blocks fast first (``fast_block``): it
-        has a math function with a fast form, and no operand it reads is also written
-        (a block computed again must find its inputs unchanged)."""
-        spec = self.spec
-        fast = any(op.op in vmath.FAST_FORMS and spec.value_dtype(op.args[0]).itemsize >= 4
-                   for op in spec.ops)
-        return fast and not (self._read_operands() & self._written_operands())
+        """Whether the compute-bound loop runs its blocks fast first (``fast_blocks_loop``): some
+        op has a fast form whose NaNs reach an output, and no operand it reads is also
+        written (a block computed again must find its inputs unchanged)."""
+        return bool(self.fast_ops) and not (self._read_operands() & self._written_operands())
 
-    def fast_block(self, b: ir.IRBuilder, element, hints: dict) -> None:
-        """One block of _INTERLEAVED_BLOCK elements, ``element(b, j, fast)`` for j in it:
-        first with the math functions' fast forms, which give their exact bits and flags
-        on ordinary arguments, with fewer operations than their special lanes' selects
-        take. A block where some argument was not ordinary runs again exactly, from the
-        floating-point flags as they were before it (the fast pass's are dropped)."""
+    def fast_blocks_loop(self, b: ir.IRBuilder, begin, blocks, fast_block, exact) -> None:
+        """Blocks 0 .. ``blocks`` - 1 of _INTERLEAVED_BLOCK elements from ``begin``, each by
+        ``fast_block(b, start)``: with the fast forms of ``fast_ops``, which give their
+        exact bits and flags on ordinary arguments, with fewer operations than their special
+        lanes' selects take, and NaN on the others, which reaches a ``scanned`` output; it
+        returns whether the block's outputs hold a NaN. Then the block runs again exactly
+        (``exact(b, start)``), from the floating-point flags as they were before it (the
+        fast pass's are dropped): they are saved before each group of _SAVED_BLOCKS blocks
+        (reading MXCSR waits for the operations in flight: before every block it cost
+        gelu ~6%), and the group's blocks up to that one run again exactly."""
+        fn = b.function
+        index = stack_slot(b, I64, i64(0))
+        groups, group, blocks_test, block, rerun, done = (fn.append_basic_block(name) for name in (
+            "groups", "group", "blocks", "block", "rerun", "groups_done"))
+        b.branch(groups)
+        b.position_at_end(groups)
+        b.cbranch(b.icmp_signed("<", b.load(index, typ=I64), blocks), group, done)
+        b.position_at_end(group)
         saved = fp_status.save(b) if fp_status.supported() else None
-        none = ir.Constant(self.special_type, 0)
-        b.store(none, self.special_lanes)
-        hinted_loop(b, i64(0), i64(_INTERLEAVED_BLOCK), lambda b, j: element(b, j, True), hints)
-        again = b.icmp_unsigned("!=", b.load(self.special_lanes, typ=self.special_type), none)
-        with b.if_then(again, likely=False):
-            if saved is not None:
-                fp_status.restore(b, saved)
-            hinted_loop(b, i64(0), i64(_INTERLEAVED_BLOCK), lambda b, j: element(b, j, False),
-                        hints)
+        first = b.load(index, typ=I64)
+        limit = b.add(first, i64(_SAVED_BLOCKS))
+        limit = b.select(b.icmp_signed("<", limit, blocks), limit, blocks)
+        b.branch(blocks_test)
+        b.position_at_end(blocks_test)
+        i = b.load(index, typ=I64)
+        b.cbranch(b.icmp_signed("<", i, limit), block, groups)
+        b.position_at_end(block)
+        following = b.add(i, i64(1))
+        b.store(following, index)
+        again = fast_block(b, b.add(begin, b.mul(i, i64(_INTERLEAVED_BLOCK))))
+        b.cbranch(again, rerun, blocks_test)
+        b.block.terminator.set_weights([1, 99])
+        b.position_at_end(rerun)
+        if saved is not None:
+            fp_status.restore(b, saved)
+        loop(b, first, following,
+             lambda b, k: exact(b, b.add(begin, b.mul(k, i64(_INTERLEAVED_BLOCK)))))
+        b.branch(groups)
+        b.position_at_end(done)
 
-    def padded_tail(self, b: ir.IRBuilder, pointers, begin, end, element_of, hints) -> None:
-        """Elements [begin, end), fewer than _INTERLEAVED_BLOCK, as one whole block in
+    def holds_nan(self, b: ir.IRBuilder, pointers, start) -> ir.Value:
+        """Whether the ``scanned`` outputs hold a NaN among the block's elements from
+        ``start`` (an or-reduction of i32s, which vectorizes: one of i1s became a branch
+        per element)."""
+        found = stack_slot(b, I32, ir.Constant(I32, 0))
+        for k in self.scanned:
+            etype = memory_type(self.operand_dtypes[k])
+            first = b.gep(pointers[k], [start], source_etype=etype, inbounds=True)
+
+            def scan(b: ir.IRBuilder, j: ir.Value, first=first, etype=etype) -> None:
+                value = b.load(b.gep(first, [j], source_etype=etype, inbounds=True), typ=etype)
+                nan = b.zext(b.fcmp_unordered("uno", value, value), I32)
+                b.store(b.or_(b.load(found, typ=I32), nan), found)
+
+            loop(b, i64(0), i64(_INTERLEAVED_BLOCK), scan)
+        return b.icmp_unsigned("!=", b.load(found, typ=I32), ir.Constant(I32, 0))
+
+    def padded_tail(self, b: ir.IRBuilder, pointers, scalars, begin, end,
+                    exact_block: ir.Function) -> None:
+        """Elements [begin, end), fewer than _INTERLEAVED_BLOCK, as one whole exact block in
         stack buffers: operands are copied in, the block's missing elements filled with
         copies of element ``begin``, and the written operands copied back. A masked
         (predicated) vector loop would compute its inactive lanes on whatever they hold
@@ -323,8 +385,7 @@ class _KernelBuilder:
 
                 loop(b, i64(0), i64(_INTERLEAVED_BLOCK), fill)
                 buffers.append((buffer, source, etype))
-            hinted_loop(b, i64(0), i64(_INTERLEAVED_BLOCK),
-                         lambda b, i: element_of([buf for buf, _, _ in buffers], b, i), hints)
+            b.call(exact_block, [*(buffer for buffer, _, _ in buffers), *scalars, i64(0)])
             for k in sorted(written):
                 buffer, target, etype = buffers[k]
                 loop(b, i64(0), count, lambda b, i, buffer=buffer, target=target, etype=etype:

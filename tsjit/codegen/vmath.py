@@ -494,42 +494,47 @@ def _erf(em: Emit, x):
 
 # ---------------------------------------------------------------- fast forms
 
-# Ordinary arguments of exp: 0 and the magnitudes in [low, high], where its main formula
-# gives a normal result and raises no flag, and none of its special lanes' selects (NaN,
-# infinities, tiny and denormal arguments, clamps, the two-step ldexp of results beyond
-# the normal range) is needed.
-_ORDINARY_EXP = {"float32": (2.0**-60, 86.0), "float64": (2.0**-500, 707.0)}
+# Fast forms compute their function with the exact form's bits and flags where the argument
+# is ordinary, and give NaN wherever it is not: a kernel finds those lanes in its outputs
+# (elementwise's fast blocks), as NaN propagates, and computes their block again exactly.
+
+# exp's ordinary arguments: |x| <= these (0, tiny and denormal magnitudes included), where
+# its result is normal, so that 2**n is an integer add to the exponent field of e + 1, and
+# its main formula is the exact form's (no clamp, no infinity or NaN lane, no two-step
+# ldexp): the exact form computes tiny arguments by the same operations (n = 0).
+_EXP_FAST_LIMIT = {"float32": 86.0, "float64": 707.0}
 
 
-def _outside(em: Emit, x, low: float, high: float):
-    """Whether x is not ordinary: nonzero with |x| outside [low, high] (NaN and +-inf
-    included), one unsigned compare of |x|'s bits offset by low's."""
-    b = em.b
-    magnitude = em.bits(em.fabs(x))
-    offset = b.sub(magnitude, em.bits(low))
-    beyond = b.icmp_unsigned(">", offset, b.sub(em.bits(high), em.bits(low)))
-    return b.and_(beyond, b.icmp_unsigned("!=", magnitude, em.int(0)))
+def _nan_where(em: Emit, outside, value):
+    """``value``, NaN where ``outside``."""
+    return em.sel(outside, float("nan"), value)
 
 
-def _fast_exp(em: Emit, x) -> tuple[ir.Value, ir.Value]:
-    """``_exp``'s value on ordinary arguments: the result is normal, so 2**n is an integer
-    add to the exponent field of e + 1, exact as ldexp's two steps are there: the same
-    bits with five operations less."""
+def _fast_exp(em: Emit, x):
+    """``_exp``'s value on ordinary arguments (|x| up to the limit, one signed compare of
+    |x|'s bits: NaN and infinities are beyond it), with five operations less."""
     e, n = _exp_reduce(em, x)
     scaled = em.b.add(em.bits(em.add(e, 1.0)), em.b.shl(n, em.int(em.fmt.mant_bits)))
-    return em.from_bits(scaled), _outside(em, x, *_ORDINARY_EXP[em.fmt.name])
+    return _nan_where(em, em.magnitude_above(em.fabs(x), _EXP_FAST_LIMIT[em.fmt.name]),
+                      em.from_bits(scaled))
 
 
-def _fast_tanh(em: Emit, x) -> tuple[ir.Value, ir.Value]:
-    """``_tanh``'s value on ordinary arguments, here 0 and |x| from the linear bound up to
-    +inf: 0 gives +-0 through the formula as through the tiny select, and |x| is limited
-    to the saturation bound as ``_tanh`` limits it (one integer min), so the saturated
-    lanes, common in gelu, stay on the fast path."""
+def _fast_tanh(em: Emit, x):
+    """``_tanh`` but for NaN arguments, which give some NaN through the formula: |x| is
+    limited below by an integer max (as ``_tanh`` limits it: the tiny lanes' select then
+    takes the same values and flags) and above by a float min, which keeps a NaN, instead
+    of the exact form's integer clamp, which turns it into the saturation bound (and its
+    result into NumPy's NaN by a select)."""
+    fmt = em.fmt
+    linear, saturation = _TANH_LINEAR[fmt.name], _TANH_SATURATION[fmt.name]
     bits = em.bits(em.fabs(x))
-    saturation = em.bits(_TANH_SATURATION[em.fmt.name])
-    ax = em.from_bits(em.b.select(em.b.icmp_signed(">", bits, saturation), saturation, bits))
-    value = em.with_sign_of(_tanh_of_magnitude(em, ax), x)
-    return value, _outside(em, x, _TANH_LINEAR[em.fmt.name], _INF)
+    above_linear = em.from_bits(em.b.select(em.b.icmp_signed("<", bits, em.bits(linear)),
+                                            em.bits(linear), bits))
+    # saturation < ax ? saturation : ax: x86's min with ax second, which a NaN ax passes
+    ax = em.sel(em.b.fcmp_ordered("<", em.v(saturation), above_linear), saturation,
+                above_linear)
+    tiny = em.b.icmp_signed("<", bits, em.bits(linear))
+    return em.sel(tiny, em.tiny_result(x), em.with_sign_of(_tanh_of_magnitude(em, ax), x))
 
 
 def _not_normal_positive(em: Emit, x):
@@ -543,16 +548,15 @@ def _not_normal_positive(em: Emit, x):
 def _fast_logarithm(base: _LogBase | None):
     """The log family on normal positive arguments: no scaling of denormals, and none of
     ``_log_special``'s lanes (its divide and square root run on every lane)."""
-    def emit(em: Emit, x) -> tuple[ir.Value, ir.Value]:
+    def emit(em: Emit, x):
         value = _ln(em, x, normal=True) if base is None else _log_base(em, x, base, True)
-        return value, _not_normal_positive(em, x)
+        return _nan_where(em, _not_normal_positive(em, x), value)
 
     return emit
 
 
-# name -> (value, not ordinary): the function's bits on ordinary arguments, without its
-# special lanes (see emit_math's ``special``).
-_FAST: dict[str, Callable[[Emit, ir.Value], tuple[ir.Value, ir.Value]]] = {
+# name -> fast form: the function's bits and flags on ordinary arguments, NaN elsewhere.
+_FAST: dict[str, Callable[[Emit, ir.Value], ir.Value]] = {
     "exp": _fast_exp, "tanh": _fast_tanh, "log": _fast_logarithm(None),
     "log2": _fast_logarithm(_LOG2), "log10": _fast_logarithm(_LOG10)}
 FAST_FORMS: frozenset[str] = frozenset(_FAST)
@@ -592,7 +596,7 @@ _NONPOSITIVE_FORMS: dict[str, Callable[..., ir.Value]] = {"exp": _exp_nonpositiv
 
 def emit_math(builder: ir.IRBuilder, name: str, args: list[ir.Value],
               like: str | None = None, nonpositive: bool = False,
-              special: list[ir.Value] | None = None) -> ir.Value:
+              fast: bool = False) -> ir.Value:
     """Emit `name` applied to scalar float/double values (all args same type: ir.FloatType() or
     ir.DoubleType()); returns a value of the same type. Select-based code that the loop
     vectorizer can widen: no libm calls, no loops. sin, cos and tan branch (rarely) to a
@@ -603,11 +607,10 @@ def emit_math(builder: ir.IRBuilder, name: str, args: list[ir.Value],
     argument is known to be <= 0 or NaN, which some functions compute more cheaply
     (``_NONPOSITIVE_FORMS``), with the same results.
 
-    ``special``: a list to which a function in FAST_FORMS appends an i1, true where its
-    argument is not ordinary, and whose value is then exact only where that is false
-    (other lanes may hold anything and raise any flag): the caller computes a block with
-    such a lane again without ``special`` (elementwise's fast blocks). Ordinary lanes get
-    the bits and flags of the exact form, with fewer operations."""
+    ``fast``: a function in FAST_FORMS takes its fast form, whose value is the exact
+    form's bits and flags where the argument is ordinary and NaN elsewhere (where it may
+    raise any flag): the caller computes a block whose results hold a NaN again without
+    ``fast`` (elementwise's fast blocks). Ordinary lanes cost fewer operations."""
     if name not in _FUNCTIONS:
         raise ValueError(f"vmath has no function {name!r}; supported: {sorted(SUPPORTED)}")
     arity, emit = _FUNCTIONS[name]
@@ -628,10 +631,8 @@ def emit_math(builder: ir.IRBuilder, name: str, args: list[ir.Value],
               # (half arguments are normal numbers in the float arithmetic used for them)
               denormal_underflow=(like or fmt.name) == fmt.name
               and numpy_flags.underflows_at_denormals(name, fmt.name))
-    if special is not None and name in _FAST and not nonpositive:
-        result, outside = _FAST[name](em, *args)
-        special.append(outside)
-        return result
+    if fast and name in _FAST and not nonpositive:
+        return _FAST[name](em, *args)
     result = emit(em, *args)
     if arity == 1 and name not in _NAN_RESULT_FOLDED:
         result = em.with_nan_result(args[0], result)

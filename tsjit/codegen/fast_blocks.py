@@ -1,0 +1,74 @@
+"""Which ops of a kernel its fast blocks compute by fast forms, and where their NaNs show.
+
+A fast form (vmath.FAST_FORMS) gives the exact form's bits and flags where its argument is
+ordinary and NaN elsewhere. A fast block (elementwise's ``fast_block``) finds those lanes
+in its outputs after the fact: it scans them for NaN, and computes a block holding one
+again exactly. So an op may take its fast form only if a NaN it gives always reaches an
+output that the block scans: through ops that return NaN whenever that operand is NaN
+(IEEE arithmetic, NumPy's maximum and minimum, the math functions, casts between floats),
+to a float32 or float64 output. A NaN an op gives that another op could drop (np.where,
+a comparison, fmax, pow(NaN, 0) = 1, a cast to an integer) would leave a wrong value
+unseen: such an op keeps its exact form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from tsjit.codegen import vmath
+from tsjit.codegen.kernel_spec import MATH_FUNCTIONS, KernelSpec
+
+__all__ = ["fast_plan"]
+
+_UNARY = (0,)
+_BINARY = (0, 1)
+# op -> the operands whose NaN the op's (float) result always keeps
+_KEEPS_NAN: dict[str, tuple[int, ...]] = {
+    **dict.fromkeys(("add", "sub", "mul", "truediv", "maximum", "minimum"), _BINARY),
+    **dict.fromkeys(("neg", "pos", "abs", "sign", "square", "reciprocal", "sqrt", "floor",
+                     "ceil", "trunc", "rint", "copysign", "cast"), _UNARY),
+    **dict.fromkeys((f for f in MATH_FUNCTIONS if f != "arctan2"), _UNARY),  # f(NaN) = NaN
+    "clip": (0, 1, 2),
+}
+_SCANNED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def fast_plan(spec: KernelSpec, output_operand: Callable[[int], int]
+              ) -> tuple[frozenset[int], tuple[int, ...]]:
+    """(the value numbers of the ops that take fast forms, the operands (of the outputs,
+    by ``output_operand(j)``) a fast block scans for NaN: some that each of those reach)."""
+    n_in = len(spec.inputs)
+    reaches: dict[int, set[int]] = {}   # fast op -> the scanned outputs its NaNs reach
+    for index, op in enumerate(spec.ops, start=n_in):
+        if op.op in vmath.FAST_FORMS and spec.value_dtype(op.args[0]) in _SCANNED_DTYPES:
+            nan = _nan_whenever(spec, index)
+            reaches[index] = {output_operand(j) for j, v in enumerate(spec.outputs)
+                              if v in nan and spec.value_dtype(v) in _SCANNED_DTYPES}
+    fast = frozenset(v for v, outputs in reaches.items() if outputs)
+    # the fewest outputs that every fast op reaches (greedily: the LSTM cell's hy alone)
+    scanned: list[int] = []
+    unseen = set(fast)
+    while unseen:
+        best = max(sorted(set().union(*(reaches[v] for v in unseen))),
+                   key=lambda k: sum(k in reaches[v] for v in unseen))
+        scanned.append(best)
+        unseen = {v for v in unseen if best not in reaches[v]}
+    return fast, tuple(sorted(scanned))
+
+
+def _nan_whenever(spec: KernelSpec, value: int) -> set[int]:
+    """The values that are NaN wherever ``value`` is: it, the float results of ops that
+    keep an operand's NaN (``_KEEPS_NAN``) of such an operand, and np.where's of two such
+    arms (the cube's NaN fix, Black-Scholes' cnd)."""
+    n_in = len(spec.inputs)
+    nan = {value}
+    for index in range(value + 1, n_in + len(spec.ops)):
+        op = spec.ops[index - n_in]
+        if np.dtype(op.dtype).kind != "f":
+            continue
+        keeps = any(op.args[k] in nan for k in _KEEPS_NAN.get(op.op, ()))
+        if keeps or (op.op == "where" and op.args[1] in nan and op.args[2] in nan):
+            nan.add(index)
+    return nan
