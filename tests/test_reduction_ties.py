@@ -15,13 +15,14 @@ checked); ignored, the kernel's own result is returned.
 """
 from __future__ import annotations
 
+import llvmlite.binding as llvm
 import numpy as np
 import pytest
 from _differential import assert_same
 
 import tsjit
 from tsjit import runtime
-from tsjit.codegen import numpy_minmax
+from tsjit.codegen import fp_status, numpy_minmax
 
 _UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 _NANS = {2: (0x7E03, 0xFE05), 4: (0x7FC00123, 0xFFC00456),
@@ -265,3 +266,47 @@ def test_the_measured_order_rejects_a_wrong_model():
     wrong = numpy_minmax.RowOrder(order.lanes, order.lane_order[::-1], order.vector_nan)
     assert numpy_minmax._holds(order, np.dtype(np.float32))
     assert not numpy_minmax._holds(wrong, np.dtype(np.float32))
+
+
+def minus_max(x):
+    return x - x.max(axis=-1, keepdims=True)
+
+
+def minus_max_and_min(x):
+    return x - x.max(axis=-1, keepdims=True), x.min(axis=-1)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_nan_anywhere_in_a_row_gives_the_exact_scans_bits(dtype):
+    """A float row max/min of values in memory runs x86's maxps/minps, which drop a NaN
+    but raise invalid for it; the row then runs the exact scan (reduction_extremes): a NaN
+    at every position of a row of 45 (whole groups of vectors, then vectors up to the end,
+    the last overlapping) gives NumPy's bits (x - max: the max's NaN's)."""
+    n = 45
+    scripted = tsjit.script(minus_max_and_min)
+    for _ in range(3):
+        scripted(np.zeros((3, n), dtype))
+    for position in range(n):
+        x = np.linspace(-2.0, 3.0, 3 * n).astype(dtype).reshape(3, n)
+        x[1, position] = np.array(_NANS[x.dtype.itemsize][position % 2],
+                                  _UINT[x.dtype.itemsize]).view(dtype)
+        with np.errstate(invalid="ignore"):
+            _assert_bits(scripted(x), minus_max_and_min(x), f"NaN at {position}")
+    assert scripted.stats()["bailouts"] == 0
+    if fp_status.supported() and llvm.get_host_cpu_features().get("avx", False) and \
+            dtype != np.float16:   # (float16 values are not in memory as floats)
+        assert "_extremes0" in scripted.inspect_llvm(x)
+
+
+def test_an_earlier_rows_invalid_flag_stays_raised():
+    """The max's pass clears the invalid flag to see whether its row has a NaN, and puts
+    back what earlier rows raised: inf - inf in the first row still warns."""
+    x = np.random.default_rng(8).standard_normal((4, 100)).astype(np.float32)
+    x[0, 3] = np.inf
+    scripted = tsjit.script(minus_max)
+    for _ in range(3):
+        scripted(np.zeros_like(x))
+    with pytest.warns(RuntimeWarning, match="invalid value encountered in subtract"):
+        got = scripted(x)
+    with np.errstate(invalid="ignore"):
+        assert_same(got, minus_max(x))

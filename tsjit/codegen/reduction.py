@@ -74,6 +74,7 @@ from tsjit.codegen.kernel_abi import (
 from tsjit.codegen.kernel_spec import MATH_FUNCTIONS, KernelOp
 from tsjit.codegen.operand_nans import operand_nans
 from tsjit.codegen.pairwise import emit_combine, emit_split, run_reducer
+from tsjit.codegen.reduction_extremes import build_extremes, fast_extremes
 from tsjit.codegen.reduction_interrupts import (
     INTERRUPT_ELEMENTS,
     emit_pending,
@@ -517,6 +518,8 @@ class _RowKernelBuilder:
             split.append(parallel and not sequential and not buffered[p])
             if sequential or all(self._op(r).op != "reduce_sum" for r in reductions):
                 tree = build_scan(self, p, cached)   # max/min too: in any order
+                if fast_extremes(self, p, cached):
+                    tree = build_extremes(self, p, cached, tree)
             else:
                 tree = self.build_tree(p, self.build_node(p, cached))
             trees.append(build_parallel_tree(self, p, tree) if split[p] else tree)
