@@ -5,13 +5,14 @@ vector operations per vector on AVX2: a blend on each side for the zeros, the ma
 compare and blend for NaN (softmax's and logsumexp's first pass: 140 ns of a row of 1024
 float32's ~600). x86's ``maxps``/``minps`` alone give the same value wherever the row has
 no NaN (a zero of either sign: ``reduction_ties`` then picks NumPy's element), and raise
-the invalid flag for every NaN operand, quiet or not. So this pass runs ``maxps`` over the
-row with the invalid flag cleared first, and where the flag is raised after it (the row
-has a NaN) runs the exact scan instead, from the flags as they were: the same result and
-flags as the exact scan alone (which raises invalid for a NaN too). Only where the host
-has AVX (the 256-bit intrinsics), for float32/float64 values that are in memory already
-(an input's row or a scratch buffer), and rows short enough that no check for Ctrl-C is
-due in them.
+the invalid flag for every NaN operand, quiet or not. So where the invalid flag is clear
+(it is, unless an earlier row raised it: the exact scan runs then) this pass runs
+``maxps`` over the row, and where the flag is raised after it (the row has a NaN) runs
+the exact scan instead, from the flags as they were: the same result and flags as the
+exact scan alone (which raises invalid for a NaN too), and no MXCSR write (slow) unless
+there is a NaN. Only where the host has AVX (the 256-bit intrinsics), for float32/float64
+values that are in memory already (an input's row or a scratch buffer), and rows short
+enough that no check for Ctrl-C is due in them.
 """
 from __future__ import annotations
 
@@ -64,17 +65,16 @@ def build_extremes(kb, p: int, cached: bool, exact: ir.Function) -> ir.Function:
             for op, k in zip(ops, kb.sources(p, cached))]
     saved = fp_status.save(b)
     invalid = ir.Constant(I32, FLAG_BITS["invalid"])
-    fp_status.restore(b, b.and_(saved, b.not_(invalid)))
+    zero = ir.Constant(I32, 0)
+    with b.if_then(b.icmp_unsigned("!=", b.and_(saved, invalid), zero), likely=False):
+        b.call(exact, fn.args)   # raised already: it could not tell a NaN here
+        b.ret_void()
     for j, (op, run) in enumerate(zip(ops, runs)):
         b.store(_extreme(b, op, run, n), element(b, results, i64(j), I64))
     after = fp_status.save(b)
-    with b.if_else(b.icmp_unsigned("!=", b.and_(after, invalid), ir.Constant(I32, 0)),
-                   likely=False) as (nan, no_nan):
-        with nan:   # a NaN: the exact scan, from the flags before this pass
-            fp_status.restore(b, saved)
-            b.call(exact, fn.args)
-        with no_nan:   # the flags before, and those this pass raised
-            fp_status.restore(b, b.or_(after, b.and_(saved, invalid)))
+    with b.if_then(b.icmp_unsigned("!=", b.and_(after, invalid), zero), likely=False):
+        fp_status.restore(b, saved)   # a NaN: the exact scan, from the flags before
+        b.call(exact, fn.args)
     b.ret_void()
     return fn
 
