@@ -74,8 +74,10 @@ def programs(draw) -> ReductionProgram:
     arguments = [Argument(dtype, tuple(base), draw(st.sampled_from(("C", "C", "F", "strided",
                                                                        "transposed", "reversed"))),
                           draw(st.integers(0, 2**16)))]
-    if draw(st.booleans()):     # a second operand, maybe broadcast over rows or along them
-        shape = draw(st.sampled_from((tuple(base[-1:]), tuple(base), (*base[:-1], 1))))
+    if draw(st.booleans()):     # a second operand, maybe broadcast over rows or along them,
+        # or one value per index of the first axis (a column kernel reads it once per row)
+        shape = draw(st.sampled_from((tuple(base[-1:]), tuple(base), (*base[:-1], 1),
+                                      (base[0], *[1] * (rank - 1)))))
         arguments.append(Argument(draw(st.sampled_from(DTYPES)), shape, "C",
                                   draw(st.integers(0, 2**16))))
     names = [f"x{i}" for i in range(len(arguments))]
