@@ -166,10 +166,11 @@ UNDERFLOWING = {np.float32: [0.0, -3.0, -95.0, -110.0, -np.inf],
 @pytest.mark.parametrize("errstate", [{}, {"under": "raise"}, {"under": "warn"},
                                       {"under": "call"}, {"all": "ignore"}],
                          ids=lambda e: repr(e))
+@pytest.mark.parametrize("n", [45, 150])   # 150: blocks of 64 run fast first
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_underflow_is_reported_as_eagerly(dtype, errstate):
-    x = np.resize(np.array(UNDERFLOWING[dtype], dtype), (3, 45))
-    x[1] = np.resize(np.array([0.0, -1.0, -np.inf], dtype), 45)   # a quiet row
+def test_underflow_is_reported_as_eagerly(dtype, errstate, n):
+    x = np.resize(np.array(UNDERFLOWING[dtype], dtype), (3, n))
+    x[1] = np.resize(np.array([0.0, -1.0, -np.inf], dtype), n)   # a quiet row
     scripted = warmed_up(softmax_, x)
     want, got = outcome(softmax_, x, errstate), outcome(scripted, x, errstate)
     assert scripted.stats()["kernel_launches"] > 0
@@ -180,3 +181,38 @@ def test_underflow_is_reported_as_eagerly(dtype, errstate):
         assert got[0] == want[0]
     else:
         assert_same(got[0], want[0], ulps=4)
+
+
+def softmax_and_exp(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True), e
+
+
+# x - max where exp's fast form does not hold: a denormal or zero result, -inf (next to
+# ordinary values in a row's blocks)
+BLOCK_SPECIALS = {np.float32: [-86.5, -95.0, -110.0, -np.inf],
+                  np.float64: [-707.5, -740.0, -800.0, -np.inf]}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_row_block_with_a_special_lane_is_computed_exactly(dtype):
+    """Row kernels run blocks of 64 elements with exp's fast form first (``row_fast_
+    blocks``), again exactly where some x - max is not ordinary: every element's exp has
+    the general form's bits, whichever block holds the special lane, and the flags dropped
+    in the fast pass do not send the call to NumPy."""
+    general = MathKernels(dtype, ["exp"], vector_bits=256)
+    rng = np.random.default_rng(5)
+    specials = BLOCK_SPECIALS[dtype]
+    x = rng.standard_normal((len(specials) + 1, 300)).astype(dtype)
+    for row, value in enumerate(specials):
+        x[row, 70 + 37 * row] = value   # (its x - max: about value - 3)
+    x[-1] = np.finfo(dtype).tiny * np.arange(1, 301)    # tiny x - max throughout
+    scripted = warmed_up(softmax_and_exp, x)
+    with np.errstate(all="ignore"):
+        softmax, e = scripted(x)
+    assert scripted.stats()["bailouts"] == 0
+    with np.errstate(all="ignore"):
+        d = x - x.max(axis=-1, keepdims=True)
+        want = general("exp", d.ravel()).reshape(d.shape)
+    assert_same(e, want)
+    assert_same(softmax, e / e.sum(axis=-1, keepdims=True))

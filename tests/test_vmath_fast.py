@@ -81,3 +81,22 @@ def test_functions_without_a_fast_form_emit_their_exact_form():
 
     assert emitted(True) == emitted(False)
     assert "log1p" not in vmath.FAST_FORMS and {"exp", "tanh", "log"} <= vmath.FAST_FORMS
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_fast_exp_of_nonpositive_arguments_gives_the_nonpositive_forms_bits(dtype):
+    """Row kernels take exp's fast form for x - max (<= 0 or NaN) too: over the
+    nonpositive arguments it gives the nonpositive form's bits down to the limit (tiny and
+    denormal arguments included), NaN below it and for NaN."""
+    from test_nonpositive_exp import nonpositive_arguments
+
+    fast = MathKernels(dtype, ["exp"], fast=True, nonpositive=True)
+    exact = MathKernels(dtype, ["exp"], nonpositive=True)
+    x = nonpositive_arguments(dtype)
+    value = fast("exp", x)
+    want = x >= -vmath._EXP_FAST_LIMIT[np.dtype(dtype).name]   # NaN: False
+    assert np.any(want & (x > -np.finfo(dtype).smallest_normal) & (x < 0))   # denormals
+    assert np.all(np.isnan(value[~want])), x[~want & ~np.isnan(value)][:10]
+    bits = np.uint32 if dtype == np.float32 else np.uint64
+    differ = value.view(bits) != exact("exp", x).view(bits)
+    assert not np.any(differ & want), x[differ & want][:10]

@@ -102,6 +102,8 @@ from tsjit.codegen.reduction_strided import (
     strided_fields,
 )
 from tsjit.codegen.reduction_ties import emit_row_ties
+from tsjit.codegen.row_fast_blocks import BLOCK as FAST_BLOCK
+from tsjit.codegen.row_fast_blocks import note_nans, run_fast_block, slot_type
 from tsjit.codegen.row_memory import (
     prefetch_next_row,
     prefetched_operands,
@@ -110,7 +112,7 @@ from tsjit.codegen.row_memory import (
     streamed_outputs,
     streaming,
 )
-from tsjit.codegen.vmath import emit_math
+from tsjit.codegen.vmath import FAST_FORMS, emit_math
 
 __all__ = ["build_row_kernel_module"]
 
@@ -202,16 +204,43 @@ class _RowKernelBuilder:
         return any(self._op(v) is not None and self._op(v).op in _EXPENSIVE for v in computes)
 
     def element_loop(self, b: ir.IRBuilder, begin: ir.Value, end: ir.Value, body,
-                     computes: set[int], pieces: tuple) -> None:
-        """A loop over elements; one that computes transcendental functions (long
-        dependency chains) interleaves _INTERLEAVE vectors per iteration, as the
-        elementwise kernels' do (``elementwise._INTERLEAVE``).  ``pieces``: ``(row values,
-        row pointers, offset)``, for a strided kernel's walk (``reduction_strided``)."""
+                     computes: set[int], pieces: tuple, fast: bool = False) -> None:
+        """A loop over elements, ``body(b, i, fast)``; one that computes transcendental
+        functions (long dependency chains) interleaves _INTERLEAVE vectors per iteration,
+        as the elementwise kernels' do (``elementwise._INTERLEAVE``).  ``fast``: a body
+        that only writes what it computes runs whole blocks with the math functions' fast
+        forms first (``row_fast_blocks``; ``fast`` is then a list for ``emit_elements``,
+        else None).  ``pieces``: ``(row values, row pointers, offset)``, for a strided
+        kernel's walk (``reduction_strided``)."""
+        hints = {"llvm.loop.interleave.count": _INTERLEAVE}
+        sizes = [self.spec.value_dtype(v).itemsize for v in computes if fast and
+                 self._op(v) is not None and self._op(v).op in FAST_FORMS]
+        sizes = [size for size in sizes if size >= 4]
+        ty = slot_type(sizes)
+        slot = stack_slot(b, ty) if sizes else None
+
+        def element(b: ir.IRBuilder, i: ir.Value, quick: bool) -> None:
+            results = [] if quick else None
+            body(b, i, results)
+            if quick:
+                note_nans(b, slot, ty, results)
+
         def run(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value) -> None:
-            if self.expensive(computes):
-                hinted_loop(b, lo, hi, body, {"llvm.loop.interleave.count": _INTERLEAVE})
-            else:
-                loop(b, lo, hi, body)
+            if not self.expensive(computes):
+                loop(b, lo, hi, lambda b, i: body(b, i, None))
+                return
+            middle = lo
+            if sizes:
+                blocks = b.sdiv(b.sub(hi, lo), i64(FAST_BLOCK))
+                middle = b.add(lo, b.mul(blocks, i64(FAST_BLOCK)))
+
+                def block(b: ir.IRBuilder, k: ir.Value) -> None:
+                    start = b.add(lo, b.mul(k, i64(FAST_BLOCK)))
+                    run_fast_block(b, slot, ty, lambda b, j, quick: element(
+                        b, b.add(start, j, flags=["nsw"]), quick), hints)
+
+                loop(b, i64(0), blocks, block)
+            hinted_loop(b, middle, hi, lambda b, i: body(b, i, None), hints)
 
         if self.spec.strided:
             row, pointers, offset = pieces
@@ -287,10 +316,11 @@ class _RowKernelBuilder:
                 {v: k for v, k in slots.items() if self.first_use[v] == p})
 
     def emit_elements(self, b: ir.IRBuilder, pointers: list[ir.Value], index: ir.Value,
-                      row: dict[int, ir.Value], wanted: set[int],
-                      loads: dict[int, int]) -> dict[int, ir.Value]:
+                      row: dict[int, ir.Value], wanted: set[int], loads: dict[int, int],
+                      fast: list | None = None) -> dict[int, ir.Value]:
         """Element ``index`` of the element-level values in ``wanted`` (row values from
-        ``row``, ``loads``: values read from their scratch slot)."""
+        ``row``, ``loads``: values read from their scratch slot; ``fast``: a list, math
+        functions take their fast forms, and their results are appended to it)."""
         values = dict(row)
         spec = self.spec
         for v, k in loads.items():
@@ -308,11 +338,14 @@ class _RowKernelBuilder:
                 values[v] = index
             elif op is not None and v not in loads:
                 args, dtypes = [values[a] for a in op.args], [spec.value_dtype(a) for a in op.args]
+                quick = fast is not None and op.op in FAST_FORMS
                 if op.op in MATH_FUNCTIONS and op.args[0] in self.nonpositive:
-                    values[v] = emit_math(b, op.op, args, nonpositive=True)
+                    values[v] = emit_math(b, op.op, args, nonpositive=True, fast=quick)
                 else:
-                    values[v] = lower_op(b, op, args, dtypes,
+                    values[v] = lower_op(b, op, args, dtypes, fast=quick,
                                          operand_nans=self.operand_nans.get(v))
+                if quick:
+                    fast.append(values[v])
                 flags = computed_errors(b, op, args, dtypes)   # rare: set where they happen
                 if flags is not None:
                     with b.if_then(b.icmp_unsigned("!=", flags, ir.Constant(I32, 0))):
@@ -399,15 +432,16 @@ class _RowKernelBuilder:
             row = self.load_state(ib, inner_state)
             wanted = self.needed(computed + list(stores), loads)
 
-            def one(ib: ir.IRBuilder, i: ir.Value) -> None:
+            def one(ib: ir.IRBuilder, i: ir.Value, fast: list | None) -> None:
                 index = ib.add(inner_start, i)
-                values = self.emit_elements(ib, inner_pointers, index, row, wanted, loads)
+                values = self.emit_elements(ib, inner_pointers, index, row, wanted, loads,
+                                            fast)
                 self.store_scratch(ib, inner_pointers, index, values, stores)
                 for buffer, a, ty in zip(inner_buffers, computed, types):
                     ib.store(values[a], element(ib, buffer, i, ty))
 
             self.element_loop(ib, i64(0), inner_n, one, wanted - set(loads),
-                              (row, inner_pointers, inner_start))
+                              (row, inner_pointers, inner_start), fast=True)
             ib.ret_void()
             b.call(inner, pointers + [state, start, n, *buffers])
         computed_runs = iter(buffers)
@@ -476,11 +510,12 @@ class _RowKernelBuilder:
         row = self.load_state(b, state)
         wanted = self.needed([spec.outputs[j] for j in element_outputs], loads)
 
-        def one(b: ir.IRBuilder, i: ir.Value) -> None:
-            values = self.emit_elements(b, pointers, i, row, wanted, loads)
+        def one(b: ir.IRBuilder, i: ir.Value, fast: list | None) -> None:
+            values = self.emit_elements(b, pointers, i, row, wanted, loads, fast)
             self.store_outputs(b, pointers, i, values, element_outputs)
 
-        self.element_loop(b, begin, end, one, wanted - set(loads), (row, pointers, i64(0)))
+        self.element_loop(b, begin, end, one, wanted - set(loads), (row, pointers, i64(0)),
+                          fast=True)
         b.ret_void()
         return fn
 

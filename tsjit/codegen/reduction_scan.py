@@ -89,7 +89,7 @@ def build_scan(kb, p: int, cached: bool) -> ir.Function:
         slots.append((stack_slot(b, llvm_type(dtype), scan_start(kind, dtype)),
                       stack_slot(b, I64, i64(0)) if kind in ARG_REDUCTIONS else None))
 
-    def one(b: ir.IRBuilder, i: ir.Value) -> None:
+    def one(b: ir.IRBuilder, i: ir.Value, _fast=None) -> None:
         values = kb.emit_elements(b, pointers, i, row, wanted, loads)
         kb.store_scratch(b, pointers, i, values, stores)
         for r, a, dtype, (best, index) in zip(reductions, args, dtypes, slots):

@@ -166,7 +166,7 @@ class _Flags:
         count)``; then eight zero bytes."""
         row = dict(self.row)   # a strided walk's piece bases stay in its loops
 
-        def one(b: ir.IRBuilder, e: ir.Value) -> None:
+        def one(b: ir.IRBuilder, e: ir.Value, _fast=None) -> None:
             b.store(b.zext(self.test(b, b.add(start, e), row), I8),
                     b.gep(self.buffer, [e], source_etype=I8))
 

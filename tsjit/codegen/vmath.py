@@ -631,7 +631,7 @@ def emit_math(builder: ir.IRBuilder, name: str, args: list[ir.Value],
               # (half arguments are normal numbers in the float arithmetic used for them)
               denormal_underflow=(like or fmt.name) == fmt.name
               and numpy_flags.underflows_at_denormals(name, fmt.name))
-    if fast and name in _FAST and not nonpositive:
+    if fast and name in _FAST:   # nonpositive too: the same bits where ordinary
         return _FAST[name](em, *args)
     result = emit(em, *args)
     if arity == 1 and name not in _NAN_RESULT_FOLDED:

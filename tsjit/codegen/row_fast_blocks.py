@@ -1,0 +1,54 @@
+"""Fast blocks in the row kernels' element loops (``reduction``).
+
+A row kernel's pass computes its element values (softmax's and logsumexp's ``exp(x -
+max)``) in a loop over the row. Where they include a math function with a fast form
+(``vmath.FAST_FORMS``: the exact form's bits and flags where the argument is ordinary, NaN
+elsewhere), the loop runs blocks of BLOCK elements with the fast forms first, or-ing
+whether a fast result is NaN into a slot; a block where one is runs again exactly, from
+the floating-point flags as they were before it (the fast pass's are dropped). The loop
+writes only what it computes (node and scratch buffers, fresh outputs), so the second
+pass finds its inputs unchanged. (A NaN the exact form gives too, of a NaN argument, only
+costs the block its second pass.)
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+from llvmlite import ir
+
+from tsjit.codegen import fp_status
+from tsjit.codegen.ir_util import hinted_loop, i64
+
+__all__ = ["BLOCK", "note_nans", "run_fast_block", "slot_type"]
+
+BLOCK = 64   # a multiple of 4 vectors of any width (an interleaved iteration)
+
+
+def slot_type(itemsizes: list[int]) -> ir.IntType:
+    """The slot's type: an integer of the fast functions' float width (a wider or narrower
+    one would pack or widen the lane masks in every vector)."""
+    return ir.IntType(8 * max(itemsizes, default=4))
+
+
+def note_nans(b: ir.IRBuilder, slot: ir.Value, ty: ir.IntType, values: list[ir.Value]) -> None:
+    """Or whether any of an element's fast results is NaN into ``slot`` (an or-reduction
+    over the block: it vectorizes)."""
+    if values:
+        nan = functools.reduce(b.or_, [b.fcmp_unordered("uno", v, v) for v in values])
+        b.store(b.or_(b.load(slot, typ=ty), b.zext(nan, ty)), slot)
+
+
+def run_fast_block(b: ir.IRBuilder, slot: ir.Value, ty: ir.IntType,
+                   element: Callable[[ir.IRBuilder, ir.Value, bool], None],
+                   hints: dict) -> None:
+    """One block, ``element(b, j, fast)`` for j in [0, BLOCK): fast first, then, where a
+    fast result was NaN, again exactly from the flags saved before the block."""
+    saved = fp_status.save(b) if fp_status.supported() else None
+    none = ir.Constant(ty, 0)
+    b.store(none, slot)
+    hinted_loop(b, i64(0), i64(BLOCK), lambda b, j: element(b, j, True), hints)
+    with b.if_then(b.icmp_unsigned("!=", b.load(slot, typ=ty), none), likely=False):
+        if saved is not None:
+            fp_status.restore(b, saved)
+        hinted_loop(b, i64(0), i64(BLOCK), lambda b, j: element(b, j, False), hints)
