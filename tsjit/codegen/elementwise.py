@@ -42,7 +42,7 @@ from tsjit.codegen.elementwise_driver import (
     JOB_TYPE,
     OPERAND_INFO_TYPE,
 )
-from tsjit.codegen.fast_blocks import fast_plan
+from tsjit.codegen.fast_blocks import fast_plan, nan_blind
 from tsjit.codegen.ir_util import (
     I8,
     I32,
@@ -136,6 +136,11 @@ class _KernelBuilder:
         # the ops (value numbers) that fast blocks compute by their fast forms, and the
         # outputs (operands) where a NaN they give shows (see ``fast_blocks_loop``)
         self.fast_ops, self.scanned = fast_plan(spec, self.output_operand)
+        # the ops whose NaN bits fast blocks need not give (a NaN they give is scanned):
+        # their NaN selects are left out there
+        scanned_values = {v for j, v in enumerate(spec.outputs)
+                          if self.output_operand(j) in self.scanned}
+        self.nan_blind = nan_blind(spec, self.operand_nans, scanned_values)
 
     def _function(self, name: str, args: list[ir.Type], internal: bool,
                   result: ir.Type = VOID) -> ir.Function:
@@ -166,11 +171,12 @@ class _KernelBuilder:
         needed = self._needed_values()
         for index, op in enumerate(spec.ops, start=len(spec.inputs)):
             if index in needed:
+                blind = fast and index in self.nan_blind
                 arg_dtypes = [spec.value_dtype(a) for a in op.args]
                 args = [values[a] for a in op.args]
                 values[index] = lower_op(b, op, args, arg_dtypes,
                                          fast and index in self.fast_ops,
-                                         self.operand_nans.get(index))
+                                         None if blind else self.operand_nans.get(index))
                 self.collect_computed_errors(b, computed_errors(b, op, args, arg_dtypes))
         for j, value_number in enumerate(spec.outputs):
             pointer = pointers[self.output_operand(j)]

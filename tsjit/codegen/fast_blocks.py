@@ -20,7 +20,7 @@ import numpy as np
 from tsjit.codegen import vmath
 from tsjit.codegen.kernel_spec import MATH_FUNCTIONS, KernelSpec
 
-__all__ = ["fast_plan"]
+__all__ = ["fast_plan", "nan_blind"]
 
 _UNARY = (0,)
 _BINARY = (0, 1)
@@ -56,6 +56,14 @@ def fast_plan(spec: KernelSpec, output_operand: Callable[[int], int]
         scanned.append(best)
         unseen = {v for v in unseen if best not in reaches[v]}
     return fast, tuple(sorted(scanned))
+
+
+def nan_blind(spec: KernelSpec, candidates, scanned_values) -> frozenset[int]:
+    """The ``candidates`` (value numbers) whose NaN always reaches one of
+    ``scanned_values``: in a fast block such a NaN sends the block to its exact pass, so
+    the fast pass need not give NumPy's NaN bits there (operand_nans' selects): the exact
+    pass does."""
+    return frozenset(v for v in candidates if _nan_whenever(spec, v) & scanned_values)
 
 
 def _nan_whenever(spec: KernelSpec, value: int) -> set[int]:
