@@ -204,7 +204,7 @@ def indistinguishable(got, want, approximate: bool, one_at_a_time=None) -> None:
         assert len(got) == len(want)
         return
     got, want = np.asarray(got), np.asarray(want)
-    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+    assert (got.dtype, got.shape, got.strides) == (want.dtype, want.shape, want.strides)
     if want.dtype.kind != "f":
         np.testing.assert_array_equal(got, want)
         return

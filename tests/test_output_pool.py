@@ -36,10 +36,10 @@ def test_live_results_never_share_memory_across_many_sizes():
     live: list[np.ndarray] = []
     for step in range(300):
         rows = int(rng.integers(1, 6)) * 100
-        like = np.empty((rows, 1024), F32, order="F") if step % 3 == 0 else None
-        result = alloc((rows, 1024), like)
+        layout = "F" if step % 3 == 0 else None
+        result = alloc((rows, 1024), layout)
         assert _address(result) % PAGE_BYTES == RESULT_PAGE_OFFSET
-        assert result.flags.f_contiguous if like is not None else result.flags.c_contiguous
+        assert result.flags.f_contiguous if layout else result.flags.c_contiguous
         assert result.base is None and result.flags.owndata
         assert not any(np.shares_memory(result, other) for other in live)
         result[...] = step

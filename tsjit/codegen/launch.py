@@ -50,6 +50,7 @@ from tsjit.codegen.kernel_abi import (
 )
 from tsjit.codegen.kernel_cache import KernelCache
 from tsjit.codegen.kernel_spec import KernelSpec, supports
+from tsjit.codegen.output_layout import OutputLayouts
 from tsjit.codegen.output_pool import OutputPool
 
 __all__ = ["FloatingPointFlags", "Kernel", "broadcast_shape", "compile_kernel"]
@@ -90,6 +91,8 @@ class Kernel:
             "_check_out": _check_out,
             "_dtypes": tuple(spec.value_dtype(v) for v in spec.outputs),
             "_empty": np.empty,
+            "_layouts": OutputLayouts(spec, [j for j in range(len(spec.outputs))
+                                            if spec.inplace_target(j) is None]),
             **{
                 f"_alloc{j}": pool.allocator(spec.value_dtype(v), spec.out_rank)
                 for j, v in enumerate(spec.outputs)
@@ -252,10 +255,6 @@ def _call_source(spec: KernelSpec) -> str:
     params = [f"a{i}" for i in range(len(spec.inputs))]
     arrays = [f"a{i}" for i, inp in enumerate(spec.inputs) if not inp.is_scalar]
     scalars = [f"a{i}" for i, inp in enumerate(spec.inputs) if inp.is_scalar]
-    full_rank = [
-        f"a{i}" for i, inp in enumerate(spec.inputs)
-        if not inp.is_scalar and inp.rank == spec.out_rank
-    ]
     lines = [f"def call({', '.join(params)}, out=None, shape=None):", "    if shape is None:"]
     lines += ["    " + line for line in _broadcast_lines(arrays)]
     for t in sorted({t for t in spec.inplace if t is not None}):
@@ -266,15 +265,20 @@ def _call_source(spec: KernelSpec) -> str:
                 lines.append(f"    if _overlaps({a}, a{t}):")
                 lines.append(f"        {a} = {a}.copy()")
     fresh = [j for j in range(len(spec.outputs)) if spec.inplace_target(j) is None]
-    model = full_rank[0] if full_rank else "None"
     if fresh:
         lines.append("    if out is None:")
-        for j in fresh:
-            if spec.out_rank == 1:  # one layout: small vectors skip the allocator's call
+        if spec.out_rank > 1:   # C order unless an input of two or more axes is not C
+            all_c = " and ".join(f"a{i}.flags.c_contiguous" for i, inp in enumerate(spec.inputs)
+                                 if not inp.is_scalar and inp.rank > 1)
+            lines.append(f"        layouts = None if {all_c} else _layouts({', '.join(arrays)})")
+        for k, j in enumerate(fresh):
+            if spec.out_rank > 1:
+                lines.append(f"        o{j} = _alloc{j}(shape, layouts and layouts[{k}])")
+            elif spec.out_rank == 1:  # one layout: small vectors skip the allocator's call
                 lines.append(f"        o{j} = _empty(shape, _dtypes[{j}]) if shape[0] < _min{j} "
-                             f"else _alloc{j}(shape, {model})")
+                             f"else _alloc{j}(shape, None)")
             else:
-                lines.append(f"        o{j} = _alloc{j}(shape, {model})")
+                lines.append(f"        o{j} = _alloc{j}(shape, None)")
         # Caller-supplied outputs: the native code trusts their shape and dtype.
         lines.append("    else:")
         targets = ", ".join(f"o{j}" for j in fresh)

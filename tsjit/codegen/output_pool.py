@@ -29,9 +29,11 @@ from collections.abc import Callable
 import numpy as np
 from numpy._core import _multiarray_umath  # its _ARRAY_API capsule: NumPy's C-API table
 
+from tsjit.codegen.output_layout import Layout
+
 __all__ = ["Allocator", "OutputPool", "memory_stats", "trim"]
 
-Allocator = Callable[[tuple, "np.ndarray | None"], np.ndarray]
+Allocator = Callable[[tuple, Layout], np.ndarray]
 # Below this, switching the handler (~1 us, against 0.2 us for np.empty) is a large part
 # of a cheap kernel (a*x+y on 64k float32: ~9 us) when glibc would have reused the block;
 # from here on a kernel takes 35 us or more.
@@ -84,8 +86,8 @@ class OutputPool:
 
     def allocator(self, dtype: np.dtype, rank: int) -> Allocator:
         """The cheapest allocation function for outputs of this dtype and rank:
-        ``alloc(shape, like)`` returns an uninitialized array laid out as NumPy would lay
-        out a ufunc result computed from ``like`` (C order when ``like`` is None)."""
+        ``alloc(shape, layout)`` returns an uninitialized array in ``layout``
+        (``output_layout.Layout``: None for C order, "F", or the axes outermost first)."""
         dtype = np.dtype(dtype)
         min_elements = self.min_elements(dtype)
         empty, empty_like = np.empty, np.empty_like
@@ -101,26 +103,37 @@ class OutputPool:
             finally:
                 set_handler(previous)
 
-        if rank <= 1:  # one layout only: no need to look at ``like``
+        if rank <= 1:  # one layout only: no need to look at ``layout``
 
-            def alloc_vector(shape: tuple, like: np.ndarray | None) -> np.ndarray:
+            def alloc_vector(shape: tuple, layout: Layout) -> np.ndarray:
                 if rank == 0 or shape[0] < min_elements:
                     return empty(shape, dtype)
                 return pooled(shape, "C")
 
             return alloc_vector
 
-        def alloc(shape: tuple, like: np.ndarray | None) -> np.ndarray:
+        def alloc(shape: tuple, layout: Layout) -> np.ndarray:
             order = "C"
-            if like is not None and not like.flags.c_contiguous:
-                if not like.flags.f_contiguous:  # a permuted layout: NumPy's K order
-                    return empty_like(like, dtype, subok=False, shape=shape)
+            if layout is not None:
+                if layout != "F":  # a permuted layout: empty_like keeps a prototype's
+                    return empty_like(_prototype(shape, layout), dtype, subok=False)
                 order = "F"
             if math.prod(shape) < min_elements:
                 return empty(shape, dtype, order=order)
             return pooled(shape, order)
 
         return alloc
+
+
+def _prototype(shape: tuple, layout: tuple[int, ...]) -> np.ndarray:
+    """A view (of one element: never read) with strides in ``layout``'s order."""
+    strides, step = [0] * len(shape), _ONE.itemsize
+    for axis in reversed(layout):
+        strides[axis], step = step, step * shape[axis]
+    return np.lib.stride_tricks.as_strided(_ONE, shape, strides, writeable=False)
+
+
+_ONE = np.zeros(1)
 
 
 def memory_stats() -> dict[str, int]:

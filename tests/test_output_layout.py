@@ -1,0 +1,93 @@
+"""A fused result lies in memory as eager NumPy's does: each ufunc of the chain gives its
+result its iterator's K order, where operands that disagree leave C order. The launcher
+used to copy the first full-rank input's layout: np.fmax(f, c) + 0.0 of a Fortran f and a
+C c came out Fortran-ordered, where NumPy's is C-ordered (the fusion fuzzer, with strides)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import tsjit
+from tsjit.codegen.output_layout import iteration_order
+
+
+def chain(x, y):
+    return np.fmax(x, y) + 0.0
+
+
+def two_results(x, y, z):
+    a = x * 2.0 + z
+    return a, (x + y) * z
+
+
+def broadcast_chain(x, row, y):
+    return (x + row) * 3.0 - y
+
+
+def _layouts(shape: tuple[int, ...]):
+    """Arrays of ``shape`` in C order, Fortran order, a permuted order, reversed, sliced."""
+    base = np.arange(1.0, 1.0 + np.prod(shape)).reshape(shape)
+    permuted = np.ascontiguousarray(base.transpose(1, 0, *range(2, len(shape))))
+    yield "C", base
+    yield "F", np.asfortranarray(base)
+    yield "permuted", permuted.transpose(1, 0, *range(2, len(shape)))
+    yield "reversed", base[::-1].copy()[::-1]
+    yield "sliced", np.asfortranarray(np.concatenate([base, base], axis=-1))[..., ::2]
+
+
+def _assert_laid_out_as(got: np.ndarray, want: np.ndarray) -> None:
+    np.testing.assert_array_equal(got, want)
+    assert got.strides == want.strides
+    assert got.flags.c_contiguous == want.flags.c_contiguous
+    assert got.flags.f_contiguous == want.flags.f_contiguous
+    assert got.base is None and got.flags.owndata
+
+
+def _check(fn, *args) -> None:
+    scripted = tsjit.script(fn)
+    want = fn(*args)
+    for _ in range(3):   # profiling, then optimized calls
+        got = scripted(*args)
+        for g, w in zip(got if isinstance(got, tuple) else (got,),
+                        want if isinstance(want, tuple) else (want,)):
+            _assert_laid_out_as(g, w)
+    assert scripted.stats()["kernel_launches"] > 0
+
+
+@pytest.mark.parametrize("shape", [(6, 5), (4, 3, 5)])
+@pytest.mark.parametrize("x_layout,y_layout",
+                         list(itertools.product(["C", "F", "permuted", "sliced"], repeat=2)))
+def test_a_chain_of_ufuncs_lays_out_its_result_as_numpy(shape, x_layout, y_layout):
+    arrays = dict(_layouts(shape))
+    _check(chain, arrays[x_layout], arrays[y_layout])
+
+
+@pytest.mark.parametrize("layouts", [("F", "C", "F"), ("F", "F", "C"), ("C", "F", "F"),
+                                     ("permuted", "F", "F"), ("reversed", "F", "C")])
+def test_each_result_has_its_own_chains_layout(layouts):
+    arrays = dict(_layouts((4, 3, 5)))
+    _check(two_results, *(arrays[name] for name in layouts))
+
+
+@pytest.mark.parametrize("x_layout", ["C", "F", "permuted"])
+def test_broadcast_operands_have_no_vote_on_their_broadcast_axes(x_layout):
+    arrays = dict(_layouts((4, 3, 5)))
+    row = np.asfortranarray(np.arange(15.0).reshape(1, 3, 5))
+    _check(broadcast_chain, arrays[x_layout], row, arrays["F"])
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (2, 3, 4)])
+@pytest.mark.parametrize("orders", list(itertools.product("CFPR", repeat=2)))
+def test_iteration_order_is_numpys(shape, orders):
+    """The order NumPy's iterator picks for np.add of two operands: its result's strides
+    sort the axes the same way (innermost first)."""
+    base = np.ones(shape)
+    made = {"C": base, "F": np.asfortranarray(base), "R": base[::-1],
+            "P": np.ascontiguousarray(base.swapaxes(0, 1)).swapaxes(0, 1)}
+    operands = [made[o] for o in orders]
+    result = np.add(*operands)
+    inner_first = sorted(range(len(shape)), key=lambda a: result.strides[a])
+    assert iteration_order([a.strides for a in operands], len(shape)) == inner_first
