@@ -42,7 +42,7 @@ from tsjit.codegen.elementwise_driver import (
     JOB_TYPE,
     OPERAND_INFO_TYPE,
 )
-from tsjit.codegen.fast_blocks import fast_plan, nan_blind
+from tsjit.codegen.fast_form_plan import fast_plan, nan_blind
 from tsjit.codegen.ir_util import (
     I8,
     I32,
