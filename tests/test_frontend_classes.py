@@ -342,3 +342,25 @@ def reflective_access(s: Stack) -> tuple[bool, bool, list[int], int]:
 
 def test_hasattr_and_getattr_with_a_default():
     check(reflective_access, (Stack(),))
+
+
+def test_decorated_class_names_itself_before_the_class_statement_returns():
+    # `@tsjit.script` on the class compiles its methods while the name is not bound yet
+    # (here a cell of this function; at module level, a global): annotations and bodies
+    # that name the class mean the class itself
+    @tsjit.script
+    class Interval:
+        def __init__(self, lo: int, hi: int):
+            self.lo = lo
+            self.hi = hi
+
+        def union(self, other: Interval) -> Interval:
+            return Interval(min(self.lo, other.lo), max(self.hi, other.hi))
+
+        def width(self) -> int:
+            return self.hi - self.lo
+
+    def spread(a: int, b: int) -> int:
+        return Interval(a, a + 1).union(Interval(b, b + 2)).width()
+
+    check(spread, (1, 5), (4, -3))

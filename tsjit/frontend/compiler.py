@@ -312,6 +312,7 @@ class Compiler(ModuleTypes):
                                        "parameters", source.range(definition))
             annotations = arg_anns
         globals_ = getattr(fn, "__globals__", {})
+        scope = emitter.resolver.closure if emitter is not None else None
         types = []
         for i, (pname, ann) in enumerate(zip(names, annotations)):
             if i == 0 and self_type is not None:
@@ -321,8 +322,8 @@ class Compiler(ModuleTypes):
                 if emitter is not None:
                     emitter.unannotated.add(pname)
             else:
-                types.append((pname, self._annotation(ann, globals_, source)))
-        ret = None if returns is None else self._annotation(returns, globals_, source)
+                types.append((pname, self._annotation(ann, globals_, source, scope)))
+        ret = None if returns is None else self._annotation(returns, globals_, source, scope)
         self._check_defaults(params, types, annotations, source)
         return params, types, ret
 
@@ -345,9 +346,10 @@ class Compiler(ModuleTypes):
                 f"{param.default!r} has type {type(param.default).__name__} ({hint})",
                 source.range(defaults[i - first]))
 
-    def _annotation(self, node: ast.expr, globals_: dict, source: ParsedSource) -> Type:
+    def _annotation(self, node: ast.expr, globals_: dict, source: ParsedSource,
+                    scope: dict | None = None) -> Type:
         try:
-            return to_type(evaluate(node, globals_), self.class_type_of)
+            return to_type(evaluate(node, globals_, scope), self.class_type_of)
         except AnnotationError as e:
             raise CompilationError(str(e), source.range(node)) from None
 

@@ -89,7 +89,8 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
         self.definition: ast.FunctionDef = source.definition
         self.graph = Graph()
         self.frame = Frame(self.graph.block)
-        self.resolver = Resolver(self, fn)
+        self.resolver = Resolver(self, fn, self_type.py_class
+                                 if isinstance(self_type, ClassType) else None)
         self.self_type = self_type
         self.self_value = self_value      # the module instance, for module methods
         self.loop_depth = 0

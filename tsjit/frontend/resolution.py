@@ -52,7 +52,7 @@ def is_constant(obj: object) -> bool:
 
 
 class Resolver:
-    def __init__(self, emitter: FunctionEmitter, fn: object):
+    def __init__(self, emitter: FunctionEmitter, fn: object, own_class: type | None = None):
         self.emitter = emitter
         self.globals = getattr(fn, "__globals__", {})
         closure = getattr(fn, "__closure__", None) or ()
@@ -63,6 +63,12 @@ class Resolver:
                 self.closure[name] = cell.cell_contents
             except ValueError:       # an unbound cell (defined later in the outer function)
                 pass
+        if own_class is not None:
+            # a method names its own class before that name is bound: `@tsjit.script` on a
+            # class compiles its methods while the class statement runs, where the name
+            # (global or a cell of the enclosing function) is bound only once it returns
+            # the class, which is what the name means whenever a method runs
+            self.closure.setdefault(own_class.__name__, own_class)
 
     def python_name(self, name: str, src: SourceRange):
         for scope in (self.closure, self.globals):
