@@ -240,3 +240,34 @@ def string_containers(s: str) -> tuple[list[str], str, dict[str, int]]:
 
 def test_strings_as_sequences():
     check(string_containers, ("banana",), ("",))
+
+
+def grow_while_looping(d: dict[str, int]) -> dict[str, int]:
+    for k in d:
+        if d[k] > 0:
+            d[k + "!"] = 0
+    return d
+
+
+def shrink_while_looping_items(d: dict[str, int]) -> int:
+    seen = 0
+    for k, v in d.items():
+        seen += v
+        if v == 2:
+            d.pop(k)
+    return seen
+
+
+def overwrite_while_looping_values(d: dict[str, int]) -> dict[str, int]:
+    for v in d.values():
+        d["a"] = v + 1         # same size: no error
+    return d
+
+
+def test_a_dict_whose_size_changes_under_its_loop_raises_as_in_python():
+    # Python's dict iterator raises RuntimeError at the step after the size changed,
+    # even when that step would have ended the loop
+    check(grow_while_looping, ({"a": 1, "b": 0},), ({"a": 0},), ({},))
+    check(shrink_while_looping_items, ({"a": 1, "b": 2, "c": 3},), ({"a": 2},),
+          ({"a": 1},))
+    check(overwrite_while_looping_values, ({"a": 1, "b": 5},))
