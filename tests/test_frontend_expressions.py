@@ -492,6 +492,16 @@ def test_f_strings_with_conversions_and_format_specs():
     check(fstrings, (1, 2.5, "x", True), (-42, 1e-9, "", False))
 
 
+def describe_array(x, i: int) -> str:           # x unannotated: an array
+    return f"{x} has {x[i]:.2f} at {i}; " + "%s / %d" % (x, x[i])  # noqa: UP031 (what is tested)
+
+
+def test_arrays_format_into_f_strings_and_percent_formatting():
+    # a str beside an unannotated parameter is no sign it was meant as a str when the
+    # parameter is the value being formatted
+    check(describe_array, (np.array([1.5, -2.0]), 1), (np.arange(3), 0), (np.arange(2), 5))
+
+
 def str_ops(a: str, n: int) -> tuple[str, str, int, str]:
     return a + "!", a * n, len(a), a[::-1]
 

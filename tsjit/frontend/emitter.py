@@ -55,6 +55,13 @@ def _holds_str(t: Type) -> bool:
     return t == StrType or (not isinstance(t, TensorType) and StrType in t.contained())
 
 
+def _formatted_value(kind: str, inputs: list[Value]) -> Value | None:
+    """The value an op turns into text, which may be an array: `f"{x}"`, `"%s" % x`."""
+    if kind == "prim::FormatValue" or (kind == "aten::mod" and inputs[0].type == StrType):
+        return inputs[0] if kind == "prim::FormatValue" else inputs[1]
+    return None
+
+
 def constant_type(value: object) -> Type:
     if isinstance(value, bool):
         return BoolType
@@ -116,7 +123,8 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
     def emit_op(self, kind: str, inputs: list[Value], attrs: dict | None = None,
                 src: SourceRange | None = None) -> Value | None:
         """Insert an op whose output types come from its type rule."""
-        self.check_unannotated_use(inputs, src)
+        formatted = _formatted_value(kind, inputs)
+        self.check_unannotated_use([v for v in inputs if v is not formatted], src)
         try:
             types = infer_types(op(kind), [v.type for v in inputs], attrs or {})
         except OpTypeError as e:

@@ -130,6 +130,8 @@ def binary_rule(name: str):
 
     def infer(types, attrs):
         a, b = types
+        if name == "mod" and a == StrType:          # "%s" % value: any value formats
+            return StrType
         if isinstance(a, TensorType) or isinstance(b, TensorType):
             other = b if isinstance(a, TensorType) else a
             if isinstance(other, TensorType) or is_number(other) or other in (AnyType,
