@@ -361,3 +361,39 @@ class WithoutSuperInit(tsjit.Module):
 
 def test_module_whose_init_does_not_call_super():
     check_module(WithoutSuperInit, "forward", (3,))
+
+
+class NoisyLayer(tsjit.Module):
+    def __init__(self):
+        super().__init__()
+        self.shift = 0.5
+
+    def forward(self, x):
+        return x + self.shift if self.training else x
+
+
+class Stack(tsjit.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = tsjit.ModuleList([NoisyLayer(), NoisyLayer()])
+        self.by_name = tsjit.ModuleDict({"last": NoisyLayer()})
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return self.by_name["last"](x) * (2.0 if self.training else 1.0)
+
+
+def test_training_flag_and_train_eval_reach_every_submodule():
+    # nn.Module's `training` and train()/eval(); on a scripted module they return the
+    # scripted module (so `tsjit.script(m).eval()` stays compiled), and the compiled
+    # forward reads the flag on each call
+    x = np.arange(3.0)
+    scripted, eager = tsjit.script(Stack()), Stack()
+    assert_same(scripted(x), eager(x))
+    assert scripted.eval() is scripted and eager.eval() is eager
+    assert not scripted.training and not scripted.layers[1].training
+    assert_same(scripted(x), eager(x))
+    assert_same(scripted(x), x)
+    assert scripted.train() is scripted and scripted.by_name["last"].training
+    assert_same(scripted(x), eager.train()(x))

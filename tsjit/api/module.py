@@ -34,13 +34,33 @@ class Module:
         layer.save("linear.tsjit")          # tsjit.load("linear.tsjit") in another process
 
     `tsjit.ModuleList` and `tsjit.ModuleDict` hold submodules; script code indexes them
-    by constants and unrolls loops over them."""
+    by constants and unrolls loops over them.  `self.training` (a bool attribute, True
+    until `eval()`) lets `forward` behave differently in training and in inference."""
 
     def __init__(self) -> None:
-        pass
+        self.training = True
 
     def __call__(self, *args, **kwargs):
         return self.forward(*args, **kwargs)
+
+    def train(self, mode: bool = True) -> Module:
+        """Set `training` on this module and every submodule, as nn.Module.train does."""
+        for module in self._self_and_submodules():
+            module.training = mode
+        return self
+
+    def eval(self) -> Module:
+        """`train(False)`."""
+        return self.train(False)
+
+    def _self_and_submodules(self) -> Iterator[Module]:
+        yield self
+        for value in vars(self).values():      # ModuleList/ModuleDict keep theirs in one
+            held = value.values() if isinstance(value, dict) else \
+                value if isinstance(value, list) else (value,)
+            for child in held:
+                if isinstance(child, Module):
+                    yield from child._self_and_submodules()
 
 
 class ModuleList(Module):

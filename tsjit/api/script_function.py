@@ -297,6 +297,15 @@ class ScriptModule:
                             f"'{type(value).__name__}'")
         setattr(self._instance, name, value)
 
+    def train(self, mode: bool = True) -> ScriptModule:
+        """The instance's `train(mode)`; returns this scripted module (not the instance,
+        whose `forward` is the Python one), so `tsjit.script(m).eval()` stays compiled."""
+        self._instance.train(mode)
+        return self
+
+    def eval(self) -> ScriptModule:
+        return self.train(False)
+
     def __reduce__(self):
         """Pickled as its saved form (graphs and attribute values, no source): see
         `pickling.py`.  Each unpickling makes a new instance."""
