@@ -274,6 +274,8 @@ BUILTIN_CASES = [
     call(oct, 8), call(hex, np.int64(255)), call(hex, np.float64(1.0)),
     call(ord, "a"), call(ord, "é"), call(ord, "ab"), call(ord, ""), call(chr, 65),
     call(chr, 233), call(chr, -1), call(chr, 0x110000),
+    call(hash, -1), call(hash, 2**70), call(hash, "key"), call(hash, -0.0), call(hash, NAN),
+    call(hash, (1, "a")), call(hash, None), call(hash, True),
     call(sorted, [3, -1, 2, 2, 0]), call(sorted, ["pear", "Apple", "apple"]),
     call(sorted, [2.5, NAN, 1.0]), call(sorted, [], reverse=True),
     call(sorted, [1, 3, 2], reverse=True), call(sorted, "hello"), call(sorted, {"b": 1, "a": 2}),
@@ -425,8 +427,8 @@ MY_BUILTINS = {"aten::len", "prim::abs", "prim::min", "prim::max", "prim::sum", 
                "aten::divmod", "prim::pow", "prim::any", "prim::all", "aten::Int",
                "aten::Float", "aten::Bool", "aten::str", "aten::repr", "aten::ascii",
                "prim::FormatValue", "aten::bin", "aten::hex", "aten::oct", "aten::ord",
-               "aten::chr", "aten::sorted", "aten::reversed", "aten::list", "aten::tuple",
-               "aten::dict", "aten::format"}
+               "aten::hash", "aten::chr", "aten::sorted", "aten::reversed", "aten::list",
+               "aten::tuple", "aten::dict", "aten::format"}
 
 
 def test_every_op_has_a_case() -> None:
@@ -561,6 +563,9 @@ REJECTED = [
     ((hex, FloatType), "'float' object cannot be interpreted as an integer"),
     ((ord, IntType), "ord() expected string of length 1, but int found"),
     ((chr, StrType), "must be int, not str"),
+    ((hash, LI), "unhashable type: 'List[int]'"),
+    ((hash, TupleType((IntType, DictType(StrType, IntType)))), "unhashable type"),
+    ((hash, TENSOR), "unhashable type: 'Tensor'"),
     ((sorted, IntType, BoolType), "not iterable"),
     ((sorted, LI, StrType), "must be int, not str"),
     ((dict, LI), "dict() argument must be"),

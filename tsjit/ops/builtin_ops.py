@@ -30,14 +30,17 @@ from ..ir.types import (
     ClassType,
     ComplexType,
     DictType,
+    EnumType,
     FloatType,
     IntType,
     ListType,
     NoneType,
+    OptionalType,
     StrType,
     TensorType,
     TupleType,
     Type,
+    UnionType,
     VarTupleType,
     is_number,
 )
@@ -177,6 +180,22 @@ def _integer_text_rule(types, attrs):
     return StrType
 
 
+def _hashable(t: Type) -> bool:
+    """Whether values of type `t` hash (lists, dicts and arrays do not; a script class
+    instance hashes unless its class says otherwise, which Python reports when called)."""
+    if isinstance(t, (TupleType, VarTupleType, OptionalType, UnionType)):
+        return all(_hashable(e) for e in t.contained())
+    return t in (IntType, FloatType, BoolType, ComplexType, StrType, NoneType, AnyType) or \
+        isinstance(t, (ClassType, EnumType))
+
+
+def _hash_rule(types, attrs):
+    (t,) = types
+    if not _hashable(t):
+        raise OpTypeError(f"unhashable type: '{t.annotation}'")
+    return IntType
+
+
 def _ord_rule(types, attrs):
     (x,) = types
     if not STR(x):
@@ -263,6 +282,7 @@ register("prim::FormatValue", "value, spec=''", _format_value_rule, _format_valu
 for _fn in (bin, hex, oct):
     register_function(f"aten::{_fn.__name__}", _fn, "x", _integer_text_rule)
 register_function("aten::ord", ord, "c", _ord_rule)
+register_function("aten::hash", hash, "obj", _hash_rule)
 register_function("aten::chr", chr, "i", signature_rule("chr", (INDEX,), StrType))
 
 # Containers built from iterables.  reversed() gives a list (the language has no iterator
