@@ -364,3 +364,33 @@ def test_decorated_class_names_itself_before_the_class_statement_returns():
         return Interval(a, a + 1).union(Interval(b, b + 2)).width()
 
     check(spread, (1, 5), (4, -3))
+
+
+class Tally:
+    def __init__(self, start: int):
+        self.total = start
+        self.steps: list[int] = []
+
+    def add(self, x: int) -> int:
+        self.total += x
+        self.steps.append(x)
+        return self.total
+
+    @classmethod
+    def fresh(cls, start: int) -> Tally:
+        return cls(start)
+
+
+def test_a_bound_method_scripts_as_its_class_method_bound_to_the_instance():
+    # tsjit.script(obj.method) behaves as obj.method: self is the instance (it dropped the
+    # binding, so every call missed an argument)
+    eager, scripted_owner = Tally(10), Tally(10)
+    add = tsjit.script(scripted_owner.add)
+    for x in (2, -5, 7):
+        assert add(x) == eager.add(x)
+    assert (scripted_owner.total, scripted_owner.steps) == (eager.total, eager.steps)
+    assert add(x=1) == eager.add(x=1)
+    with pytest.raises(TypeError):
+        add("2")
+    with pytest.raises(tsjit.CompilationError, match="classmethod"):
+        tsjit.script(Tally.fresh)

@@ -45,11 +45,26 @@ def script(obj):
         return _script_module(obj)
     if inspect.isclass(obj):
         return _script_class(obj)
-    if inspect.isfunction(obj) or inspect.ismethod(obj):
-        fn = getattr(obj, "__func__", obj)
-        return ScriptFunction(_compiler.compile_function(fn), fn)
+    if inspect.ismethod(obj):
+        return _script_bound_method(obj)
+    if inspect.isfunction(obj):
+        return ScriptFunction(_compiler.compile_function(obj), obj)
     raise TypeError(f"tsjit.script expects a function, a class or a tsjit.Module instance, "
                     f"not {type(obj).__name__}")
+
+
+def _script_bound_method(method) -> ScriptMethod:
+    """`obj.method`: compiled as a method of obj's type (a script class, or the module's
+    type for a `tsjit.Module`), with `obj` bound as `self`, as the bound method calls it."""
+    owner = method.__self__
+    if isinstance(owner, type):
+        raise CompilationError(f"tsjit.script cannot compile the classmethod "
+                               f"{method.__qualname__} on its own: script its class "
+                               f"(tsjit.script({owner.__name__})) and call the classmethod "
+                               "from script code")
+    t = _compiler.module_type(owner) if isinstance(owner, Module) else \
+        _compiler.script_class(type(owner))
+    return ScriptMethod(_compiler.method(t, method.__name__, None), method.__func__, owner)
 
 
 def _script_class(cls: type) -> type:
