@@ -222,7 +222,11 @@ CASES = _ufunc_cases() + [
     (np.einsum, ("ij,kj->ik", F2, F32), {}), (np.einsum, ("i,i", V, V), {}),
     (np.linalg.norm, (F2,), {}), (np.linalg.norm, (I2,), {"axis": 1, "keepdims": True}),
     (np.linalg.norm, (SQ, "fro"), {}), (np.linalg.inv, (SQ,), {}), (np.linalg.det, (SQ,), {}),
-    (np.linalg.solve, (SQ, SQ[0]), {}),
+    (np.linalg.solve, (SQ, SQ[0]), {}), (np.linalg.cholesky, (SQ @ SQ.T,), {}),
+    (np.linalg.cholesky, (np.array([[4, 2], [2, 3]], np.int32),), {}),
+    (np.linalg.pinv, (F32[:, :2],), {}), (np.linalg.matrix_power, (SQ, 3), {}),
+    (np.linalg.matrix_power, (SQ.astype(np.int64), -1), {}),
+    (np.linalg.eigvals, (SQ,), {}), (np.linalg.eigvals, (np.array([[0.0, -1.0], [1.0, 0.0]]),), {}),
     # attributes and shapes
     *(("@" + name, (F2,), {}) for name in ("shape", "strides", "ndim", "size", "itemsize",
                                            "nbytes", "dtype", "T")),

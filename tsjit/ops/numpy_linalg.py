@@ -13,6 +13,7 @@ from .numpy_reductions import reduction
 from .numpy_rules import (
     ANYTHING,
     ARRAY,
+    FLAG,
     INDEX,
     OPTIONAL_NUMBER,
     CallTypes,
@@ -126,6 +127,41 @@ define("numpy::linalg_solve", "a, b",
        lambda call: tensor(_linalg_dtype(_solve, call["a"], call["b"]), sizes_of(call["b"]),
                            True),
        "np.linalg.solve", python=(np.linalg.solve,))
+
+
+def _float_dtype(t: Type) -> np.dtype | None:
+    dtype = operand_dtype(t)
+    return dtype if dtype is not None and np.dtype(dtype).kind in "fc" else None
+
+
+def _square_result(fn: Callable) -> ResultRule:
+    """np.linalg functions giving one matrix (or a stack) shaped as their argument, in the
+    dtype `fn` gives (ints become float64), probed on a 1x1 matrix."""
+    def result(call: CallTypes) -> Type:
+        return tensor(_linalg_dtype(lambda a: fn(a.reshape(1, 1)), call["a"]),
+                      sizes_of(call["a"]), True)
+    return result
+
+
+define("numpy::linalg_cholesky", "a, /", _square_result(np.linalg.cholesky),
+       "np.linalg.cholesky", python=(np.linalg.cholesky,))
+define("numpy::linalg_pinv", "a, rcond=None, hermitian=False", _square_result(np.linalg.pinv),
+       "np.linalg.pinv", kinds={"rcond": OPTIONAL_NUMBER, "hermitian": FLAG},
+       python=(np.linalg.pinv,))
+define("numpy::linalg_matrix_power", "a, n",       # ints stay ints unless n < 0
+       lambda call: tensor(_float_dtype(call["a"]), sizes_of(call["a"]), True),
+       "np.linalg.matrix_power", python=(np.linalg.matrix_power,))
+
+
+def _eigvals_result(call: CallTypes) -> Type:
+    rank = rank_of(call["a"])
+    sizes = None if rank is None else (None,) * (rank - 1)
+    # real or complex as the eigenvalues come out: decided by the values, not the dtype
+    return tensor(None, sizes, True)
+
+
+define("numpy::linalg_eigvals", "a", _eigvals_result, "np.linalg.eigvals",
+       python=(np.linalg.eigvals,))
 
 
 # -- vector products, convolution, polynomials --
