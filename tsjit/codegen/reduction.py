@@ -4,13 +4,10 @@ One call of the kernel computes ``rows`` rows of ``n`` elements (see ``reduction
 Per row, the reductions run in passes over the row (a row of a few KB stays in cache
 between passes): pass ``p`` computes the reductions whose operands need the row values of
 passes before it (softmax: the max, then the sum of ``exp(x - max)``, then the normalized
-output).  A pass walks NumPy's pairwise-summation tree (``pairwise``) down to subtrees
-of at most NODE elements; there one loop (which the vectorizer widens) computes the
-operands of the pass's reductions that are not in memory already (an input, a cached
-value) into stack buffers, and ``pairwise.run_reducer`` reduces each run in NumPy's
-order; the tree adds the halves as NumPy does.  Row-level values (means, ``log`` of
-a sum, ...) are computed once per row between passes, and the element-level outputs in a
-last loop over the row.
+output).  A pass of sums walks NumPy's pairwise-summation tree (``reduction_tree``),
+other passes scan the row (``reduction_scan``, ``reduction_extremes``).  Row-level values
+(means, ``log`` of a sum, ...) are computed once per row between passes, and the
+element-level outputs in a last loop over the row.
 
 Module functions (``name`` is the entry point):
 - ``{name}(operands, scalars...) -> status``: the floating-point flags (MXCSR's) that the
@@ -73,7 +70,7 @@ from tsjit.codegen.kernel_abi import (
 )
 from tsjit.codegen.kernel_spec import MATH_FUNCTIONS, KernelOp
 from tsjit.codegen.operand_nans import operand_nans
-from tsjit.codegen.pairwise import emit_combine, emit_split, run_reducer
+from tsjit.codegen.pairwise import emit_combine
 from tsjit.codegen.reduction_extremes import build_extremes, fast_extremes
 from tsjit.codegen.reduction_interrupts import (
     INTERRUPT_ELEMENTS,
@@ -102,6 +99,7 @@ from tsjit.codegen.reduction_strided import (
     strided_fields,
 )
 from tsjit.codegen.reduction_ties import emit_row_ties
+from tsjit.codegen.reduction_tree import build_node, build_tree
 from tsjit.codegen.row_fast_blocks import BLOCK as FAST_BLOCK
 from tsjit.codegen.row_fast_blocks import note_nans, run_fast_block, slot_type
 from tsjit.codegen.row_memory import (
@@ -123,10 +121,6 @@ _TASK_TYPE = ir.FunctionType(ir.VoidType(), [PTR, I64, I64])
 # stack buffer (longer rows compute them again).
 SCRATCH_ELEMENTS = 4096
 _INTERLEAVE = 4
-# A pass's sums recurse down NumPy's tree to subtrees of at most this many elements, whose
-# operands one loop computes into a stack buffer (a few KB: it stays in L1) for
-# ``pairwise.run_reducer`` to reduce.
-NODE = 1024
 _EXPENSIVE = frozenset({*MATH_FUNCTIONS, "pow"})
 # Rows between two checks for Ctrl-C (a call each: rows may be a few elements long).
 INTERRUPT_ROWS = 16
@@ -398,99 +392,6 @@ class _RowKernelBuilder:
                 slots.append(loads.get(a, stores.get(a)))
         return slots
 
-    def build_node(self, p: int, cached: bool) -> ir.Function:
-        """``node(rowptrs, state, start, n, results)``: the pass's reductions of elements
-        [start, start + n), n <= NODE, into 8-byte result slots.  A loop computes the
-        operands that are not in memory already into node buffers (and the pass's cached
-        values into their scratch buffers); it is in an inlined function whose pointers
-        are noalias (inputs are only read; outputs are not touched; scratch buffers are
-        private), so it vectorizes.  Each operand's run is then reduced in NumPy's order
-        (``pairwise.run_reducer``)."""
-        reductions = self.passes[p]
-        loads, stores = self.scratch(p, cached)
-        sources = self.sources(p, cached)
-        suffix = "c" if cached else ""
-        computed = [self._op(r).args[0] for r, k in zip(reductions, sources) if k is None]
-        types = [llvm_type(self.spec.value_dtype(a)) for a in computed]
-        fn = self.function(f"{self.name}_node{p}{suffix}", [PTR, PTR, I64, I64, PTR],
-                           computes=self.needed(computed + list(stores), loads) - set(loads))
-        rowptrs, state, start, n, results = fn.args
-        b = ir.IRBuilder(fn.append_basic_block())
-        pointers = self.pointers_from(b, rowptrs, cached)
-        buffers = [stack_slot(b, ir.ArrayType(ty, NODE)) for ty in types]
-        if computed or stores:
-            inner = self.function(f"{self.name}_node{p}{suffix}_inner",
-                                  [PTR] * self.n_slots + [PTR, I64, I64] + [PTR] * len(computed),
-                                  inline=True)
-            for arg in inner.args:
-                if arg.type == PTR:
-                    arg.add_attribute("noalias")
-            inner_pointers = list(inner.args[:self.n_slots])
-            inner_state, inner_start, inner_n = inner.args[self.n_slots:self.n_slots + 3]
-            inner_buffers = inner.args[self.n_slots + 3:]
-            ib = ir.IRBuilder(inner.append_basic_block())
-            row = self.load_state(ib, inner_state)
-            wanted = self.needed(computed + list(stores), loads)
-
-            def one(ib: ir.IRBuilder, i: ir.Value, fast: list | None) -> None:
-                index = ib.add(inner_start, i)
-                values = self.emit_elements(ib, inner_pointers, index, row, wanted, loads,
-                                            fast)
-                self.store_scratch(ib, inner_pointers, index, values, stores)
-                for buffer, a, ty in zip(inner_buffers, computed, types):
-                    ib.store(values[a], element(ib, buffer, i, ty))
-
-            self.element_loop(ib, i64(0), inner_n, one, wanted - set(loads),
-                              (row, inner_pointers, inner_start), fast=True)
-            ib.ret_void()
-            b.call(inner, pointers + [state, start, n, *buffers])
-        computed_runs = iter(buffers)
-        for j, (r, k) in enumerate(zip(reductions, sources)):
-            op = self._op(r)
-            if k is None:
-                run, align = next(computed_runs), np.dtype(op.dtype).itemsize
-            else:   # inputs may be unaligned views
-                run = b.gep(pointers[k], [start], source_etype=llvm_type(op.dtype))
-                align = 1 if k < len(self.array_inputs) else np.dtype(op.dtype).itemsize
-            reduce = run_reducer(self.module, op.op, op.dtype, align)
-            b.store(b.call(reduce, [run, n]), element(b, results, i64(j), I64))
-        b.ret_void()
-        return fn
-
-    def build_tree(self, p: int, node: ir.Function) -> ir.Function:
-        """``tree(rowptrs, state, start, n, results)``: NumPy's pairwise recursion down to
-        subtrees of at most NODE elements."""
-        reductions = self.passes[p]
-        fn = self.function(f"{node.name}_tree", [PTR, PTR, I64, I64, PTR])
-        rowptrs, state, start, n, results = fn.args
-        b = ir.IRBuilder(fn.append_basic_block())
-        with b.if_else(b.icmp_signed("<=", n, i64(NODE))) as (small, large):
-            with small:
-                b.call(node, [rowptrs, state, start, n, results])
-            with large:
-                if self.parallel:   # Ctrl-C: skip a large subtree (reduction_interrupts)
-                    with b.if_then(b.icmp_signed(">", n, i64(INTERRUPT_ELEMENTS))), \
-                            b.if_then(emit_pending(b)):
-                        for j in range(len(reductions)):
-                            b.store(i64(0), element(b, results, i64(j), I64))
-                        b.ret_void()
-                half = emit_split(b, n)
-                left = stack_slot(b, ir.ArrayType(I64, len(reductions)))
-                right = stack_slot(b, ir.ArrayType(I64, len(reductions)))
-                b.call(fn, [rowptrs, state, start, half, left])
-                b.call(fn, [rowptrs, state, b.add(start, half), b.sub(n, half), right])
-                self.combine_slots(b, reductions, left, right, results)
-        b.ret_void()
-        return fn
-
-    def combine_slots(self, b: ir.IRBuilder, reductions: list[int], left, right, results):
-        for j, r in enumerate(reductions):
-            op = self._op(r)
-            ty = llvm_type(op.dtype)
-            x = b.load(element(b, left, i64(j), I64), typ=ty)
-            y = b.load(element(b, right, i64(j), I64), typ=ty)
-            b.store(emit_combine(b, op.op, op.dtype, x, y), element(b, results, i64(j), I64))
-
     def build_outputs(self, cached: bool) -> ir.Function | None:
         """``out(p..., state, n)``: the element-level outputs of a row, every pointer
         noalias (outputs are fresh arrays, scratch buffers private) so the loop
@@ -556,7 +457,7 @@ class _RowKernelBuilder:
                 if fast_extremes(self, p, cached):
                     tree = build_extremes(self, p, cached, tree)
             else:
-                tree = self.build_tree(p, self.build_node(p, cached))
+                tree = build_tree(self, p, build_node(self, p, cached))
             trees.append(build_parallel_tree(self, p, tree) if split[p] else tree)
         outputs = self.build_outputs(cached)
         loads, _ = self.scratch(len(self.passes), cached)

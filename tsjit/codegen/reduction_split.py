@@ -13,6 +13,7 @@ from llvmlite import ir
 
 from tsjit.codegen.ir_util import I32, I64, PTR, element, i64, loop, stack_slot
 from tsjit.codegen.pairwise import emit_split
+from tsjit.codegen.reduction_tree import combine_slots
 
 __all__ = ["PARALLEL_RUN", "SUBTREE_DEPTH", "build_parallel_tree"]
 
@@ -82,7 +83,7 @@ def build_parallel_tree(kb, p: int, tree: ir.Function) -> ir.Function:
             while len(level) > 1:
                 merged = []
                 for left, right in zip(level[::2], level[1::2]):
-                    kb.combine_slots(b, reductions, left, right, left)
+                    combine_slots(kb, b, reductions, left, right, left)
                     merged.append(left)
                 level = merged
             for j in range(len(reductions)):

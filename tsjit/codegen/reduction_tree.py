@@ -1,0 +1,123 @@
+"""A sum pass of a row kernel: NumPy's pairwise-summation tree over the pass's operands.
+
+A pass whose reductions are sums walks NumPy's pairwise tree (``pairwise``) down to
+subtrees of at most NODE elements (``build_tree``); there one loop (which the vectorizer
+widens) computes the operands of the pass's reductions that are not in memory already
+(an input, a cached value) into stack buffers, and ``pairwise.run_reducer`` reduces each
+run in NumPy's order (``build_node``); the tree adds the halves as NumPy does
+(``combine_slots``, also the parallel split's, ``reduction_split``).  Each function takes
+the kernel's builder (``reduction._RowKernelBuilder``) as ``kb``.
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+
+from tsjit.codegen.element_ops import llvm_type
+from tsjit.codegen.ir_util import I64, PTR, element, i64, stack_slot
+from tsjit.codegen.pairwise import emit_combine, emit_split, run_reducer
+from tsjit.codegen.reduction_interrupts import INTERRUPT_ELEMENTS, emit_pending
+
+__all__ = ["NODE", "build_node", "build_tree", "combine_slots"]
+
+# A pass's sums recurse down NumPy's tree to subtrees of at most this many elements, whose
+# operands one loop computes into a stack buffer (a few KB: it stays in L1) for
+# ``pairwise.run_reducer`` to reduce.
+NODE = 1024
+
+
+def build_node(kb, p: int, cached: bool) -> ir.Function:
+    """``node(rowptrs, state, start, n, results)``: the pass's reductions of elements
+    [start, start + n), n <= NODE, into 8-byte result slots.  A loop computes the
+    operands that are not in memory already into node buffers (and the pass's cached
+    values into their scratch buffers); it is in an inlined function whose pointers
+    are noalias (inputs are only read; outputs are not touched; scratch buffers are
+    private), so it vectorizes.  Each operand's run is then reduced in NumPy's order
+    (``pairwise.run_reducer``)."""
+    reductions = kb.passes[p]
+    loads, stores = kb.scratch(p, cached)
+    sources = kb.sources(p, cached)
+    suffix = "c" if cached else ""
+    computed = [kb._op(r).args[0] for r, k in zip(reductions, sources) if k is None]
+    types = [llvm_type(kb.spec.value_dtype(a)) for a in computed]
+    fn = kb.function(f"{kb.name}_node{p}{suffix}", [PTR, PTR, I64, I64, PTR],
+                     computes=kb.needed(computed + list(stores), loads) - set(loads))
+    rowptrs, state, start, n, results = fn.args
+    b = ir.IRBuilder(fn.append_basic_block())
+    pointers = kb.pointers_from(b, rowptrs, cached)
+    buffers = [stack_slot(b, ir.ArrayType(ty, NODE)) for ty in types]
+    if computed or stores:
+        inner = kb.function(f"{kb.name}_node{p}{suffix}_inner",
+                            [PTR] * kb.n_slots + [PTR, I64, I64] + [PTR] * len(computed),
+                            inline=True)
+        for arg in inner.args:
+            if arg.type == PTR:
+                arg.add_attribute("noalias")
+        inner_pointers = list(inner.args[:kb.n_slots])
+        inner_state, inner_start, inner_n = inner.args[kb.n_slots:kb.n_slots + 3]
+        inner_buffers = inner.args[kb.n_slots + 3:]
+        ib = ir.IRBuilder(inner.append_basic_block())
+        row = kb.load_state(ib, inner_state)
+        wanted = kb.needed(computed + list(stores), loads)
+
+        def one(ib: ir.IRBuilder, i: ir.Value, fast: list | None) -> None:
+            index = ib.add(inner_start, i)
+            values = kb.emit_elements(ib, inner_pointers, index, row, wanted, loads,
+                                        fast)
+            kb.store_scratch(ib, inner_pointers, index, values, stores)
+            for buffer, a, ty in zip(inner_buffers, computed, types):
+                ib.store(values[a], element(ib, buffer, i, ty))
+
+        kb.element_loop(ib, i64(0), inner_n, one, wanted - set(loads),
+                          (row, inner_pointers, inner_start), fast=True)
+        ib.ret_void()
+        b.call(inner, pointers + [state, start, n, *buffers])
+    computed_runs = iter(buffers)
+    for j, (r, k) in enumerate(zip(reductions, sources)):
+        op = kb._op(r)
+        if k is None:
+            run, align = next(computed_runs), np.dtype(op.dtype).itemsize
+        else:   # inputs may be unaligned views
+            run = b.gep(pointers[k], [start], source_etype=llvm_type(op.dtype))
+            align = 1 if k < len(kb.array_inputs) else np.dtype(op.dtype).itemsize
+        reduce = run_reducer(kb.module, op.op, op.dtype, align)
+        b.store(b.call(reduce, [run, n]), element(b, results, i64(j), I64))
+    b.ret_void()
+    return fn
+
+
+def build_tree(kb, p: int, node: ir.Function) -> ir.Function:
+    """``tree(rowptrs, state, start, n, results)``: NumPy's pairwise recursion down to
+    subtrees of at most NODE elements."""
+    reductions = kb.passes[p]
+    fn = kb.function(f"{node.name}_tree", [PTR, PTR, I64, I64, PTR])
+    rowptrs, state, start, n, results = fn.args
+    b = ir.IRBuilder(fn.append_basic_block())
+    with b.if_else(b.icmp_signed("<=", n, i64(NODE))) as (small, large):
+        with small:
+            b.call(node, [rowptrs, state, start, n, results])
+        with large:
+            if kb.parallel:   # Ctrl-C: skip a large subtree (reduction_interrupts)
+                with b.if_then(b.icmp_signed(">", n, i64(INTERRUPT_ELEMENTS))), \
+                        b.if_then(emit_pending(b)):
+                    for j in range(len(reductions)):
+                        b.store(i64(0), element(b, results, i64(j), I64))
+                    b.ret_void()
+            half = emit_split(b, n)
+            left = stack_slot(b, ir.ArrayType(I64, len(reductions)))
+            right = stack_slot(b, ir.ArrayType(I64, len(reductions)))
+            b.call(fn, [rowptrs, state, start, half, left])
+            b.call(fn, [rowptrs, state, b.add(start, half), b.sub(n, half), right])
+            combine_slots(kb, b, reductions, left, right, results)
+    b.ret_void()
+    return fn
+
+
+def combine_slots(kb, b: ir.IRBuilder, reductions: list[int], left, right,
+                  results) -> None:
+    for j, r in enumerate(reductions):
+        op = kb._op(r)
+        ty = llvm_type(op.dtype)
+        x = b.load(element(b, left, i64(j), I64), typ=ty)
+        y = b.load(element(b, right, i64(j), I64), typ=ty)
+        b.store(emit_combine(b, op.op, op.dtype, x, y), element(b, results, i64(j), I64))
