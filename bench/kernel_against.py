@@ -37,23 +37,23 @@ sys.path.insert(0, os.path.dirname(__file__))
 import elementwise_workloads as workloads  # noqa: E402
 
 
-class _Versions:
+class Versions:
     """A kernel's two versions, launched as the executor launches a kernel (``call``): by
     ``current`` (0 this tree's, 1 REV's); the arguments of each launch are recorded."""
 
     current = 0
-    launches: list[tuple[_Versions, tuple, dict]] = []
+    launches: list[tuple[Versions, tuple, dict]] = []
 
     def __init__(self, spec, kernels) -> None:
         self.spec, self.kernels = spec, kernels
 
     def call(self, *args, **kwargs):
-        _Versions.launches.append((self, args, kwargs))
-        return self.kernels[_Versions.current].call(*args, **kwargs)
+        Versions.launches.append((self, args, kwargs))
+        return self.kernels[Versions.current].call(*args, **kwargs)
 
 
 def compile_both(revision: str) -> None:
-    """Make the executor's kernels ``_Versions`` of this tree's and ``revision``'s."""
+    """Make the executor's kernels ``Versions`` of this tree's and ``revision``'s."""
     generator = revision_vmath.load(revision, "elementwise")
     compile_current = launch.compile_kernel
 
@@ -64,7 +64,7 @@ def compile_both(revision: str) -> None:
         compiled = engine.compile_keyed(
             f"{revision}|{generator_fingerprint()}|kernel|{spec!r}",
             lambda: generator.build_kernel_module(spec, name), [name, resume_symbol(name)])
-        return _Versions(spec, (compile_current(spec), launch.Kernel(spec, name, compiled)))
+        return Versions(spec, (compile_current(spec), launch.Kernel(spec, name, compiled)))
 
     launch.compile_kernel = compile_kernel
 
@@ -108,24 +108,50 @@ def measure(fn, args, samples: int, placements: int, threads: int) -> list[float
     rng = np.random.default_rng()
     runs = []
     for _ in range(placements):
-        _Versions.launches.clear()
+        Versions.launches.clear()
         scripted(*(placed(a, 16 * int(rng.integers(256))) for a in args))
-        for versions, launch_args, kwargs in _Versions.launches:
+        for versions, launch_args, kwargs in Versions.launches:
             results = [k.call(*launch_args, **kwargs) for k in versions.kernels]
             for mine, theirs in zip(*results):
                 if not np.array_equal(mine.view(np.uint8), theirs.view(np.uint8)):
                     raise SystemExit(f"{fn.__name__}: the two versions' bits differ")
             outs = tuple(placed(r, 16 * int(rng.integers(256))) for r in results[0])
             runs.append((versions, launch_args, kwargs, outs))
+
+    def run(version: int) -> None:
+        for versions, launch_args, kwargs, outs in runs:
+            versions.kernels[version].call(*launch_args, out=outs, **kwargs)
+
+    return alternating_ratios(run, samples, threads)
+
+
+def alternating_ratios(run, samples: int, threads: int) -> list[float]:
+    """Per-sample ratios of the time of ``run(0)`` (this tree's kernels) to ``run(1)``'s
+    (REV's), the two alternating: one thread's CPU time, wall time with more threads."""
     clock = time.thread_time if threads == 1 else time.perf_counter
     times: dict[int, list[float]] = {0: [], 1: []}
     for sample in range(samples):
         for version in (0, 1) if sample % 2 == 0 else (1, 0):
             start = clock()
-            for versions, launch_args, kwargs, outs in runs:
-                versions.kernels[version].call(*launch_args, out=outs, **kwargs)
+            run(version)
             times[version].append(clock() - start)
     return [mine / theirs for mine, theirs in zip(times[0], times[1])]
+
+
+def summary(ratios: list[float], revision: str, threads: int) -> str:
+    """The median ratio, its quartiles, the threads and the machine's load."""
+    ratios = sorted(ratios)
+    quarter = len(ratios) // 4
+    return (f"this / {revision}: {statistics.median(ratios):.3f} "
+            f"[{ratios[quarter]:.3f}-{ratios[-1 - quarter]:.3f}]  "
+            f"threads {threads}, load {os.getloadavg()[0]:.1f}")
+
+
+def prepare(threads: int) -> None:
+    """Compile in the foreground, without the disk cache, for ``threads`` threads."""
+    os.environ["TSJIT_DISK_CACHE"] = "0"
+    tsjit.set_background_compilation(False)
+    tsjit.set_num_threads(threads)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -137,17 +163,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--samples", type=int, default=61)
     parser.add_argument("--placements", type=int, default=8)
     args = parser.parse_args(argv)
-    os.environ["TSJIT_DISK_CACHE"] = "0"
-    tsjit.set_background_compilation(False)
-    tsjit.set_num_threads(args.threads)
+    prepare(args.threads)
     compile_both(args.revision)
     placements = min(args.placements, 2) if args.large else args.placements
     for label, fn, fn_args in cases(args.workloads.split(","), args.large):
-        ratios = sorted(measure(fn, fn_args, args.samples, placements, args.threads))
-        quarter = len(ratios) // 4
-        print(f"{label:32s} this / {args.revision}: {statistics.median(ratios):.3f} "
-              f"[{ratios[quarter]:.3f}-{ratios[-1 - quarter]:.3f}]  "
-              f"threads {args.threads}, load {os.getloadavg()[0]:.1f}", flush=True)
+        ratios = measure(fn, fn_args, args.samples, placements, args.threads)
+        print(f"{label:32s} {summary(ratios, args.revision, args.threads)}", flush=True)
 
 
 if __name__ == "__main__":
