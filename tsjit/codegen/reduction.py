@@ -47,6 +47,7 @@ from tsjit.codegen.elementwise_driver import (
     WATCH_INTERRUPTS,
     WATCH_INTERRUPTS_MIN,
 )
+from tsjit.codegen.fast_form_plan import nan_blind
 from tsjit.codegen.ir_util import (
     ARRAY_DATA_OFFSET,
     I1,
@@ -101,7 +102,7 @@ from tsjit.codegen.reduction_strided import (
 from tsjit.codegen.reduction_ties import emit_row_ties
 from tsjit.codegen.reduction_tree import build_node, build_tree
 from tsjit.codegen.row_fast_blocks import BLOCK as FAST_BLOCK
-from tsjit.codegen.row_fast_blocks import note_nans, run_fast_block, slot_type
+from tsjit.codegen.row_fast_blocks import UNCHECKED, note_nans, run_fast_block, slot_type
 from tsjit.codegen.row_memory import (
     prefetch_next_row,
     prefetched_operands,
@@ -122,6 +123,7 @@ _TASK_TYPE = ir.FunctionType(ir.VoidType(), [PTR, I64, I64])
 SCRATCH_ELEMENTS = 4096
 _INTERLEAVE = 4
 _EXPENSIVE = frozenset({*MATH_FUNCTIONS, "pow"})
+_CHECKABLE = (np.dtype(np.float32), np.dtype(np.float64))
 # Rows between two checks for Ctrl-C (a call each: rows may be a few elements long).
 INTERRUPT_ROWS = 16
 
@@ -197,29 +199,51 @@ class _RowKernelBuilder:
         """Whether computing these values includes transcendental functions."""
         return any(self._op(v) is not None and self._op(v).op in _EXPENSIVE for v in computes)
 
+    def checkable(self, values) -> tuple[int, ...]:
+        """The ``values`` whose NaN a fast pass can check: float32 and float64 ones."""
+        return tuple(v for v in values if self.spec.value_dtype(v) in _CHECKABLE)
+
+    def nan_blind(self, computes: set[int], noted) -> frozenset[int]:
+        """The ops among ``computes`` whose NaN selects (``operand_nans``) a fast pass
+        leaves out: their NaN always reaches a ``noted`` value, which sends the fast pass
+        to its exact one (``fast_form_plan.nan_blind``)."""
+        return nan_blind(self.spec, [v for v in sorted(computes) if self.operand_nans.get(v)],
+                         set(noted))
+
     def element_loop(self, b: ir.IRBuilder, begin: ir.Value, end: ir.Value, body,
-                     computes: set[int], pieces: tuple, fast: bool = False) -> None:
-        """A loop over elements, ``body(b, i, fast)``; one that computes transcendental
-        functions (long dependency chains) interleaves _INTERLEAVE vectors per iteration,
-        as the elementwise kernels' do (``elementwise._INTERLEAVE``).  ``fast``: a body
-        that only writes what it computes runs whole blocks with the math functions' fast
-        forms first (``row_fast_blocks``; ``fast`` is then a list for ``emit_elements``,
-        else None).  ``pieces``: ``(row values, row pointers, offset)``, for a strided
-        kernel's walk (``reduction_strided``)."""
+                     computes: set[int], pieces: tuple, fast: bool | str = False,
+                     noted: tuple[int, ...] = ()) -> None:
+        """A loop over elements, ``body(b, i, fast)`` (-> the element's values by number);
+        one that computes transcendental functions (long dependency chains) interleaves
+        _INTERLEAVE vectors per iteration, as the elementwise kernels' do
+        (``elementwise._INTERLEAVE``).  ``fast``: a body that only writes what it
+        computes runs with the math functions' fast forms and without the NaN selects of
+        the ops whose NaN reaches a ``noted`` value first (``row_fast_blocks``; ``fast``
+        is then a list for ``emit_elements``, else None): whole blocks where it computes
+        fast forms, else the whole range; UNCHECKED: the whole range runs fast, its
+        caller checks the results (``reduction_tree``).  ``pieces``: ``(row values, row
+        pointers, offset)``, for a strided kernel's walk (``reduction_strided``)."""
         hints = {"llvm.loop.interleave.count": _INTERLEAVE}
-        sizes = [self.spec.value_dtype(v).itemsize for v in computes if fast and
+        sizes = [self.spec.value_dtype(v).itemsize for v in computes if fast is True and
                  self._op(v) is not None and self._op(v).op in FAST_FORMS]
         sizes = [size for size in sizes if size >= 4]
-        ty = slot_type(sizes)
-        slot = stack_slot(b, ty) if sizes else None
+        noted = noted if fast is True else ()
+        ty = slot_type(sizes + [self.spec.value_dtype(v).itemsize for v in noted])
+        slot = stack_slot(b, ty) if sizes or noted else None
 
         def element(b: ir.IRBuilder, i: ir.Value, quick: bool) -> None:
             results = [] if quick else None
-            body(b, i, results)
+            values = body(b, i, results)
             if quick:
-                note_nans(b, slot, ty, results)
+                note_nans(b, slot, ty, results + [values[v] for v in noted])
 
         def run(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value) -> None:
+            if fast == UNCHECKED:
+                hinted_loop(b, lo, hi, lambda b, i: body(b, i, []), hints)
+                return
+            if noted and not sizes:   # NaN selects only: the flags are the exact pass's
+                run_fast_block(b, slot, ty, element, hints, lo, hi, flags=False)
+                return
             if not self.expensive(computes):
                 loop(b, lo, hi, lambda b, i: body(b, i, None))
                 return
@@ -311,10 +335,12 @@ class _RowKernelBuilder:
 
     def emit_elements(self, b: ir.IRBuilder, pointers: list[ir.Value], index: ir.Value,
                       row: dict[int, ir.Value], wanted: set[int], loads: dict[int, int],
-                      fast: list | None = None) -> dict[int, ir.Value]:
+                      fast: list | None = None,
+                      blind: frozenset[int] = frozenset()) -> dict[int, ir.Value]:
         """Element ``index`` of the element-level values in ``wanted`` (row values from
         ``row``, ``loads``: values read from their scratch slot; ``fast``: a list, math
-        functions take their fast forms, and their results are appended to it)."""
+        functions take their fast forms, and their results are appended to it, and the
+        ``blind`` ops leave out their NaN selects)."""
         values = dict(row)
         spec = self.spec
         for v, k in loads.items():
@@ -336,8 +362,9 @@ class _RowKernelBuilder:
                 if op.op in MATH_FUNCTIONS and op.args[0] in self.nonpositive:
                     values[v] = emit_math(b, op.op, args, nonpositive=True, fast=quick)
                 else:
-                    values[v] = lower_op(b, op, args, dtypes, fast=quick,
-                                         operand_nans=self.operand_nans.get(v))
+                    selects = None if fast is not None and v in blind else \
+                        self.operand_nans.get(v)
+                    values[v] = lower_op(b, op, args, dtypes, fast=quick, operand_nans=selects)
                 if quick:
                     fast.append(values[v])
                 flags = computed_errors(b, op, args, dtypes)   # rare: set where they happen
@@ -410,13 +437,16 @@ class _RowKernelBuilder:
         b = ir.IRBuilder(fn.append_basic_block())
         row = self.load_state(b, state)
         wanted = self.needed([spec.outputs[j] for j in element_outputs], loads)
+        noted = self.checkable(dict.fromkeys(spec.outputs[j] for j in element_outputs))
+        blind = self.nan_blind(wanted - set(loads), noted)
 
-        def one(b: ir.IRBuilder, i: ir.Value, fast: list | None) -> None:
-            values = self.emit_elements(b, pointers, i, row, wanted, loads, fast)
+        def one(b: ir.IRBuilder, i: ir.Value, fast: list | None) -> dict:
+            values = self.emit_elements(b, pointers, i, row, wanted, loads, fast, blind)
             self.store_outputs(b, pointers, i, values, element_outputs)
+            return values
 
         self.element_loop(b, begin, end, one, wanted - set(loads), (row, pointers, i64(0)),
-                          fast=True)
+                          fast=True, noted=noted if blind else ())
         b.ret_void()
         return fn
 

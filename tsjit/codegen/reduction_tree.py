@@ -10,13 +10,21 @@ the kernel's builder (``reduction._RowKernelBuilder``) as ``kb``.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from llvmlite import ir
 
+from tsjit.codegen import fp_status
 from tsjit.codegen.element_ops import llvm_type
+from tsjit.codegen.fast_form_plan import nan_blind
 from tsjit.codegen.ir_util import I64, PTR, element, i64, stack_slot
 from tsjit.codegen.pairwise import emit_combine, emit_split, run_reducer
 from tsjit.codegen.reduction_interrupts import INTERRUPT_ELEMENTS, emit_pending
+from tsjit.codegen.row_fast_blocks import UNCHECKED
+from tsjit.codegen.vmath import FAST_FORMS
+
+F32, F64 = ir.FloatType(), ir.DoubleType()
 
 __all__ = ["NODE", "build_node", "build_tree", "combine_slots"]
 
@@ -33,47 +41,98 @@ def build_node(kb, p: int, cached: bool) -> ir.Function:
     values into their scratch buffers); it is in an inlined function whose pointers
     are noalias (inputs are only read; outputs are not touched; scratch buffers are
     private), so it vectorizes.  Each operand's run is then reduced in NumPy's order
-    (``pairwise.run_reducer``)."""
+    (``pairwise.run_reducer``).
+
+    Where every fast-form result and every NaN select the loop could leave out reaches a
+    reduced operand, NaN reaches its float sum (or max, min) too: the loop runs fast
+    without checking an element, and only a node whose sums come out NaN computes its
+    operands again exactly, from the floating-point flags saved before it."""
+    spec = kb.spec
     reductions = kb.passes[p]
     loads, stores = kb.scratch(p, cached)
     sources = kb.sources(p, cached)
-    suffix = "c" if cached else ""
     computed = [kb._op(r).args[0] for r, k in zip(reductions, sources) if k is None]
-    types = [llvm_type(kb.spec.value_dtype(a)) for a in computed]
-    fn = kb.function(f"{kb.name}_node{p}{suffix}", [PTR, PTR, I64, I64, PTR],
+    fn = kb.function(f"{kb.name}_node{p}{'c' if cached else ''}", [PTR, PTR, I64, I64, PTR],
                      computes=kb.needed(computed + list(stores), loads) - set(loads))
     rowptrs, state, start, n, results = fn.args
     b = ir.IRBuilder(fn.append_basic_block())
     pointers = kb.pointers_from(b, rowptrs, cached)
-    buffers = [stack_slot(b, ir.ArrayType(ty, NODE)) for ty in types]
-    if computed or stores:
-        inner = kb.function(f"{kb.name}_node{p}{suffix}_inner",
-                            [PTR] * kb.n_slots + [PTR, I64, I64] + [PTR] * len(computed),
-                            inline=True)
-        for arg in inner.args:
-            if arg.type == PTR:
-                arg.add_attribute("noalias")
-        inner_pointers = list(inner.args[:kb.n_slots])
-        inner_state, inner_start, inner_n = inner.args[kb.n_slots:kb.n_slots + 3]
-        inner_buffers = inner.args[kb.n_slots + 3:]
-        ib = ir.IRBuilder(inner.append_basic_block())
-        row = kb.load_state(ib, inner_state)
-        wanted = kb.needed(computed + list(stores), loads)
+    buffers = [stack_slot(b, ir.ArrayType(llvm_type(spec.value_dtype(a)), NODE))
+               for a in computed]
+    computes = kb.needed(computed + list(stores), loads) - set(loads)
+    quick = {v for v in kb.checkable(computes) if kb._op(v) is not None and
+             kb._op(v).op in FAST_FORMS}
+    reduced = kb.checkable(kb._op(r).args[0] for r in reductions
+                           if kb._op(r).args[0] in computes)   # node or scratch buffers
+    blind = kb.nan_blind(computes, reduced)
+    checked = bool(quick or blind) and nan_blind(spec, sorted(quick), set(reduced)) == quick
+    if not (computed or stores):
+        _reduce(kb, b, p, cached, pointers, start, n, results, buffers)
+    elif not checked:
+        b.call(_inner(kb, p, cached, True), pointers + [state, start, n, *buffers])
+        _reduce(kb, b, p, cached, pointers, start, n, results, buffers)
+    else:
+        saved = fp_status.save(b) if quick and fp_status.supported() else None
+        b.call(_inner(kb, p, cached, UNCHECKED, blind), pointers + [state, start, n, *buffers])
+        _reduce(kb, b, p, cached, pointers, start, n, results, buffers)
+        nans = [b.fcmp_unordered("uno", value, value) for value in (
+            b.load(element(b, results, i64(j), I64), typ=llvm_type(kb._op(r).dtype))
+            for j, r in enumerate(reductions)) if value.type in (F32, F64)]
+        with b.if_then(functools.reduce(b.or_, nans), likely=False):
+            if saved is not None:
+                fp_status.restore(b, saved)
+            b.call(_inner(kb, p, cached, False), pointers + [state, start, n, *buffers])
+            _reduce(kb, b, p, cached, pointers, start, n, results, buffers)
+    b.ret_void()
+    return fn
 
-        def one(ib: ir.IRBuilder, i: ir.Value, fast: list | None) -> None:
-            index = ib.add(inner_start, i)
-            values = kb.emit_elements(ib, inner_pointers, index, row, wanted, loads,
-                                        fast)
-            kb.store_scratch(ib, inner_pointers, index, values, stores)
-            for buffer, a, ty in zip(inner_buffers, computed, types):
-                ib.store(values[a], element(ib, buffer, i, ty))
 
-        kb.element_loop(ib, i64(0), inner_n, one, wanted - set(loads),
-                          (row, inner_pointers, inner_start), fast=True)
-        ib.ret_void()
-        b.call(inner, pointers + [state, start, n, *buffers])
+def _inner(kb, p: int, cached: bool, fast: bool | str,
+           blind: frozenset[int] = frozenset()) -> ir.Function:
+    """``inner(pointers..., state, start, n, buffers...)``, inlined into the node: the
+    loop computing the node's operands into its buffers and the cached values into their
+    scratch buffers (``fast``: as ``element_loop``'s; ``blind``: the ops that leave out
+    their NaN selects in a fast pass)."""
+    spec = kb.spec
+    reductions = kb.passes[p]
+    loads, stores = kb.scratch(p, cached)
+    computed = [kb._op(r).args[0] for r, k in zip(reductions, kb.sources(p, cached))
+                if k is None]
+    types = [llvm_type(spec.value_dtype(a)) for a in computed]
+    mode = {True: "", False: "_exact", UNCHECKED: "_fast"}[fast]
+    inner = kb.function(f"{kb.name}_node{p}{'c' if cached else ''}_inner{mode}",
+                        [PTR] * kb.n_slots + [PTR, I64, I64] + [PTR] * len(computed),
+                        inline=True)
+    for arg in inner.args:
+        if arg.type == PTR:
+            arg.add_attribute("noalias")
+    inner_pointers = list(inner.args[:kb.n_slots])
+    inner_state, inner_start, inner_n = inner.args[kb.n_slots:kb.n_slots + 3]
+    inner_buffers = inner.args[kb.n_slots + 3:]
+    ib = ir.IRBuilder(inner.append_basic_block())
+    row = kb.load_state(ib, inner_state)
+    wanted = kb.needed(computed + list(stores), loads)
+
+    def one(ib: ir.IRBuilder, i: ir.Value, fast: list | None) -> dict:
+        index = ib.add(inner_start, i)
+        values = kb.emit_elements(ib, inner_pointers, index, row, wanted, loads, fast, blind)
+        kb.store_scratch(ib, inner_pointers, index, values, stores)
+        for buffer, a, ty in zip(inner_buffers, computed, types):
+            ib.store(values[a], element(ib, buffer, i, ty))
+        return values
+
+    kb.element_loop(ib, i64(0), inner_n, one, wanted - set(loads),
+                    (row, inner_pointers, inner_start), fast=fast)
+    ib.ret_void()
+    return inner
+
+
+def _reduce(kb, b: ir.IRBuilder, p: int, cached: bool, pointers: list, start: ir.Value,
+            n: ir.Value, results: ir.Value, buffers: list) -> None:
+    """Each reduction of pass ``p``'s run into its result slot: from its node buffer, or
+    from memory where its operand is there already."""
     computed_runs = iter(buffers)
-    for j, (r, k) in enumerate(zip(reductions, sources)):
+    for j, (r, k) in enumerate(zip(kb.passes[p], kb.sources(p, cached))):
         op = kb._op(r)
         if k is None:
             run, align = next(computed_runs), np.dtype(op.dtype).itemsize
@@ -82,8 +141,6 @@ def build_node(kb, p: int, cached: bool) -> ir.Function:
             align = 1 if k < len(kb.array_inputs) else np.dtype(op.dtype).itemsize
         reduce = run_reducer(kb.module, op.op, op.dtype, align)
         b.store(b.call(reduce, [run, n]), element(b, results, i64(j), I64))
-    b.ret_void()
-    return fn
 
 
 def build_tree(kb, p: int, node: ir.Function) -> ir.Function:

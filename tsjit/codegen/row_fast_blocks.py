@@ -5,7 +5,10 @@ max)``) in a loop over the row. Where they include a math function with a fast f
 (``vmath.FAST_FORMS``: the exact form's bits and flags where the argument is ordinary, NaN
 elsewhere), the loop runs blocks of BLOCK elements with the fast forms first, or-ing
 whether a fast result is NaN into a slot; a block where one is runs again exactly, from
-the floating-point flags as they were before it (the fast pass's are dropped). The loop
+the floating-point flags as they were before it (the fast pass's are dropped). The fast
+pass also leaves out the NaN selects (``operand_nans``) of ops whose NaN reaches a value
+the slot notes (``fast_form_plan.nan_blind``): those give NumPy's NaN bits in the exact
+pass; a loop with only such ops runs its whole range as one block. The loop
 writes only what it computes (node and scratch buffers, fresh outputs), so the second
 pass finds its inputs unchanged. (A NaN the exact form gives too, of a NaN argument, only
 costs the block its second pass.)
@@ -20,9 +23,12 @@ from llvmlite import ir
 from tsjit.codegen import fp_status
 from tsjit.codegen.ir_util import hinted_loop, i64
 
-__all__ = ["BLOCK", "note_nans", "run_fast_block", "slot_type"]
+__all__ = ["BLOCK", "UNCHECKED", "note_nans", "run_fast_block", "slot_type"]
 
 BLOCK = 64   # a multiple of 4 vectors of any width (an interleaved iteration)
+# A fast pass whose caller checks its results (a sum pass: whether a sum is NaN,
+# ``reduction_tree``) instead of its elements.
+UNCHECKED = "unchecked"
 
 
 def slot_type(itemsizes: list[int]) -> ir.IntType:
@@ -36,19 +42,24 @@ def note_nans(b: ir.IRBuilder, slot: ir.Value, ty: ir.IntType, values: list[ir.V
     over the block: it vectorizes)."""
     if values:
         nan = functools.reduce(b.or_, [b.fcmp_unordered("uno", v, v) for v in values])
-        b.store(b.or_(b.load(slot, typ=ty), b.zext(nan, ty)), slot)
+        b.store(b.or_(b.load(slot, typ=ty), b.sext(nan, ty)), slot)
 
 
 def run_fast_block(b: ir.IRBuilder, slot: ir.Value, ty: ir.IntType,
                    element: Callable[[ir.IRBuilder, ir.Value, bool], None],
-                   hints: dict) -> None:
-    """One block, ``element(b, j, fast)`` for j in [0, BLOCK): fast first, then, where a
-    fast result was NaN, again exactly from the flags saved before the block."""
-    saved = fp_status.save(b) if fp_status.supported() else None
+                   hints: dict, begin: ir.Value | None = None, end: ir.Value | None = None,
+                   flags: bool = True) -> None:
+    """One block, ``element(b, j, fast)`` for j in [begin, end): fast first, then, where
+    a fast result was NaN, again exactly, from the flags saved before the block
+    (``flags``; without fast forms the fast pass raises the exact pass's flags: the NaN
+    selects it leaves out raise none).  [begin, end) is [0, BLOCK) by default."""
+    begin = i64(0) if begin is None else begin
+    end = i64(BLOCK) if end is None else end
+    saved = fp_status.save(b) if flags and fp_status.supported() else None
     none = ir.Constant(ty, 0)
     b.store(none, slot)
-    hinted_loop(b, i64(0), i64(BLOCK), lambda b, j: element(b, j, True), hints)
+    hinted_loop(b, begin, end, lambda b, j: element(b, j, True), hints)
     with b.if_then(b.icmp_unsigned("!=", b.load(slot, typ=ty), none), likely=False):
         if saved is not None:
             fp_status.restore(b, saved)
-        hinted_loop(b, i64(0), i64(BLOCK), lambda b, j: element(b, j, False), hints)
+        hinted_loop(b, begin, end, lambda b, j: element(b, j, False), hints)
