@@ -136,3 +136,54 @@ def test_a_block_computed_again_keeps_the_flags_of_the_blocks_before_it(special_
         want = outcome(exp_scaled, (x.copy(),), errstate)
         got = outcome(scripted, (x.copy(),), errstate)
         assert want[1:] == got[1:] and (want[1] or want[2] or isinstance(want[0], tuple))
+
+
+def staged(a, b):
+    """Three stages in a fast block (one ending at each float32 math function): values
+    cross them as bool, int16, float32 and float64, and an output comes from the first."""
+    above = a > b
+    wide = a.astype(np.float64) * 3.0
+    e = np.exp(a * np.float32(0.5))
+    steps = (b * np.float32(4.0)).astype(np.int16)
+    t = np.tanh(e * b + steps + above + wide.astype(np.float32))
+    return t * steps + wide, e
+
+
+def test_a_block_runs_in_stages_one_per_float32_math_function():
+    from tsjit.codegen.fast_form_plan import block_stages
+    from tsjit.codegen.kernel_spec import KernelInput, KernelOp, KernelSpec
+
+    f32 = np.dtype(np.float32)
+    x = KernelInput(dtype=f32, rank=1, is_scalar=False, never_nan=False)
+    ops = (KernelOp("exp", (0,), f32), KernelOp("mul", (0, 0), f32),   # 1, 2
+           KernelOp("add", (1, 2), f32), KernelOp("tanh", (3,), f32),   # 3, 4
+           KernelOp("mul", (4, 0), f32))                                # 5
+    spec = KernelSpec((x,), ops, (5, 1))
+    stages = block_stages(spec, frozenset({1, 4}))
+    assert stages.ops == (frozenset({1}), frozenset({2, 3, 4}), frozenset({5}))
+    assert stages.kept == frozenset({1, 4})
+    f64 = np.dtype(np.float64)
+    wide = KernelSpec((KernelInput(f64, 1, False, False),),
+                      tuple(KernelOp(o.op, o.args, f64) for o in ops), (5, 1))
+    assert len(block_stages(wide, frozenset({1, 4})).ops) == 1   # float64: one stage
+
+
+def test_staged_blocks_give_the_exact_blocks_bits():
+    """A block holding a NaN runs again exactly, unstaged: the lanes of such blocks have
+    the same bits as in staged fast blocks, and the values are NumPy's."""
+    rng = np.random.default_rng(7)
+    a, b = (rng.uniform(-3, 3, 1000).astype(np.float32) for _ in range(2))
+    scripted = warm(staged, np.float32, a.size, arity=2)
+    plain = scripted(a, b)
+    for got, want in zip(plain, staged(a, b)):   # (float32 math in a float64 result)
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    rerun = a.copy()
+    rerun[::128] = np.nan   # every other block of 64 holds a NaN
+    with np.errstate(invalid="ignore"):
+        exact = scripted(rerun, b)
+    lanes = np.arange(a.size) % 128 != 0
+    for got, want in zip(exact, plain):
+        bits = UINT[got.dtype.type]
+        assert np.array_equal(got[lanes].view(bits), want[lanes].view(bits))
+    assert scripted.stats()["bailouts"] == 0

@@ -42,7 +42,7 @@ from tsjit.codegen.elementwise_driver import (
     JOB_TYPE,
     OPERAND_INFO_TYPE,
 )
-from tsjit.codegen.fast_form_plan import fast_plan, nan_blind
+from tsjit.codegen.fast_form_plan import block_stages, fast_plan, nan_blind
 from tsjit.codegen.ir_util import (
     I8,
     I32,
@@ -141,6 +141,7 @@ class _KernelBuilder:
         scanned_values = {v for j, v in enumerate(spec.outputs)
                           if self.output_operand(j) in self.scanned}
         self.nan_blind = nan_blind(spec, self.operand_nans, scanned_values)
+        self.stages = block_stages(spec, self.fast_ops)
 
     def _function(self, name: str, args: list[ir.Type], internal: bool,
                   result: ir.Type = VOID) -> ir.Function:
@@ -160,27 +161,41 @@ class _KernelBuilder:
 
     # ------------------------------------------------------------------ the element
     def emit_element(self, b: ir.IRBuilder, pointers: list[ir.Value], scalars: list[ir.Value],
-                     fast: bool = False):
+                     fast: bool = False, stage: int | None = None,
+                     kept: dict[int, ir.Value] | None = None):
         """Load the inputs at ``pointers``, compute the fused ops, store the outputs.
-        ``fast``: the ops of ``fast_ops`` take their math functions' fast forms."""
+        ``fast``: the ops of ``fast_ops`` take their math functions' fast forms.
+        ``stage``: only the ops of that fast block stage (``self.stages``) and the
+        outputs they give (the last one also an output that is an input); the kept
+        values are read from, or stored to, the element's place in ``kept``."""
         spec = self.spec
+        if stage is None:
+            computed, last = self._needed_values(), True
+        else:
+            computed, last = self.stages.ops[stage], stage == len(self.stages.ops) - 1
         values: dict[int, ir.Value] = {}
-        for k, i in enumerate(self.array_inputs):
+        for k, i in enumerate(self.array_inputs):   # (LLVM drops the loads not used)
             values[i] = load_value(b, pointers[k], spec.inputs[i].dtype)
         values.update(zip(self.scalar_inputs, scalars))
-        needed = self._needed_values()
         for index, op in enumerate(spec.ops, start=len(spec.inputs)):
-            if index in needed:
-                blind = fast and index in self.nan_blind
-                arg_dtypes = [spec.value_dtype(a) for a in op.args]
-                args = [values[a] for a in op.args]
-                values[index] = lower_op(b, op, args, arg_dtypes,
-                                         fast and index in self.fast_ops,
-                                         None if blind else self.operand_nans.get(index))
-                self.collect_computed_errors(b, computed_errors(b, op, args, arg_dtypes))
+            if index not in computed:
+                continue
+            for a in op.args:
+                if a not in values:   # a value an earlier stage kept
+                    values[a] = load_value(b, kept[a], spec.value_dtype(a))
+            blind = fast and index in self.nan_blind
+            arg_dtypes = [spec.value_dtype(a) for a in op.args]
+            args = [values[a] for a in op.args]
+            values[index] = lower_op(b, op, args, arg_dtypes,
+                                     fast and index in self.fast_ops,
+                                     None if blind else self.operand_nans.get(index))
+            self.collect_computed_errors(b, computed_errors(b, op, args, arg_dtypes))
+            if stage is not None and index in self.stages.kept:
+                store_value(b, values[index], kept[index], spec.value_dtype(index))
         for j, value_number in enumerate(spec.outputs):
-            pointer = pointers[self.output_operand(j)]
-            store_value(b, values[value_number], pointer, spec.value_dtype(value_number))
+            if value_number in computed or last and value_number < len(spec.inputs):
+                pointer = pointers[self.output_operand(j)]
+                store_value(b, values[value_number], pointer, spec.value_dtype(value_number))
 
     def collect_computed_errors(self, b: ir.IRBuilder, flags: ir.Value | None) -> None:
         """Or an element's computed errors into the loop's (an or-reduction: it vectorizes)."""
@@ -244,8 +259,7 @@ class _KernelBuilder:
                 if self.prefetches:
                     with b.if_then(b.icmp_unsigned("!=", prefetch, ir.Constant(PTR, None))):
                         self.emit_prefetches(b, pointers, prefetch, start)
-                hinted_loop(b, i64(0), i64(_INTERLEAVED_BLOCK), lambda b, j: element_of(
-                    pointers, b, b.add(start, j, flags=["nsw"]), True), interleaved)
+                self.staged_block(b, pointers, scalars, start, interleaved)
                 return self.holds_nan(b, pointers, start)
 
             self.fast_blocks_loop(b, begin, blocks, fast_block,
@@ -271,6 +285,31 @@ class _KernelBuilder:
         self.raise_computed_errors(b)
         b.ret_void()
         return fn
+
+    def staged_block(self, b: ir.IRBuilder, pointers, scalars, start, hints: dict) -> None:
+        """A fast block's elements [start, start + _INTERLEAVED_BLOCK), stage by stage
+        (``fast_form_plan.block_stages``): each stage a loop over the block, the values a
+        later stage reads kept in stack buffers (64-byte aligned: unaligned, a vector's
+        store and reload across a cache line cost the LSTM cell ~25%)."""
+        spec = self.spec
+        buffers = {}
+        for v in sorted(self.stages.kept):
+            with b.goto_entry_block():
+                buffer = b.alloca(ir.ArrayType(memory_type(spec.value_dtype(v)),
+                                               _INTERLEAVED_BLOCK))
+            buffer.align = _LINE
+            buffer.type = PTR   # (an opaque pointer, as stack_slot's)
+            buffers[v] = buffer
+        for stage in range(len(self.stages.ops)):
+            def element(b: ir.IRBuilder, j: ir.Value, stage=stage) -> None:
+                i = b.add(start, j, flags=["nsw"])
+                at = [b.gep(p, [i], source_etype=memory_type(dt), inbounds=True)
+                      for p, dt in zip(pointers, self.operand_dtypes)]
+                kept = {v: b.gep(buffer, [j], source_etype=memory_type(spec.value_dtype(v)))
+                        for v, buffer in buffers.items()}
+                self.emit_element(b, at, scalars, True, stage, kept)
+
+            hinted_loop(b, i64(0), i64(_INTERLEAVED_BLOCK), element, hints)
 
     def build_exact_block(self, hints: dict) -> ir.Function:
         """``{name}_block(operands..., scalars..., start)``: the elements [start, start +
