@@ -187,3 +187,31 @@ def test_staged_blocks_give_the_exact_blocks_bits():
         bits = UINT[got.dtype.type]
         assert np.array_equal(got[lanes].view(bits), want[lanes].view(bits))
     assert scripted.stats()["bailouts"] == 0
+
+
+def tanh_zeroing_nan(a):
+    t = np.tanh(a) * 2.0
+    return np.where(np.isnan(t), 0.0, t) + 1.0
+
+
+def test_a_nan_fix_is_left_to_the_exact_pass():
+    """np.where(np.isnan(t), ..., t), as gelu's cube fixes a NaN's sign: a fast block
+    computes t (a NaN in t reaches the output and sends the block to its exact pass), so
+    its NaN lanes are the exact pass's (0.0 here, NumPy's sign in the cube)."""
+    from tsjit.codegen.fast_form_plan import nan_fixes
+    from tsjit.codegen.kernel_spec import KernelInput, KernelOp, KernelSpec
+
+    f32, boolean = np.dtype(np.float32), np.dtype(bool)
+    x = KernelInput(dtype=f32, rank=1, is_scalar=False, never_nan=False)
+    zero = KernelInput(dtype=f32, rank=0, is_scalar=True, never_nan=True)
+    ops = (KernelOp("tanh", (0,), f32), KernelOp("isnan", (2,), boolean),        # 2, 3
+           KernelOp("where", (3, 1, 2), f32), KernelOp("where", (3, 2, 1), f32))  # 4, 5
+    assert nan_fixes(KernelSpec((x, zero), ops, (4, 5)), {4, 5}) == {4}   # 5's b: no NaN
+    assert nan_fixes(KernelSpec((x, zero), ops, (4, 5)), {5}) == set()   # 4 not scanned
+    a = np.random.default_rng(8).uniform(-3, 3, 1000).astype(np.float32)
+    a[[5, 300]] = np.nan
+    scripted = warm(tanh_zeroing_nan, np.float32, a.size)
+    got, want = scripted(a), tanh_zeroing_nan(a)
+    assert got[5] == got[300] == 1.0
+    assert_as_numpy(got, want, composite=True)   # (1 + 2 tanh cancels near -0.55)
+    assert scripted.stats()["bailouts"] == 0

@@ -42,7 +42,7 @@ from tsjit.codegen.elementwise_driver import (
     JOB_TYPE,
     OPERAND_INFO_TYPE,
 )
-from tsjit.codegen.fast_form_plan import block_stages, fast_plan, nan_blind
+from tsjit.codegen.fast_form_plan import block_stages, fast_plan, nan_blind, nan_fixes
 from tsjit.codegen.ir_util import (
     I8,
     I32,
@@ -142,6 +142,7 @@ class _KernelBuilder:
                           if self.output_operand(j) in self.scanned}
         self.nan_blind = nan_blind(spec, self.operand_nans, scanned_values)
         self.stages = block_stages(spec, self.fast_ops)
+        self.nan_fixes = nan_fixes(spec, scanned_values)
 
     def _function(self, name: str, args: list[ir.Type], internal: bool,
                   result: ir.Type = VOID) -> ir.Function:
@@ -183,13 +184,16 @@ class _KernelBuilder:
             for a in op.args:
                 if a not in values:   # a value an earlier stage kept
                     values[a] = load_value(b, kept[a], spec.value_dtype(a))
-            blind = fast and index in self.nan_blind
-            arg_dtypes = [spec.value_dtype(a) for a in op.args]
-            args = [values[a] for a in op.args]
-            values[index] = lower_op(b, op, args, arg_dtypes,
-                                     fast and index in self.fast_ops,
-                                     None if blind else self.operand_nans.get(index))
-            self.collect_computed_errors(b, computed_errors(b, op, args, arg_dtypes))
+            if fast and index in self.nan_fixes:
+                values[index] = values[op.args[2]]
+            else:
+                blind = fast and index in self.nan_blind
+                arg_dtypes = [spec.value_dtype(a) for a in op.args]
+                args = [values[a] for a in op.args]
+                values[index] = lower_op(b, op, args, arg_dtypes,
+                                         fast and index in self.fast_ops,
+                                         None if blind else self.operand_nans.get(index))
+                self.collect_computed_errors(b, computed_errors(b, op, args, arg_dtypes))
             if stage is not None and index in self.stages.kept:
                 store_value(b, values[index], kept[index], spec.value_dtype(index))
         for j, value_number in enumerate(spec.outputs):

@@ -21,7 +21,7 @@ import numpy as np
 from tsjit.codegen import vmath
 from tsjit.codegen.kernel_spec import MATH_FUNCTIONS, KernelSpec
 
-__all__ = ["BlockStages", "block_stages", "fast_plan", "nan_blind"]
+__all__ = ["BlockStages", "block_stages", "fast_plan", "nan_blind", "nan_fixes"]
 
 _UNARY = (0,)
 _BINARY = (0, 1)
@@ -65,6 +65,24 @@ def nan_blind(spec: KernelSpec, candidates, scanned_values) -> frozenset[int]:
     the fast pass need not give NumPy's NaN bits there (operand_nans' selects): the exact
     pass does."""
     return frozenset(v for v in candidates if _nan_whenever(spec, v) & scanned_values)
+
+
+def nan_fixes(spec: KernelSpec, scanned_values) -> frozenset[int]:
+    """The ``np.where(np.isnan(u), a, b)`` ops (value numbers) that only fix a NaN's bits
+    (the cube's sign of a NaN): ``b`` is NaN wherever ``u`` is, and the where's NaN
+    always reaches one of ``scanned_values``. A fast block computes such an op as ``b``:
+    where ``u`` is NaN, so is the scanned output, and the exact pass gives the fixed
+    bits; elsewhere the where is ``b``."""
+    n_in = len(spec.inputs)
+    fixes = set()
+    for index, op in enumerate(spec.ops, start=n_in):
+        if op.op != "where" or op.args[0] < n_in:
+            continue
+        condition = spec.ops[op.args[0] - n_in]
+        if condition.op == "isnan" and op.args[2] in _nan_whenever(spec, condition.args[0]) \
+                and _nan_whenever(spec, index) & scanned_values:
+            fixes.add(index)
+    return frozenset(fixes)
 
 
 @dataclass(frozen=True)
