@@ -119,6 +119,32 @@ def test_kernels_from_the_disk_cache_run_without_llvmlite(tmp_path):
     assert results == compiled_results
 
 
+NATIVE_LOOP = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import tsjit
+    from program import histogram
+    scripted = tsjit.script(histogram)
+    args = (np.linspace(-1, 1, 100), np.zeros(8, np.int64))
+    scripted.executor.specialize_for(*args)
+    counts = scripted(*args)
+    assert scripted.stats()["kernel_launches"] >= 1, scripted.stats()
+    print(" ".join(sorted(name for name in sys.modules if name.startswith("llvmlite"))))
+    print(" ".join(map(str, counts)))
+""")
+
+
+def test_native_loops_from_the_disk_cache_do_not_load_llvm(tmp_path):
+    """A native loop still builds its IR (llvmlite.ir, pure Python) to find its entry, but
+    one from the disk cache is linked by the runtime's loader: LLVM itself
+    (llvmlite.binding, ~80 ms to import and load) stays out of the process."""
+    compiled_modules, compiled_counts = _run(tmp_path, NATIVE_LOOP, "", "1").split("\n")[:2]
+    assert "llvmlite.binding" in compiled_modules.split()    # it compiled
+    modules, counts = _run(tmp_path, NATIVE_LOOP, "", "1").split("\n")[:2]
+    assert "llvmlite.binding" not in modules.split(), modules
+    assert counts == compiled_counts
+
+
 IMPORT_ONLY = textwrap.dedent("""
     import sys
     import tsjit

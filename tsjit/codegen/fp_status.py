@@ -14,7 +14,6 @@ their flags itself and sets them here (``raise_flags``), and they travel with th
 
 from __future__ import annotations
 
-from llvmlite import binding as llvm
 from llvmlite import ir
 
 from tsjit.codegen.ir_util import I32, PTR, VOID, stack_slot
@@ -27,6 +26,7 @@ __all__ = ["FLAG_BITS", "FP_FLAGS", "clear", "raise_flags", "read", "restore", "
 
 def supported() -> bool:
     """Whether the host's status flags are read (x86 with SSE: MXCSR)."""
+    import llvmlite.binding as llvm  # here: a loop from the disk cache never loads LLVM
     return llvm.get_process_triple().startswith(("x86_64", "i686", "i386"))
 
 

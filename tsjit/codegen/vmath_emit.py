@@ -13,7 +13,6 @@ import functools
 from dataclasses import dataclass
 from fractions import Fraction
 
-import llvmlite.binding as llvm
 from llvmlite import ir
 
 from tsjit.codegen import vmath_poly as K
@@ -372,4 +371,5 @@ class Emit:
 @functools.cache
 def _has_vector_ldexp() -> bool:
     """Whether the host (the JIT's target) lowers ``llvm.ldexp`` on vectors natively."""
+    import llvmlite.binding as llvm  # here: a loop from the disk cache never loads LLVM
     return llvm.get_host_cpu_features().get("avx512f", False)

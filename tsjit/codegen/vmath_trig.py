@@ -40,7 +40,6 @@ import functools
 from collections.abc import Callable
 from fractions import Fraction
 
-import llvmlite.binding as llvm
 from llvmlite import ir
 
 from tsjit.codegen import vmath_poly as K
@@ -401,6 +400,7 @@ def _variant_calling_convention() -> str:
     convention every vector register is clobbered, so a kernel spilled its polynomial
     constants and reloaded them each iteration: ordinary arguments ran 22% (float64) to 40%
     (float32) slower. The loop vectorizer gives its calls the variant's convention."""
+    import llvmlite.binding as llvm  # here: a loop from the disk cache never loads LLVM
     return "intel_ocl_bicc" if llvm.get_process_triple().startswith("x86_64") else ""
 
 
