@@ -227,6 +227,11 @@ CASES = _ufunc_cases() + [
     (np.linalg.pinv, (F32[:, :2],), {}), (np.linalg.matrix_power, (SQ, 3), {}),
     (np.linalg.matrix_power, (SQ.astype(np.int64), -1), {}),
     (np.linalg.eigvals, (SQ,), {}), (np.linalg.eigvals, (np.array([[0.0, -1.0], [1.0, 0.0]]),), {}),
+    (np.linalg.svd, (F2,), {}), (np.linalg.svd, (I2,), {"compute_uv": False}),
+    (np.linalg.svd, (np.stack([SQ, SQ]).astype(np.float32),), {"full_matrices": False}),
+    (np.linalg.qr, (F2,), {}), (np.linalg.qr, (SQ, "r"), {}), (np.linalg.qr, (I2, "raw"), {}),
+    (np.linalg.eigh, (SQ @ SQ.T,), {}), (np.linalg.eigh, (SQ.astype(np.complex64),), {"UPLO": "U"}),
+    (np.linalg.slogdet, (SQ,), {}), (np.linalg.slogdet, (np.stack([SQ, SQ]).astype(np.int8),), {}),
     # attributes and shapes
     *(("@" + name, (F2,), {}) for name in ("shape", "strides", "ndim", "size", "itemsize",
                                            "nbytes", "dtype", "T")),

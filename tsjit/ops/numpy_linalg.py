@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..ir.types import StrType, Type
+from ..ir.types import AnyType, StrType, TupleType, Type
 from .numpy_reductions import reduction
 from .numpy_rules import (
     ANYTHING,
@@ -16,10 +16,12 @@ from .numpy_rules import (
     FLAG,
     INDEX,
     OPTIONAL_NUMBER,
+    STRING,
     CallTypes,
     Kind,
     ResultRule,
     define,
+    flags,
     probe_dtype,
     rank_of,
     sizes_of,
@@ -162,6 +164,63 @@ def _eigvals_result(call: CallTypes) -> Type:
 
 define("numpy::linalg_eigvals", "a", _eigvals_result, "np.linalg.eigvals",
        python=(np.linalg.eigvals,))
+
+
+# Decompositions: a tuple of arrays (NumPy's result is a namedtuple, SVDResult and the like,
+# which passes through as it is), each of the rank NumPy gives for an input of rank r.
+
+def _parts_dtypes(fn: Callable, t: Type) -> tuple[np.dtype | None, ...] | None:
+    """The dtypes of `fn`'s result arrays for a 1x1 matrix of t's dtype."""
+    dtype = operand_dtype(t)
+    if dtype is None:
+        return None
+    try:
+        with np.errstate(all="ignore"):
+            parts = fn(np.ones((1, 1), np.dtype(dtype)))
+    except (TypeError, ValueError, np.linalg.LinAlgError):
+        return None
+    return tuple(np.asarray(p).dtype for p in parts)
+
+
+def _parts(fn: Callable, t: Type, rank_offsets: tuple[int, ...]) -> Type:
+    """A tuple of arrays of ranks r + offset (NumPy scalars where that is 0)."""
+    dtypes = _parts_dtypes(fn, t) or (None,) * len(rank_offsets)
+    r = rank_of(t)
+    return TupleType(tuple(
+        tensor(d, None if r is None else (None,) * (r + k), None if r is None else r + k > 0)
+        for d, k in zip(dtypes, rank_offsets)))
+
+
+def _svd_result(call: CallTypes) -> Type:
+    computes = flags(call, "compute_uv")
+    if computes is None:                # decided when the call runs
+        return AnyType
+    if not computes[0]:
+        return tensor(None, None, True)
+    return _parts(np.linalg.svd, call["a"], (0, -1, 0))
+
+
+def _qr_result(call: CallTypes) -> Type:
+    mode = call.const("mode")
+    if mode not in ("reduced", "complete", "r", "raw"):     # NumPy checks it when it runs
+        return AnyType
+    if mode == "r":
+        return tensor(None, None, True)
+    return _parts(lambda a: np.linalg.qr(a, mode), call["a"], (0, -1 if mode == "raw" else 0))
+
+
+define("numpy::linalg_svd", "a, full_matrices=True, compute_uv=True, hermitian=False",
+       _svd_result, "np.linalg.svd",
+       kinds=dict.fromkeys(("full_matrices", "compute_uv", "hermitian"), FLAG),
+       python=(np.linalg.svd,))
+define("numpy::linalg_qr", "a, mode='reduced'", _qr_result, "np.linalg.qr",
+       python=(np.linalg.qr,))
+define("numpy::linalg_eigh", "a, UPLO='L'",
+       lambda call: _parts(np.linalg.eigh, call["a"], (-1, 0)), "np.linalg.eigh",
+       kinds={"UPLO": STRING}, python=(np.linalg.eigh,))
+define("numpy::linalg_slogdet", "a",
+       lambda call: _parts(np.linalg.slogdet, call["a"], (-2, -2)), "np.linalg.slogdet",
+       python=(np.linalg.slogdet,))
 
 
 # -- vector products, convolution, polynomials --
