@@ -3,6 +3,8 @@ mutated in script code or passed in from Python; methods call methods; magic met
 give operators, len, subscripts, bool and `in`; instances live in containers."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pytest
 from _differential import check
@@ -394,3 +396,50 @@ def test_a_bound_method_scripts_as_its_class_method_bound_to_the_instance():
         add("2")
     with pytest.raises(tsjit.CompilationError, match="classmethod"):
         tsjit.script(Tally.fresh)
+
+
+def test_class_level_annotations_may_name_the_class_being_decorated():
+    # `nxt: Optional[Chain]` in the class body is read while the class statement runs
+    @tsjit.script
+    class Chain:
+        value: int
+        nxt: Chain | None
+
+        def __init__(self, value: int, nxt: Chain | None):
+            self.value = value
+            self.nxt = nxt
+
+    def length_and_sum(xs: list[int]) -> tuple[int, int]:
+        head: Chain | None = None
+        for x in xs:
+            head = Chain(x, head)
+        n, total = 0, 0
+        while head is not None:
+            n, total = n + 1, total + head.value
+            head = head.nxt
+        return n, total
+
+    check(length_and_sum, ([4, 5, 6],), ([],))
+
+
+class SelfContaining(NamedTuple):
+    value: int
+    rest: SelfContaining | None
+
+
+def first_value(t: SelfContaining) -> int:
+    return t.value
+
+
+def test_unresolvable_or_recursive_class_annotations_are_compilation_errors():
+    # they escaped as NameError and RecursionError from inside script()
+    class Unknown:
+        field: NoSuchName  # noqa: F821
+
+        def __init__(self):
+            self.field = 1
+
+    with pytest.raises(tsjit.CompilationError, match="NoSuchName"):
+        tsjit.script(Unknown)
+    with pytest.raises(tsjit.CompilationError, match="recursive"):
+        tsjit.script(first_value)

@@ -56,16 +56,34 @@ def class_annotations(cls: type) -> dict[str, object]:
     `w: List[int]` declared on its base class)."""
     if not any(vars(k).get("__annotations__") for k in cls.__mro__):
         return {}
-    return typing.get_type_hints(cls)
+    # the class's own name resolves to it (`next: Optional["Node"]`): `@tsjit.script` reads
+    # these while the class statement runs, before the name is bound
+    scope = {**vars(cls), cls.__name__: cls}
+    try:
+        return typing.get_type_hints(cls, localns=scope)
+    except Exception as e:  # noqa: BLE001 (NameError, SyntaxError, TypeError of typing)
+        raise AnnotationError(f"cannot evaluate the annotations of class {cls.__qualname__}: "
+                              f"{e}") from None
 
 
 def is_namedtuple_class(obj: object) -> bool:
     return isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields")
 
 
+_NAMEDTUPLES_IN_PROGRESS: set[type] = set()
+
+
 def namedtuple_type(cls: type) -> TupleType:
-    hints = class_annotations(cls)
-    elems = tuple(to_type(hints[f]) if f in hints else TENSOR for f in cls._fields)
+    if cls in _NAMEDTUPLES_IN_PROGRESS:     # a field of the tuple's own type, maybe nested
+        raise AnnotationError(f"NamedTuple {cls.__qualname__} contains itself: a NamedTuple "
+                              "type cannot be recursive (a script class can: "
+                              "`next: Optional[Node]`)")
+    _NAMEDTUPLES_IN_PROGRESS.add(cls)
+    try:
+        hints = class_annotations(cls)
+        elems = tuple(to_type(hints[f]) if f in hints else TENSOR for f in cls._fields)
+    finally:
+        _NAMEDTUPLES_IN_PROGRESS.discard(cls)
     return TupleType(elems, tuple(cls._fields), cls)
 
 
