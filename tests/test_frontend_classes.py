@@ -3,7 +3,7 @@ mutated in script code or passed in from Python; methods call methods; magic met
 give operators, len, subscripts, bool and `in`; instances live in containers."""
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 import pytest
@@ -443,3 +443,31 @@ def test_unresolvable_or_recursive_class_annotations_are_compilation_errors():
         tsjit.script(Unknown)
     with pytest.raises(tsjit.CompilationError, match="recursive"):
         tsjit.script(first_value)
+
+
+class Registry:
+    prefix: ClassVar[str] = "id-"
+    capacity: ClassVar[int] = 2
+    names: list[str]
+
+    def __init__(self):
+        self.names = []
+
+    def add(self, n: int) -> str:
+        name = Registry.prefix + str(n)
+        if len(self.names) < Registry.capacity:
+            self.names.append(name)
+        return name
+
+
+def register_all(n: int) -> tuple[list[str], str]:
+    r = Registry()
+    last = ""
+    for i in range(n):
+        last = r.add(i)
+    return r.names, last
+
+
+def test_classvar_annotations_declare_class_variables_not_attributes():
+    # script() refused `x: ClassVar[int] = 0` in a class body ("unknown type annotation")
+    check(register_all, (1,), (4,))

@@ -14,6 +14,7 @@ import inspect
 import os
 import sys
 import sysconfig
+import typing
 import weakref
 from contextlib import contextmanager
 
@@ -384,6 +385,8 @@ class Compiler(ModuleTypes):
         try:
             hints = class_annotations(cls)
             for name, ann in hints.items():
+                if typing.get_origin(ann) is typing.ClassVar or ann is typing.ClassVar:
+                    continue        # a class variable (read from the class), no attribute
                 t.attributes[name] = to_type(ann, self.class_type_of)
             if has_own_init(cls):
                 self.method(t, "__init__", None)
