@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import enum
 import math
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Annotated, Any, Dict, List, NewType, Optional, Tuple, Union
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from _differential import check
 
@@ -498,3 +499,29 @@ def test_wrong_argument_types_raise_type_error():
         f([1, "a"], {}, (1, "x"), None, 3)
     with pytest.raises(TypeError, match="u"):
         f([1], {}, (1, "x"), None, 2.5)
+
+
+Meters = NewType("Meters", float)
+
+
+def numpy_typing_spellings(x: npt.NDArray[np.float64], y: np.ndarray[Any, np.dtype[np.int64]],
+                           scale: Annotated[float, "unit"], offset: Meters) -> npt.NDArray:
+    return x * scale + y + offset
+
+
+def test_numpy_typing_annotated_and_newtype_annotations():
+    # NumPy's generic array spellings are Tensor, Annotated[T, ...] is T and a NewType its
+    # base type; script() refused them as unknown annotations
+    scripted = check(numpy_typing_spellings, (np.arange(3.0), np.arange(3), 2.0, Meters(0.5)),
+                     (np.ones(2, np.float32), np.ones(2, np.int8), 1.5, 1.0))
+    assert scripted.schema == ("numpy_typing_spellings(Tensor x, Tensor y, float scale, "
+                               "float offset) -> Tensor")
+
+
+def badly_quoted(x: "List[int") -> int:  # noqa: F722 (what is tested)
+    return 0
+
+
+def test_a_string_annotation_that_does_not_parse_is_a_compilation_error():
+    with pytest.raises(tsjit.CompilationError, match="cannot parse the annotation"):
+        tsjit.script(badly_quoted)

@@ -113,6 +113,12 @@ def to_type(ann: object, class_type_of=None) -> Type:
         name = getattr(ann, "_name", None) or ann.__name__
         raise AnnotationError(f"'{name}' needs element types, e.g. {name}{_BARE_CONTAINERS[ann]}")
     origin, args = typing.get_origin(ann), typing.get_args(ann)
+    if origin is np.ndarray:            # np.ndarray[Any, np.dtype[...]], npt.NDArray[...]
+        return TENSOR
+    if origin is typing.Annotated:      # Annotated[T, metadata]: T
+        return to_type(args[0], class_type_of)
+    if isinstance(ann, typing.NewType):     # NewType("UserId", int): its base type
+        return to_type(ann.__supertype__, class_type_of)
     if origin in (list, list):
         return ListType(to_type(args[0], class_type_of))
     if origin in (dict, dict):
@@ -157,7 +163,11 @@ def evaluate(node: ast.expr, globals_: dict, locals_: dict | None = None) -> obj
     """Evaluate an annotation expression (or a string forward reference) in the
     function's namespace."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        node = ast.parse(node.value, mode="eval").body
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError as e:
+            raise AnnotationError(f"cannot parse the annotation {node.value!r}: {e.msg}"
+                                  ) from None
     code = compile(ast.Expression(node), "<annotation>", "eval")
     names = {k: v for k, v in _DEFAULT_NAMES.items() if k not in globals_}
     names.update(locals_ or {})
