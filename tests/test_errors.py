@@ -612,3 +612,66 @@ def test_tsjit_disable_returns_the_python_objects(tmp_path):
                          text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["True", "2", "True", "2"]
+
+
+# ---- special forms called with the wrong arguments, and reflection script code cannot do
+
+
+def isinstance_of_one(x: int) -> bool:
+    return isinstance(x)
+
+
+def isinstance_of_one_in_a_condition(x: int) -> int:
+    if isinstance(x):
+        return 1
+    return 0
+
+
+def enumerate_of_nothing(x: int) -> int:
+    for _ in enumerate():
+        return 1
+    return x
+
+
+def zip_of_nothing(x: int) -> int:
+    for _ in zip():
+        return 1
+    return x
+
+
+def annotate_of_a_type_only(x: int) -> list[int]:
+    return tsjit.annotate(list[int])
+
+
+def is_scripting_with_an_argument(x: int) -> bool:
+    return tsjit.is_scripting(x)
+
+
+def real_part_or_default(x: int) -> int:
+    return getattr(x, "real", 3)
+
+
+def tensor_has_flags(x) -> bool:
+    return hasattr(x, "flags")
+
+
+@pytest.mark.parametrize("fn, text, marked", [
+    (isinstance_of_one, "isinstance() takes 2 arguments (1 given)", "isinstance(x)"),
+    (isinstance_of_one_in_a_condition, "isinstance() takes 2 arguments", "isinstance(x)"),
+    (enumerate_of_nothing, "enumerate() takes 1 to 2 arguments (0 given)", "enumerate()"),
+    (zip_of_nothing, "zip() takes at least 1 arguments (0 given)", "zip()"),
+    (annotate_of_a_type_only, "annotate() takes 2 arguments (1 given)",
+     "tsjit.annotate(list[int])"),
+    (is_scripting_with_an_argument, "is_scripting() takes 0 arguments (1 given)",
+     "tsjit.is_scripting(x)"),
+    # Python has these attributes: getattr's default or hasattr's False would be wrong
+    (real_part_or_default, "'int' object has attribute 'real' in Python",
+     'getattr(x, "real", 3)'),
+    (tensor_has_flags, "'Tensor' object has attribute 'flags' in Python",
+     'hasattr(x, "flags")'),
+])
+def test_special_forms_with_wrong_arguments_and_unknowable_reflection(fn, text, marked):
+    # they escaped script() as IndexError, or compiled to a different answer than eager's
+    error = compile_error(fn)
+    assert text in str(error)
+    assert underlined(str(error)) == [marked]

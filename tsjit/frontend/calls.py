@@ -72,6 +72,43 @@ class Iteration(NamedTuple):
     has: Callable[[Value], Value] | None = None
 
 
+# special forms' positional argument counts (enumerate's start may be a keyword)
+_ARITY = {"enumerate": (1, 2), "zip": (1, None), "isinstance": (2, 2), "is_scripting": (0, 0),
+          "annotate": (2, 2), "getattr": (2, 3), "hasattr": (2, 2)}
+
+
+def _check_arity(name: str, count: int, kwargs: dict, src: SourceRange) -> None:
+    """Refuse a special form called with the wrong number of arguments, as Python would."""
+    low, high = _ARITY[name]
+    if name == "enumerate" and "start" in kwargs:
+        count += 1
+        kwargs = {k: v for k, v in kwargs.items() if k != "start"}
+    if kwargs:
+        raise CompilationError(f"{name}() got an unexpected keyword argument "
+                               f"'{next(iter(kwargs))}'", src)
+    if count < low or (high is not None and count > high):
+        expected = (f"{low}" if low == high else f"at least {low}" if high is None
+                    else f"{low} to {high}")
+        raise CompilationError(f"{name}() takes {expected} arguments ({count} given)"
+                               + (" in script code" if name == "zip" else ""), src)
+
+
+_SCALAR_CLASSES = {IntType: int, FloatType: float, BoolType: bool, StrType: str,
+                   NoneType: type(None)}
+_STRUCTURED_CLASSES = {ListType: list, DictType: dict, TupleType: tuple, VarTupleType: tuple,
+                       TensorType: np.ndarray}
+
+
+def _python_class(t: object) -> type | None:
+    """The Python class of values of a builtin IR type (None for script classes, modules
+    and unions): getattr/hasattr of an attribute it has, which script code does not
+    support, cannot answer "absent"."""
+    if not isinstance(t, Type):
+        return None
+    found = _SCALAR_CLASSES.get(t) if t in _SCALAR_CLASSES else None
+    return found or _STRUCTURED_CLASSES.get(type(t))
+
+
 class DictView(NamedTuple):
     """`d.keys()`, `d.values()` or `d.items()` as a loop's iterable: the list of its
     `elements` and the `dict` a step checks."""
@@ -296,6 +333,8 @@ class CallMixin:
     def special_form(self, name: str, arg_nodes: list[ast.expr], keywords: list[ast.keyword],
                      src: SourceRange):
         kwargs = {k.arg: k.value for k in keywords}
+        if name in _ARITY:
+            _check_arity(name, len(arg_nodes), kwargs, src)
         if name == "range":
             parts = [self.expr(a) for a in arg_nodes]
             if not 1 <= len(parts) <= 3 or kwargs:
@@ -337,6 +376,12 @@ class CallMixin:
             try:                        # whether the attribute exists is known statically
                 found = self.get_attr(obj, attr.value, src)
             except CompilationError:
+                python_class = _python_class(getattr(obj, "type", None))
+                if python_class is not None and hasattr(python_class, attr.value):
+                    # the value has it in Python: the default (or False) would be wrong
+                    raise CompilationError(
+                        f"'{obj.type.annotation}' object has attribute '{attr.value}' in "
+                        "Python, but script code does not support it", src) from None
                 if name == "hasattr":
                     return self.const(False, src)
                 if len(arg_nodes) < 3:
@@ -358,7 +403,9 @@ class CallMixin:
         """isinstance(x, T): decided statically when the static type allows, else checked
         at run time; either way the variable is narrowed on both branches."""
         if isinstance(arg_nodes, ast.Call):
-            src, arg_nodes = self.src(arg_nodes), arg_nodes.args
+            call = arg_nodes
+            src, arg_nodes = self.src(call), call.args
+            _check_arity("isinstance", len(arg_nodes), {k.arg: k for k in call.keywords}, src)
         value = self.expr(arg_nodes[0])
         targets = self.isinstance_targets(arg_nodes[1], src)
         options = union_options(value.type)

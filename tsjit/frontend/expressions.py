@@ -351,7 +351,7 @@ class ExpressionMixin:
             inner, refine = self.condition(node.operand)
             return self.negate(inner, self.src(node)), refine[::-1]
         elif isinstance(node, ast.Call) and self.is_isinstance_call(node):
-            value, refine = self.isinstance_call(node.args, self.src(node))
+            value, refine = self.isinstance_call(node, self.src(node))
         elif isinstance(node, ast.Name):
             value = self.expr(node)
             refine = NO_REFINEMENT
