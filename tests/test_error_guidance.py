@@ -192,3 +192,17 @@ def test_a_python_callable_without_an_op_says_to_call_it_from_an_ignored_functio
     assert "'os.getpid' (a Python builtin_function_or_method) is not supported in script " \
            "code; call it from a `@tsjit.ignore` function" in message
     assert underlined(message) == ["os.getpid"]
+
+
+def loop_over_tolist(x) -> float:
+    total = 0.0
+    for v in x.tolist():
+        total += v
+    return total
+
+
+def test_a_loop_over_a_value_of_unknown_element_type_says_to_annotate_it():
+    error = compile_error(loop_over_tolist)
+    assert "cannot iterate over a value of type Any" in str(error)
+    assert "tsjit.annotate(List[float], x.tolist())" in str(error)
+    assert underlined(str(error)) == ["for v in x.tolist():"]

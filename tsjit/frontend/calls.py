@@ -546,7 +546,10 @@ class CallMixin:
         if isinstance(t, DictType):
             return self.dict_iteration(value, self.call_builtin(list, [value], src), src)
         if not (isinstance(t, (ListType, VarTupleType, TensorType)) or t == StrType):
-            raise CompilationError(f"cannot iterate over a value of type {t.annotation}", src)
+            hint = (" (its element type is unknown: annotate the value, e.g. "
+                    "tsjit.annotate(List[float], x.tolist()))") if t == AnyType else ""
+            raise CompilationError(f"cannot iterate over a value of type {t.annotation}{hint}",
+                                   src)
 
         def element(i: Value) -> Value:
             return self.emit_op("aten::__getitem__", [value, i], src=src)
