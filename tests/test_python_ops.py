@@ -297,7 +297,9 @@ MATH_CASES = [
     *(call(f, x) for f in (math.sqrt, math.exp, math.expm1, math.log2, math.log10, math.log1p,
                            math.sin, math.cos, math.tan, math.atan, math.sinh, math.cosh,
                            math.tanh, math.asinh, math.fabs, math.erf, math.erfc, math.gamma,
-                           math.lgamma, math.degrees, math.radians, math.ulp)
+                           math.lgamma, math.degrees, math.radians, math.ulp,
+                           *(getattr(math, name) for name in ("cbrt", "exp2")
+                             if hasattr(math, name)))
       for x in (0.5, -0.0, 3, INF, NAN)),
     *(call(f, x) for f in (math.asin, math.acos, math.atanh, math.acosh)
       for x in (0.5, -0.0, 1.0, 2, -INF)),

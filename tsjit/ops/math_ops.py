@@ -42,6 +42,8 @@ REAL_TO_FLOAT = (
     math.sinh, math.cosh, math.tanh, math.asinh, math.acosh, math.atanh,
     math.fabs, math.erf, math.erfc, math.gamma, math.lgamma, math.degrees, math.radians,
     math.ulp,
+    # Python 3.11's additions
+    *(getattr(math, name) for name in ("cbrt", "exp2") if hasattr(math, name)),
 )
 REALS_TO_FLOAT = (math.atan2, math.pow, math.copysign, math.fmod, math.remainder,
                   math.nextafter)
