@@ -552,3 +552,13 @@ NAMES = ("a", "b")
 
 def uses_globals(x: int) -> tuple[float, float, str, float]:
     return x * SCALE + OFFSET, math.pi * x, NAMES[1], math.inf
+
+
+def dtype_among(x, y) -> tuple[bool, bool]:
+    return x.dtype in (np.float64, y.dtype), x.dtype not in (y.dtype, np.int8)
+
+
+def test_a_tuple_mixing_values_and_numpy_types_is_a_value():
+    # (np.float64, y.dtype) was a compile-time-only tuple: "cannot be used as a value"
+    check(dtype_among, (np.ones(2), np.ones(2, np.float32)),
+          (np.ones(2, np.int8), np.ones(2, np.float32)), (np.ones(2, np.float32),) * 2)

@@ -241,6 +241,13 @@ class CompileTimeTuple(Sugared):
     def unroll(self, em, src):
         return self.items
 
+    def as_value(self, em, src):
+        """A tuple value when every item has a value (a tuple of NumPy types, as in
+        `x.dtype in (np.float32, np.float64)`); an item that has none says so."""
+        values = [item if isinstance(item, Value) else item.as_value(em, src)
+                  for item in self.items]
+        return em.emit_op("prim::TupleConstruct", values, src=src)
+
 
 class EnumClass(Sugared):
     """An Enum class: members are constants, iteration unrolls over them."""
