@@ -235,7 +235,9 @@ CASES = _ufunc_cases() + [
     # attributes and shapes
     *(("@" + name, (F2,), {}) for name in ("shape", "strides", "ndim", "size", "itemsize",
                                            "nbytes", "dtype", "T")),
-    ("@T", (S32,), {}), (np.shape, ([1, 2],), {}), (np.ndim, (Z,), {}),
+    ("@T", (S32,), {}), ("@real", (F2.astype(np.complex64),), {}), ("@imag", (F2,), {}),
+    ("@real", (I2,), {}), ("@imag", (np.complex128(1 + 2j),), {}), (np.shape, ([1, 2],), {}),
+    (np.ndim, (Z,), {}),
     (np.size, (F2, 1), {}), (np.transpose, (F2,), {}),
     (np.transpose, (np.ones((2, 3, 4)), (1, 0, 2)), {}), (".transpose", (F2,), {}),
     (".transpose", (np.ones((2, 3, 4)), 2, 0, 1), {}),

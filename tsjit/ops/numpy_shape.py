@@ -91,6 +91,21 @@ def _method_axes(axes: object) -> object:
 
 define("ndarray::T", "a", lambda call: _permuted(call, None), "{0}.T",
        attributes=((TensorType, "T"),), may_raise=False, views=True)
+def _part(which: str):
+    """x.real / x.imag: the component dtype of a complex array (float64 of complex128), the
+    array's own dtype otherwise; a view of the same shape (imag of a real array is zeros)."""
+    def result(call):
+        t, dtype = call["a"], dtype_of(call["a"])
+        part = None if dtype is None else getattr(np.zeros(0, dtype), which).dtype
+        return tensor(part, sizes_of(t), t.ndarray if isinstance(t, TensorType) else None)
+    return result
+
+
+for _which in ("real", "imag"):
+    define(f"ndarray::{_which}", "a", _part(_which), f"{{0}}.{_which}",
+           attributes=((TensorType, _which),), may_raise=False, views=True)
+
+
 define("numpy::transpose", "a, axes=None", lambda call: _permuted(call, call.const("axes")),
        "np.transpose", python=(np.transpose,), views=True)
 define("ndarray::transpose", "a, /, *axes",
