@@ -107,6 +107,7 @@ from tsjit.codegen.row_memory import (
     prefetch_next_row,
     prefetched_operands,
     prefetching,
+    rows_ahead,
     stream_outputs,
     streamed_outputs,
     streaming,
@@ -626,9 +627,11 @@ class _RowKernelBuilder:
         prefetched = prefetched_operands(spec, self.array_inputs)
         prefetch = prefetching(b, prefetched, b.load(block, typ=I64), n)
         stream = streaming(b, spec, self.levels, b.load(block, typ=I64), n)
+        ahead = rows_ahead(any(self.levels[v] and self._op(v).op in MATH_FUNCTIONS
+                               for v in range(self.n_in, len(self.levels))))
 
         def compute(b: ir.IRBuilder, r: ir.Value) -> None:
-            following = b.add(r, i64(1))
+            following = b.add(r, i64(ahead))
             with b.if_then(b.and_(prefetch, b.icmp_signed("<", following, end))):
                 prefetch_next_row(b, prefetched, bases, strides, following, n)
             for k in range(self.n_operands):
