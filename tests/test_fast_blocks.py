@@ -162,6 +162,9 @@ def test_a_block_runs_in_stages_one_per_float32_math_function():
     stages = block_stages(spec, frozenset({1, 4}))
     assert stages.ops == (frozenset({1}), frozenset({2, 3, 4}), frozenset({5}))
     assert stages.kept == frozenset({1, 4})
+    alone = KernelSpec((x, KernelInput(f32, 0, True, True)),
+                       (KernelOp("tanh", (0,), f32), KernelOp("mul", (2, 1), f32)), (3,))
+    assert len(block_stages(alone, frozenset({2})).ops) == 1   # nothing crosses tanh
     f64 = np.dtype(np.float64)
     wide = KernelSpec((KernelInput(f64, 1, False, False),),
                       tuple(KernelOp(o.op, o.args, f64) for o in ops), (5, 1))

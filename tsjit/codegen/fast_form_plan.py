@@ -106,9 +106,11 @@ def block_stages(spec: KernelSpec, fast_ops: frozenset[int]) -> BlockStages:
     stage (python bench/kernel_against.py, load ~4): gelu 0.92, LSTM cell 0.92-0.95 (16M,
     1024x1024 and in L2). Not float64: Black-Scholes ran 1.07x slower staged (its four
     float64 divisions per element keep the divider busy while its exps run; a stage
-    without a division leaves it idle)."""
+    without a division leaves it idle). Nor where nothing would cross the math function
+    (``np.tanh(x) * 2``: a stage would only store and reload its result)."""
     n_in = len(spec.inputs)
-    cuts = sorted(v for v in fast_ops if spec.value_dtype(v) == np.dtype(np.float32))
+    cuts = sorted(v for v in fast_ops
+                  if spec.value_dtype(v) == np.dtype(np.float32) and _crossed(spec, v))
     stage_of: dict[int, int] = {}
     for stage, sinks in enumerate([[v] for v in cuts] + [list(spec.outputs)]):
         for v in _closure(spec, sinks):
@@ -117,6 +119,15 @@ def block_stages(spec: KernelSpec, fast_ops: frozenset[int]) -> BlockStages:
                      if a >= n_in and stage_of[a] < stage)
     return BlockStages(tuple(frozenset(v for v, t in stage_of.items() if t == stage)
                              for stage in range(len(cuts) + 1)), kept)
+
+
+def _crossed(spec: KernelSpec, value: int) -> bool:
+    """Whether an op that ``value`` does not need reads an array value other than one
+    computed from ``value``: a value that would be live across its chain."""
+    n_in = len(spec.inputs)
+    before = _closure(spec, [value])
+    return any((a >= n_in or not spec.inputs[a].is_scalar) and value not in _closure(spec, [a])
+               for v in _closure(spec, spec.outputs) - before for a in spec.ops[v - n_in].args)
 
 
 def _closure(spec: KernelSpec, values) -> set[int]:
