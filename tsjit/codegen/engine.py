@@ -31,7 +31,7 @@ from tsjit import environment, forking
 
 from . import object_loader
 from .disk_cache import DiskCache
-from .host_key import host_key, known_without_llvm
+from .host_key import host_key, known_without_llvm, numpy_build
 
 if TYPE_CHECKING:
     from llvmlite import ir
@@ -41,6 +41,7 @@ __all__ = [
     "JitEngine",
     "generator_fingerprint",
     "get_engine",
+    "remembered",
 ]
 
 CACHE_DIR_ENV = "TSJIT_CACHE_DIR"
@@ -175,6 +176,25 @@ class JitEngine:
             self._host_key = host_key(generator_fingerprint())
         return self._host_key
 
+    def remembered(self, question: str, measure: Callable[[], str]) -> str:
+        """``measure()``: the answer to ``question`` about how this host's NumPy behaves,
+        measured once per machine. With the disk cache, the answer is an entry like a
+        kernel's (verified, private, written atomically) keyed by this host's key, NumPy's
+        build and ``question``: a probe that runs NumPy for tens of milliseconds (the
+        max/min order of its SIMD loops) then costs a later process one file read."""
+        if self._disk is None:
+            return measure()
+        key_material = f"{self.host_key}\nnumpy_build={numpy_build()}\nprobe={question}"
+        cached = self._disk.load(key_material)
+        if cached is not None:
+            try:
+                return cached[0].decode()
+            except UnicodeDecodeError:
+                pass            # (written by no tsjit: measured and rewritten below)
+        answer = measure()
+        self._disk.store(key_material, answer.encode(), "")
+        return answer
+
     def _build(self, key: str, build, wanted: tuple[str, ...], quick: bool) -> CompiledModule:
         key_material = f"{self.host_key}\nkernel={key}" if self._disk is not None else ""
         cached = self._disk.load(key_material) if self._disk is not None else None
@@ -239,6 +259,11 @@ def prepare() -> None:
     _runtime_symbols()
     if _default_cache_dir() is not None and known_without_llvm():
         host_key(generator_fingerprint())
+
+
+def remembered(question: str, measure: Callable[[], str]) -> str:
+    """The process-wide engine's ``JitEngine.remembered``."""
+    return get_engine().remembered(question, measure)
 
 
 def get_engine() -> JitEngine:

@@ -31,7 +31,7 @@ from tsjit import runtime
 
 from . import numpy_flags, numpy_nans
 
-__all__ = ["host_key", "known_without_llvm"]
+__all__ = ["host_key", "known_without_llvm", "numpy_build"]
 
 # Bump when the pipeline, code-generation options or this key's layout change.
 CACHE_FORMAT = "3"
@@ -70,6 +70,21 @@ def _llvm_build() -> str | None:
     except OSError:
         return None
     return f"{version} {library.resolve()} {info.st_size} {info.st_mtime_ns}"
+
+
+@functools.cache
+def numpy_build() -> str:
+    """NumPy's version, its core library's identity (path, size, modification time) and
+    the CPU features it dispatches to in this process (after NPY_DISABLE_CPU_FEATURES and
+    the like): what decides which of its loops run here, and so the answers of probes of
+    their behaviour (``JitEngine.remembered``)."""
+    import numpy as np
+    from numpy._core import _multiarray_umath as core
+    library = Path(core.__file__)
+    info = library.stat()
+    enabled = " ".join(sorted(name for name, on in core.__cpu_features__.items() if on))
+    return (f"{np.__version__} {library.resolve()} {info.st_size} {info.st_mtime_ns} "
+            f"features={enabled}")
 
 
 def known_without_llvm() -> bool:

@@ -159,7 +159,22 @@ def _lane_order(dtype: np.dtype, lanes: int) -> RowOrder:
 @functools.cache
 def row_order(dtype: str) -> RowOrder | None:
     """NumPy's max/min order for contiguous runs of float ``dtype`` on this machine, or
-    None where no model here matches NumPy's results."""
+    None where no model here matches NumPy's results. Measured once per machine (the
+    disk cache remembers it: ~50 ms of probing in every process that fused a max/min)."""
+    from tsjit.codegen.engine import remembered
+
+    def measure() -> str:
+        order = _measured_row_order(dtype)
+        return "none" if order is None else \
+            " ".join(map(str, (order.lanes, order.vector_nan, *order.lane_order)))
+    answer = remembered(f"numpy_minmax.row_order({dtype})", measure)
+    if answer == "none":
+        return None
+    lanes, vector_nan, *lane_order = map(int, answer.split())
+    return RowOrder(lanes, tuple(lane_order), vector_nan)
+
+
+def _measured_row_order(dtype: str) -> RowOrder | None:
     np_dtype = np.dtype(dtype)
     if np_dtype == np.float16:
         candidates = [RowOrder(0)]
