@@ -154,19 +154,71 @@ class JitEngine:
         build: Callable[[], str | ir.Module],
         symbols: Iterable[str],
         quick: bool = False,
+        before_link: Callable[[], None] | None = None,
     ) -> CompiledModule:
         """``compile`` for generated code, cached under ``key`` instead of the IR text: a
         hit skips generating the IR (a few ms of Python per kernel). ``key`` must determine
-        the IR completely; include ``generator_fingerprint()`` in it."""
+        the IR completely; include ``generator_fingerprint()`` in it. ``before_link`` runs
+        before the module is linked (it finishes what the module calls: the driver)."""
+        return self._compile_keyed(key, build, tuple(symbols), quick, None, before_link)
+
+    def start_compile_keyed(
+        self,
+        key: str,
+        build: Callable[[], str | ir.Module],
+        symbols: Iterable[str],
+        quick: bool = False,
+    ) -> Callable[[], CompiledModule]:
+        """``compile_keyed`` in two steps, for a module that the next one links against
+        (the elementwise driver): on a miss of both caches the IR is generated here and
+        LLVM optimizes and emits it on a helper thread, which holds llvmlite's lock but not
+        the GIL, while the caller generates the next module's IR. The returned function
+        waits for it, then links and caches the module like ``compile_keyed``."""
         wanted = tuple(symbols)
+        with self._lock:
+            known = self._cached(f"{quick}|{key}", wanted) is not None or (
+                self._disk is not None and self._disk.load(self._key_material(
+                    f"{quick}|{key}")) is not None)
+        if known:
+            return lambda: self.compile_keyed(key, build, wanted, quick)
+        from .llvm_jit import optimize_and_emit
+        module = build()
+        text = module if isinstance(module, str) else str(module)
+        emitted: list = []
+
+        def emit() -> None:
+            try:
+                emitted.append(optimize_and_emit(text, quick))
+            except BaseException as error:  # raised by the caller's finish
+                emitted.append(error)
+        helper = threading.Thread(target=emit, name="tsjit-compile-ahead", daemon=True)
+        helper.start()
+
+        def finish() -> CompiledModule:
+            helper.join()
+            if isinstance(emitted[0], BaseException):
+                raise emitted[0]
+            return self._compile_keyed(key, build, wanted, quick, lambda: emitted[0], None)
+        return finish
+
+    def _compile_keyed(self, key: str, build, wanted: tuple[str, ...], quick: bool,
+                       emitted: Callable[[], tuple[bytes, str]] | None,
+                       before_link: Callable[[], None] | None) -> CompiledModule:
         memory_key = f"{quick}|{key}"
         with self._lock:
-            compiled = self._modules.get(memory_key)
-            if compiled is None or not all(s in compiled.addresses for s in wanted):
-                compiled = self._build(memory_key, build, wanted, quick)
+            compiled = self._cached(memory_key, wanted)
+            if compiled is None:
+                compiled = self._build(memory_key, build, wanted, quick, emitted,
+                                       before_link)
                 self._modules[memory_key] = compiled
             if not self._recent or self._recent[-1] is not compiled:
                 self._recent.append(compiled)
+        return compiled
+
+    def _cached(self, memory_key: str, wanted: tuple[str, ...]) -> CompiledModule | None:
+        compiled = self._modules.get(memory_key)
+        if compiled is None or not all(s in compiled.addresses for s in wanted):
+            return None
         return compiled
 
     @property
@@ -195,18 +247,29 @@ class JitEngine:
         self._disk.store(key_material, answer.encode(), "")
         return answer
 
-    def _build(self, key: str, build, wanted: tuple[str, ...], quick: bool) -> CompiledModule:
-        key_material = f"{self.host_key}\nkernel={key}" if self._disk is not None else ""
+    def _key_material(self, key: str) -> str:
+        return f"{self.host_key}\nkernel={key}"
+
+    def _build(self, key: str, build, wanted: tuple[str, ...], quick: bool,
+               emitted: Callable[[], tuple[bytes, str]] | None,
+               before_link: Callable[[], None] | None) -> CompiledModule:
+        """Load (from disk) or compile (``emitted()``: the object already emitted), link."""
+        key_material = self._key_material(key) if self._disk is not None else ""
         cached = self._disk.load(key_material) if self._disk is not None else None
         if cached is not None:
             obj, optimized_ir = cached
         else:
-            from .llvm_jit import optimize_and_emit
-            module = build()
-            obj, optimized_ir = optimize_and_emit(
-                module if isinstance(module, str) else str(module), quick)
+            if emitted is not None:
+                obj, optimized_ir = emitted()
+            else:
+                from .llvm_jit import optimize_and_emit
+                module = build()
+                obj, optimized_ir = optimize_and_emit(
+                    module if isinstance(module, str) else str(module), quick)
             if self._disk is not None:
                 self._disk.store(key_material, obj, optimized_ir)
+        if before_link is not None:
+            before_link()
         try:
             loaded = object_loader.load(obj, self.symbols)
             addresses = {name: loaded.address(name) for name in wanted}

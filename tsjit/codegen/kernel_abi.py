@@ -9,6 +9,7 @@ good part of the back end's load time and so of the first optimized result of a 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -28,6 +29,7 @@ __all__ = [
     "STATUS_FP_FLAGS",
     "STATUS_RESUME_SHIFT",
     "ensure_driver",
+    "start_driver",
     "entry_parameter_types",
     "resume_symbol",
 ]
@@ -70,13 +72,30 @@ def resume_symbol(name: str) -> str:
 def ensure_driver(engine: JitEngine) -> None:
     """Compile the driver once per engine (from the disk cache when possible: then without
     building its IR) and make it callable from kernel modules."""
+    start_driver(engine)()
+
+
+def start_driver(engine: JitEngine) -> Callable[[], None]:
+    """``ensure_driver`` in two steps: start compiling the driver (LLVM's part on a helper
+    thread, ``JitEngine.start_compile_keyed``) and return what finishes it, to be called
+    before a kernel is linked: in a process with no disk cache the driver's ~60 ms of LLVM
+    then overlap the kernel's IR generation."""
     if DRIVER_SYMBOL in engine.symbols:
-        return
+        return _nothing
     parallel = PARALLEL_FOR in engine.symbols
 
     def build():
         from tsjit.codegen.elementwise_driver import build_driver_module
         return build_driver_module(parallel)
-    compiled = engine.compile_keyed(f"{generator_fingerprint()}|driver|parallel={parallel}",
-                                    build, [DRIVER_SYMBOL], quick=True)
-    engine.register_symbol(DRIVER_SYMBOL, compiled)
+    compiled = engine.start_compile_keyed(
+        f"{generator_fingerprint()}|driver|parallel={parallel}", build, [DRIVER_SYMBOL],
+        quick=True)
+
+    def finish() -> None:
+        if DRIVER_SYMBOL not in engine.symbols:
+            engine.register_symbol(DRIVER_SYMBOL, compiled())
+    return finish
+
+
+def _nothing() -> None:
+    pass

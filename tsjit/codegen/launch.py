@@ -44,9 +44,9 @@ from tsjit.codegen.kernel_abi import (
     STATUS_EMPTY_JOB,
     STATUS_FP_FLAGS,
     STATUS_RESUME_SHIFT,
-    ensure_driver,
     entry_parameter_types,
     resume_symbol,
+    start_driver,
 )
 from tsjit.codegen.kernel_cache import KernelCache
 from tsjit.codegen.kernel_spec import KernelSpec, supports
@@ -313,12 +313,13 @@ def compile_kernel(spec: KernelSpec) -> Kernel:
 
 def _build_kernel(spec: KernelSpec) -> Kernel:
     engine = get_engine()
-    ensure_driver(engine)
+    finish_driver = start_driver(engine)   # (its LLVM part runs while this IR is made)
     name = _kernel_name(spec)
 
     def build():      # the code generator loads on the first miss of the caches
         from tsjit.codegen.elementwise import build_kernel_module
         return build_kernel_module(spec, name)
     compiled = engine.compile_keyed(f"{generator_fingerprint()}|kernel|{spec!r}", build,
-                                    [name, resume_symbol(name)])
+                                    [name, resume_symbol(name)], before_link=finish_driver)
+    finish_driver()   # (when the kernel was still in memory, nothing else called it)
     return Kernel(spec, name, compiled)
