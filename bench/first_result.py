@@ -1,6 +1,6 @@
 """How long a user waits for a first result, in fresh processes with the disk cache off.
 
-    python bench/first_result.py [--processes N] [--only import|gelu|loops|large]
+    python bench/first_result.py [--processes N] [--only import|gelu|loops|large|workloads]
 
 0. Import: `python -X importtime -c "import numpy"` and `... "import tsjit"`, interleaved, the
    medians of their cumulative times and their difference (issue 10: at most 0.15 s), with
@@ -18,6 +18,11 @@
    CPython takes 50 ms or more.
 3. A 150-statement elementwise function (large_elementwise): time to its first result,
    and until its optimized code is in use (a kernel launched; calls repeat meanwhile).
+4. Representative workloads (WORKLOADS: gelu and the LSTM cell, softmax, layer norm and
+   the mse loss at a small and a large size, a scalar loop), each in fresh processes with
+   the disk cache off (cold) and with a warm one: the first call (from `tsjit.script`) and
+   the first result of optimized code (calls repeat until one runs no interpreter), with
+   the default background compilation, interleaved (cold, warm) per round.
 
 Each child process imports NumPy and its compiler first (reported apart for gelu), so no
 figure includes another's warm caches. Each figure is the median over N processes. The
@@ -162,6 +167,87 @@ def _large_child() -> dict[str, object]:
         time.sleep(0.005)
     optimized = time.perf_counter() - start if fn.stats()["kernel_launches"] else None
     return {"first_seconds": first, "optimized_seconds": optimized}
+
+
+def _workload(name: str) -> tuple[Callable, tuple]:
+    """The function and arguments of a row of section 4."""
+    import elementwise_workloads as ew
+    import loop_workloads
+    import reduction_workloads as rw
+    rng = np.random.default_rng(0)
+
+    def f32(*shape: int) -> np.ndarray:
+        return rng.standard_normal(shape).astype(np.float32)
+    rows = 4096 if name.endswith("large") else 64
+    if name.startswith("mse loss"):
+        x = f32(16 << 20) if name.endswith("large") else f32(64, 1024)
+        return rw.mse_loss, (x, x + f32(*x.shape))
+    made = {"gelu 1M": lambda: (ew.gelu, (f32(1 << 20),)),
+            "lstm cell 256x1024": lambda: (ew.lstm_cell, (f32(256, 4096), f32(256, 1024))),
+            "softmax": lambda: (rw.softmax, (f32(rows, 1024),)),
+            "layer norm": lambda: (rw.layer_norm, (f32(rows, 1024), f32(1024), f32(1024)))}
+    for prefix, make in made.items():
+        if name.startswith(prefix):
+            return make()
+    fn, inputs = loop_workloads.WORKLOADS[name.removeprefix("loop: ")]
+    return fn, inputs()
+
+
+WORKLOADS = ["gelu 1M", "lstm cell 256x1024", "softmax [64,1024]", "softmax [4096,1024] large",
+             "layer norm [64,1024]", "layer norm [4096,1024] large", "mse loss [64,1024]",
+             "mse loss 16M large", "loop: count primes 30k"]
+WORKLOAD_WAIT_SECONDS = 30.0
+
+
+def _workload_child(name: str) -> dict[str, object]:
+    _block_other_compilers("tsjit")
+    import tsjit
+    fn, args = _workload(name)
+    start = time.perf_counter()
+    scripted = tsjit.script(fn)
+    scripted(*args)
+    first = time.perf_counter() - start
+    slow = None     # the calls so far that ran the interpreter (profiling or while compiling)
+    while time.perf_counter() - start < WORKLOAD_WAIT_SECONDS:
+        stats = scripted.stats()
+        interpreted = stats["profiled_runs"] + stats["interpreted_runs"]
+        if interpreted == slow and stats["specializations"]:
+            return {"first_seconds": first, "optimized_seconds": time.perf_counter() - start}
+        slow = interpreted
+        scripted(*args)
+    return {"first_seconds": first, "optimized_seconds": None}
+
+
+def workloads_report(processes: int) -> list[Record]:
+    import tempfile
+    print(f"\nworkloads: first call and first optimized result, fresh processes (median of "
+          f"{processes}; cold: disk cache off, warm: filled by one process first)")
+    records = []
+    for name in WORKLOADS:
+        warm_cache = tempfile.mkdtemp(prefix="tsjit_first_result_")
+        _fresh_process("workload", name, cache_dir=warm_cache)
+        rounds = [{mode: _fresh_process("workload", name, cache_dir=directory)
+                   for mode, directory in (("cold", None), ("warm", warm_cache))}
+                  for _ in range(processes)]
+        shutil.rmtree(warm_cache, ignore_errors=True)
+        line = f"  {name:<30}"
+        for mode in ("cold", "warm"):
+            runs = [r[mode] for r in rounds]
+            errors = [r["error"] for r in runs if "error" in r]
+            for what in ("first", "optimized"):
+                record = Record("first_result", f"{name}: {what} ({mode} disk cache)", "tsjit",
+                                ours=True, samples=len(runs) - len(errors))
+                done = [r[f"{what}_seconds"] for r in runs if r.get(f"{what}_seconds")]
+                if errors:
+                    record.status = f"failed: {errors[0]}"
+                elif len(done) < len(runs):
+                    record.status = f"no optimized result within {WORKLOAD_WAIT_SECONDS:.0f} s"
+                if done:
+                    record.first_call_seconds = statistics.median(done)
+                records.append(record)
+                line += f"  {mode} {what} {format_seconds(record.first_call_seconds):>9}"
+        print(line)
+    return records
 
 
 def _fresh_process(*child_args: str, cache_dir: str | None = None) -> dict[str, object]:
@@ -339,7 +425,7 @@ def import_report(processes: int) -> list[Record]:
 
 
 SECTIONS = {"import": import_report, "gelu": gelu_report, "loops": loops_report,
-            "large": large_report}
+            "large": large_report, "workloads": workloads_report}
 
 
 def report(processes: int, only: str | None = None) -> list[Record]:
@@ -360,7 +446,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:
         kind, *rest = args.child
-        child = {"gelu": _child, "loop": _loop_child, "large": _large_child}[kind]
+        child = {"gelu": _child, "loop": _loop_child, "large": _large_child,
+                 "workload": _workload_child}[kind]
         print(json.dumps(child(*rest)))
     else:
         report(args.processes, args.only)
