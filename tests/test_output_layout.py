@@ -91,3 +91,51 @@ def test_iteration_order_is_numpys(shape, orders):
     result = np.add(*operands)
     inner_first = sorted(range(len(shape)), key=lambda a: result.strides[a])
     assert iteration_order([a.strides for a in operands], len(shape)) == inner_first
+
+
+def cast_operand(b, i):
+    return (b < i) + (i + i)           # the bool operand of the last add is cast to int8
+
+
+def no_cast(b, i):
+    return (i - i) * (i + i)
+
+
+def where_of_same_dtypes(b, i):
+    return np.where(b, i, i) + 1
+
+
+def astype_then_add(b, i):
+    return i.astype(np.float64) + (i * 2.0)
+
+
+def scalar_cast(b, i):
+    return (i + 1) * 1.5
+
+
+def logical_of_two_dtypes(b, i):
+    return np.logical_and(b, i) | (i > 0)
+
+
+def shift_by_another_dtype(b, i):
+    return (i.astype(np.int16) << (b + b)) + (i << i)
+
+
+@pytest.mark.parametrize("fn", [cast_operand, no_cast, where_of_same_dtypes, astype_then_add,
+                                scalar_cast, logical_of_two_dtypes, shift_by_another_dtype])
+@pytest.mark.parametrize("shape", [(1, 2, 3), (2, 1, 3), (3, 2, 1), (1, 4), (4, 1), (1, 1, 3)])
+@pytest.mark.parametrize("order", ["F", "permuted", "reversed"])
+def test_axes_of_length_one_lie_where_numpys_loop_puts_them(fn, shape, order):
+    """NumPy's trivial loop (operands of one shape and contiguity, no cast) gives a C or
+    Fortran-ordered result; its iterator (a cast operand, np.where) lays the result out in
+    iteration order, axes of length 1 included: (np.asfortranarray(b) < i) + (i + i) of
+    shape (1, 2, 2) has strides (4, 1, 2) where i + i has (1, 1, 2). The kernels' results
+    took empty_like's order, (1, 1, 2) (the tensor-program fuzzer, seed 2)."""
+    arrays = dict(_layouts(shape))
+    i = arrays[order].astype(np.int8) % 5
+    if order == "F":
+        i = np.asfortranarray(i)
+    elif order == "reversed":
+        i = i[::-1].copy()[::-1]
+    b = arrays[order] > 2
+    _check(fn, b, i)

@@ -30,6 +30,7 @@ __all__ = [
     "OP_SIGNATURES",
     "supports",
     "check_op",
+    "EXPLICIT_CAST",
 ]
 
 
@@ -56,12 +57,17 @@ OPS_WITH_SCALAR_OPERAND_LOOPS = frozenset({"clip", "pow"})
 # not give x86's NaN itself (a square is then the plain product, whose NaN LLVM may take
 # from another operand: ``fabs(y) * fabs(y)`` becomes ``y * y``).
 NAN_FIXED_LATER = "nan_fixed_later"
+# A cast's second attr: the program's own astype, whose result NumPy makes an array of
+# (laid out as its source), where an operand's cast is part of the consuming ufunc's loop
+# (which then lays out its result as its iterator does: codegen/output_layout.py).
+EXPLICIT_CAST = "explicit_cast"
 
 
 @dataclass(frozen=True)
 class KernelOp:
     """``result = op(values[args])``; ``dtype`` is the result's dtype; ``attrs``: a cast's
-    target dtype, or SCALAR_OPERANDS (clip, pow), or NAN_FIXED_LATER (square)."""
+    target dtype (and EXPLICIT_CAST), or SCALAR_OPERANDS (clip, pow), or NAN_FIXED_LATER
+    (square)."""
 
     op: str
     args: tuple[int, ...]
@@ -190,8 +196,10 @@ def check_op(spec: KernelSpec, index: int, op: KernelOp) -> str | None:
         return f"{op.op}: shift of {operand_dtypes} to {dtype}"
     if sig.operands == "where" and (operand_dtypes[1] != dtype or operand_dtypes[2] != dtype):
         return f"where: branches {operand_dtypes[1:]} were not cast to {dtype}"
-    if sig.operands == "cast" and (len(op.attrs) != 1 or np.dtype(op.attrs[0]) != dtype):
-        return f"cast: attrs {op.attrs} must be (target dtype,) equal to the op dtype"
+    if sig.operands == "cast" and (not op.attrs or np.dtype(op.attrs[0]) != dtype
+                                   or op.attrs[1:] not in ((), (EXPLICIT_CAST,))):
+        return f"cast: attrs {op.attrs} must be (target dtype[, EXPLICIT_CAST]), the target " \
+               f"equal to the op dtype"
     return None
 
 

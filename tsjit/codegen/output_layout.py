@@ -14,9 +14,11 @@ A layout is None (C order), "F" (Fortran order) or the axes from outermost to in
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from tsjit.codegen.kernel_spec import KernelSpec
+from tsjit.codegen.kernel_spec import EXPLICIT_CAST, OP_SIGNATURES, KernelOp, KernelSpec
 
 __all__ = ["Layout", "OutputLayouts", "iteration_order"]
 
@@ -56,15 +58,41 @@ def _strides(shape: tuple[int, ...], order: list[int]) -> tuple[int, ...]:
     return tuple(strides)
 
 
+def _contiguity(shape: tuple[int, ...], order: list[int]) -> str:
+    """NumPy's contiguity flags ("C", "F", both or neither) of an array laid out in
+    ``order``: axes of length 1 do not count."""
+    axes = [a for a in order if shape[a] != 1]
+    return ("C" if axes == sorted(axes, reverse=True) else "") + \
+        ("F" if axes == sorted(axes) else "")
+
+
+@dataclass
+class _Value:
+    """What the model knows of one array of the chain."""
+
+    shape: tuple[int, ...]     # broadcast to the kernel's rank
+    rank: int                  # its own (NumPy's) rank
+    votes: tuple[int, ...]     # strides, 0 on axes of length 1
+    contiguity: str            # see _contiguity
+    order: list[int] | None    # its axes innermost first (None: an input)
+
+
 class OutputLayouts:
     """``layouts(*array_inputs)``: each fresh output's Layout (the caller has checked that
-    not every input is C-contiguous). Kept per combination of input shapes and strides."""
+    not every input is C-contiguous). Kept per combination of input shapes and strides.
+
+    A ufunc whose operands need no cast (beyond 0-d ones), have one shape and are all
+    C-contiguous or all Fortran-contiguous takes NumPy's trivial loop, whose result is C
+    (or Fortran) ordered; any other goes through the iterator, whose result is laid out in
+    iteration order, axes of length 1 included: np.asfortranarray(b) + i8 of a bool b and
+    an int8 i8 of shape (1, 2, 2) has strides (4, 1, 2), i8 + i8 has (1, 1, 2). np.where
+    always iterates. An astype (EXPLICIT_CAST) is laid out as its source (empty_like)."""
 
     def __init__(self, spec: KernelSpec, fresh_outputs: list[int]) -> None:
         self.ndim = spec.out_rank
+        self.spec = spec
         self.inputs = [i for i, inp in enumerate(spec.inputs) if not inp.is_scalar]
         self.n_in = len(spec.inputs)
-        self.ops = [op.args for op in spec.ops]
         self.outputs = [spec.outputs[j] for j in fresh_outputs]
         self.seen: dict[tuple, tuple[Layout, ...]] = {}
 
@@ -77,26 +105,65 @@ class OutputLayouts:
 
     def _find(self, arrays: tuple[np.ndarray, ...]) -> tuple[Layout, ...]:
         ndim = self.ndim
-        shapes: dict[int, tuple[int, ...]] = {}
-        strides: dict[int, tuple[int, ...]] = {}
-        orders: dict[int, list[int]] = {}
+        values: dict[int, _Value] = {}
+        operand_casts: dict[int, int] = {}     # an operand's cast: the value it casts
         for value, array in zip(self.inputs, arrays):
             lead = ndim - array.ndim
-            shapes[value] = (1,) * lead + array.shape
-            strides[value] = (0,) * lead + tuple(
-                s if n != 1 else 0 for s, n in zip(array.strides, array.shape))
-        for value, args in enumerate(self.ops, start=self.n_in):
-            operands = [a for a in args if a in shapes]    # scalars have no vote
-            shape = np.broadcast_shapes(*(shapes[a] for a in operands)) if operands \
-                else (1,) * ndim
-            order = iteration_order([strides[a] for a in operands], ndim)
-            shapes[value], orders[value] = shape, order
-            strides[value] = _strides(shape, order)
-        return tuple(self._layout(orders.get(v), strides.get(v)) for v in self.outputs)
+            flags = array.flags
+            values[value] = _Value(
+                (1,) * lead + array.shape, array.ndim, (0,) * lead + tuple(
+                    s if n != 1 else 0 for s, n in zip(array.strides, array.shape)),
+                ("C" if flags.c_contiguous else "") + ("F" if flags.f_contiguous else ""),
+                None)
+        for value, op in enumerate(self.spec.ops, start=self.n_in):
+            args = [a for a in op.args if a in values]     # scalars have no vote
+            if not args:
+                continue
+            if op.op == "cast" and EXPLICIT_CAST not in op.attrs:
+                operand_casts[value] = args[0]
+                values[value] = values[args[0]]
+                continue
+            operands = [values[a] for a in args]
+            shape = np.broadcast_shapes(*(v.shape for v in operands))
+            rank = max(v.rank for v in operands)
+            if op.op == "cast":
+                order = self._like(operands[0])
+            elif rank > 1 and self._trivial(op, args, values, operand_casts, shape, rank):
+                order = self._c_or_f(operands[0].contiguity)
+            else:
+                order = iteration_order([values[operand_casts.get(a, a)].votes
+                                         for a in args], ndim)
+            values[value] = _Value(shape, rank, _strides(shape, order),
+                                   _contiguity(shape, order), order)
+        return tuple(self._layout(values.get(v)) for v in self.outputs)
 
-    def _layout(self, order: list[int] | None, strides: tuple[int, ...] | None) -> Layout:
-        if order is None:                 # an output that is an input's value, copied
-            order = iteration_order([strides] if strides else [], self.ndim)
+    def _trivial(self, op: KernelOp, args: list[int], values: dict[int, _Value],
+                 operand_casts: dict[int, int], shape: tuple[int, ...], rank: int) -> bool:
+        """Whether NumPy's ufunc takes its trivial loop (no iterator) for ``op``."""
+        if op.op == "where" or any(a in operand_casts for a in args):
+            return False
+        dtypes = {self.spec.value_dtype(a) for a in op.args}
+        if OP_SIGNATURES[op.op].operands in ("any", "shift") and len(dtypes) > 1:
+            return False                  # NumPy casts an operand to the loop's dtype
+        operands = [values[a] for a in args]
+        return all(v.shape == shape and v.rank == rank and v.contiguity
+                   and v.contiguity == operands[0].contiguity for v in operands)
+
+    def _c_or_f(self, contiguity: str) -> list[int]:
+        """The order of NumPy's trivial loop's result: C unless only Fortran-contiguous."""
+        return list(range(self.ndim)) if contiguity == "F" else \
+            list(range(self.ndim - 1, -1, -1))
+
+    def _like(self, source: _Value) -> list[int]:
+        """The order np.empty_like gives a copy of ``source``."""
+        if source.contiguity:
+            return self._c_or_f(source.contiguity)
+        return source.order or iteration_order([source.votes], self.ndim)
+
+    def _layout(self, value: _Value | None) -> Layout:
+        if value is None:                 # a scalar's value
+            return None
+        order = value.order if value.order is not None else self._like(value)
         if order == list(range(self.ndim - 1, -1, -1)):
             return None
         if order == list(range(self.ndim)):

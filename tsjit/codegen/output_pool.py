@@ -90,7 +90,7 @@ class OutputPool:
         (``output_layout.Layout``: None for C order, "F", or the axes outermost first)."""
         dtype = np.dtype(dtype)
         min_elements = self.min_elements(dtype)
-        empty, empty_like = np.empty, np.empty_like
+        empty, ndarray = np.empty, np.ndarray
         if self._switch is None:
             min_elements = math.inf
         else:
@@ -115,8 +115,8 @@ class OutputPool:
         def alloc(shape: tuple, layout: Layout) -> np.ndarray:
             order = "C"
             if layout is not None:
-                if layout != "F":  # a permuted layout: empty_like keeps a prototype's
-                    return empty_like(_prototype(shape, layout), dtype, subok=False)
+                if layout != "F":  # a permuted layout, axes of length 1 in their place
+                    return ndarray(shape, dtype, strides=_strides(shape, layout, dtype))
                 order = "F"
             if math.prod(shape) < min_elements:
                 return empty(shape, dtype, order=order)
@@ -125,15 +125,12 @@ class OutputPool:
         return alloc
 
 
-def _prototype(shape: tuple, layout: tuple[int, ...]) -> np.ndarray:
-    """A view (of one element: never read) with strides in ``layout``'s order."""
-    strides, step = [0] * len(shape), _ONE.itemsize
+def _strides(shape: tuple, layout: tuple[int, ...], dtype: np.dtype) -> tuple[int, ...]:
+    """The strides (in bytes) of a fresh array whose axes lie in ``layout``'s order."""
+    strides, step = [0] * len(shape), dtype.itemsize
     for axis in reversed(layout):
         strides[axis], step = step, step * shape[axis]
-    return np.lib.stride_tricks.as_strided(_ONE, shape, strides, writeable=False)
-
-
-_ONE = np.zeros(1)
+    return tuple(strides)
 
 
 def memory_stats() -> dict[str, int]:

@@ -42,6 +42,7 @@ import numpy as np
 from ..codegen import numpy_nans
 from ..codegen.fp_errors import reports_are_ambiguous
 from ..codegen.kernel_spec import (
+    EXPLICIT_CAST,
     NAN_FIXED_LATER,
     OP_SIGNATURES,
     OPS_WITH_SCALAR_OPERAND_LOOPS,
@@ -207,7 +208,7 @@ class _Builder:
         self.numbers: dict[Value, int] = {}          # arrays and computed values
         self.array_values: set[Value] = set()        # the arrays among them from outside
         self.scalar_inputs: dict[tuple[Value, np.dtype], int] = {}
-        self.casts: dict[tuple[int, np.dtype], int] = {}
+        self.casts: dict[tuple[int, np.dtype, bool], int] = {}
         self.root_of: dict[Value, Value] = {}        # written values -> their array
         self.current: dict[Value, int] = {}          # written array -> its latest value
         self.written: list[Value] = []
@@ -336,12 +337,14 @@ class _Builder:
         root = self.root_of.get(v)
         return self.rank(self.numbers[root] if root is not None else self.number(v))
 
-    def cast(self, n: int, dtype: np.dtype) -> int:
+    def cast(self, n: int, dtype: np.dtype, explicit: bool = False) -> int:
+        """`n` as `dtype`: an operand's cast, or (`explicit`) the program's astype."""
         if self.dtypes[n] == dtype:
             return n
-        key = (n, dtype)
+        key = (n, dtype, explicit)
         if key not in self.casts:
-            self.casts[key] = self.op("cast", (n,), dtype, (dtype,))
+            attrs = (dtype, EXPLICIT_CAST) if explicit else (dtype,)
+            self.casts[key] = self.op("cast", (n,), dtype, attrs)
         return self.casts[key]
 
     def op(self, name: str, args: tuple[int, ...], dtype: np.dtype, attrs: tuple = ()) -> int:
@@ -489,7 +492,9 @@ class _Builder:
                 if self.kind(source) != "value":
                     raise GroupError("assignment of a scalar (NumPy converts it by value)")
                 return self.use(source, None)
-            return self.use(source, call.cast_to)
+            if self.kind(source) == "python":
+                return self.use(source, call.cast_to)
+            return self.cast(self.use(source, None), call.cast_to, explicit=True)
         if call.kernel == "where":
             loop = loop_dtypes("where", types)
             if loop is None:
