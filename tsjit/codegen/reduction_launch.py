@@ -143,6 +143,7 @@ class RowKernel:
             raise LayoutError("no element, but NumPy computes ops on a non-empty operand "
                               "before broadcasting (they may warn)")
         self.check_length(shape)
+        self.check_element_shapes(arrays, shape)
         try:
             return self.plan(arrays, shape)
         except LayoutError:
@@ -183,11 +184,32 @@ class RowKernel:
     def check_length(self, shape: tuple[int, ...]) -> None:
         """Raise LayoutError where too few elements are reduced, whatever the layout
         (NumPy raises or warns)."""
-        spec = self.spec
-        start, stop = spec.column or (0 if spec.full else len(shape) - spec.row_axes,
-                                      len(shape))
-        if math.prod(shape[start:stop]) < spec.min_length:
+        axes = self.reduced_axes(len(shape))
+        if math.prod(shape[axes.start:axes.stop]) < self.spec.min_length:
             raise LayoutError("too few elements to reduce (NumPy raises or warns)")
+
+    def reduced_axes(self, rank: int) -> range:
+        spec = self.spec
+        start, stop = spec.column or (0 if spec.full else rank - spec.row_axes, rank)
+        return range(start, stop)
+
+    def check_element_shapes(self, arrays: list, shape: tuple[int, ...]) -> None:
+        """Raise LayoutError where an element-level result's NumPy shape is not ``shape``
+        (the kernel's, of every operand): an operand only reduced is larger than the ones
+        its result meets (``x1 - x0.max()`` of x1 (1, 4), x0 (3, 4) is (1, 4))."""
+        reduced = self.reduced_axes(len(shape))
+        shapes = {i: (1,) * (len(shape) - a.ndim) + a.shape
+                  for i, a in zip(self.arrays, arrays)}
+        for value, op in enumerate(self.spec.ops, start=len(self.spec.inputs)):
+            operands = [shapes[a] for a in op.args if a in shapes]
+            if operands:
+                found = broadcast_shape(*operands)
+                shapes[value] = tuple(1 if k in reduced else n for k, n in enumerate(found)) \
+                    if op.op in REDUCTIONS else found
+        for value, (_, element, _) in zip(self.spec.outputs, self.outputs):
+            if element and shapes.get(value, shape) != shape:
+                raise LayoutError("an element-level result is smaller than the operands "
+                                  "(NumPy broadcasts it against a reduction's result)")
 
     def strided(self) -> RowKernel:
         """The kernel of this spec that reads its array inputs at element strides

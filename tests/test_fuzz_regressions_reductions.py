@@ -1,0 +1,63 @@
+"""Programs the fuzzers found where a fused reduction differed from NumPy, kept as tests."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from _differential import check
+from _subprocess import child_environment
+
+
+def compare_with_full_max(x0, x1):
+    return x1 - x0.max()
+
+
+def compare_with_full_sum(x0, x1):
+    return x1 < x0.sum()
+
+
+def minus_row_max(x0, x1):
+    return x1 - x0.max(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("fn,x0,x1", [
+    (compare_with_full_max, (3, 4), (1, 4)),
+    (compare_with_full_sum, (3, 4), (1, 4)),
+    (compare_with_full_sum, (2, 3, 4), (2, 1, 4)),
+    (minus_row_max, (3, 4), (3, 1)),
+    (minus_row_max, (3, 4), (1, 1)),
+    (compare_with_full_max, (3, 4), (3, 4)),
+])
+def test_an_element_result_smaller_than_the_reduced_operand_keeps_numpys_shape(fn, x0, x1):
+    """Where an operand read only by a reduction is larger than the values its result
+    meets, the element-level result has their (NumPy's) shape: x1 - x0.max() of x1 (1, 4)
+    and x0 (3, 4) is (1, 4). The row kernel iterated over the broadcast of every operand
+    and gave (3, 4) (test_fuzz_tensor_programs, seed 2)."""
+    a = np.arange(np.prod(x0), dtype=np.float64).reshape(x0) % 7
+    b = np.linspace(-3.0, 3.0, int(np.prod(x1))).reshape(x1)
+    scripted = check(fn, (a, b), (a, b), (a, b))
+    if x0 == x1:         # shapes that agree stay with the kernel
+        assert scripted.stats()["kernel_launches"] > 0
+
+
+def test_an_empty_element_result_beside_an_empty_reduced_operand_does_not_crash():
+    """x1 < x0.sum() of x1 (1, 0) and x0 (3, 0): the row kernel divided by zero (SIGFPE
+    killed the process) on the optimized call. Run in a child process, which would die."""
+    program = textwrap.dedent('''
+        import numpy as np, tsjit
+        from test_fuzz_regressions_reductions import compare_with_full_sum as fn
+        x0, x1 = np.ones((3, 0)), np.ones((1, 0))
+        scripted = tsjit.script(fn)
+        for _ in range(3):
+            got = scripted(x0, x1)
+            assert got.shape == (1, 0) and got.dtype == bool, got
+        print("ok")
+    ''')
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=300, cwd=__file__.rsplit("/", 1)[0],
+                          env=child_environment(TSJIT_BACKGROUND_COMPILE="0"))
+    assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode,
+                                                                   done.stderr[-2000:])
