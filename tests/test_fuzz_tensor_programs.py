@@ -211,7 +211,9 @@ class ProgramWriter:
             elif kind == "in_place":
                 op = self.choice(["+", "-", "*", "//"] + (["&", "|"] if self.integral else []))
                 templates = IN_PLACE if self.rank else IN_PLACE[:1] + IN_PLACE[2:]
-                template = self.choice(templates + (("x0.T[...] {op}= {e}",) if self.square else ()))
+                if self.square:
+                    templates += ("x0.T[...] {op}= {e}",)
+                template = self.choice(templates)
                 self.emit(indent, template.format(op=op, e=self.expression(1)))
             elif kind == "if":
                 test = self.choice([f"n > {self.draw(st.integers(0, 3))}",
