@@ -94,11 +94,11 @@ class Argument:
             values = rng.integers(0, 2, n).astype(bool)
         elif kind in "iu":
             info = np.iinfo(dtype)
-            extremes = np.array([0, 1, -1, 2, info.min, info.max, info.max - 1, -7, 5],
-                                dtype=object)
-            extremes = np.array([int(v) for v in extremes if info.min <= v <= info.max])
-            small = rng.integers(max(info.min, -9), 10, n)
-            values = np.where(rng.random(n) < 0.25, rng.choice(extremes, n), small).astype(dtype)
+            extremes = np.array([v for v in (0, 1, -1, 2, int(info.min), int(info.max),
+                                             int(info.max) - 1, -7, 5)
+                                 if info.min <= v <= info.max], dtype)
+            small = rng.integers(max(int(info.min), -9), 10, n).astype(dtype)
+            values = np.where(rng.random(n) < 0.25, rng.choice(extremes, n), small)
         else:
             values = np.where(rng.random(n) < 0.3, rng.choice(FLOAT_SPECIALS, n),
                               rng.standard_normal(n) * 8)
