@@ -1,7 +1,8 @@
 """Differential fuzzing of the fuser: random elementwise programs, eager against optimized.
 
-Hypothesis writes random programs as Python source (op DAGs over bool, int32, int64,
-float32 and float64 arrays with broadcasting shapes, C-, Fortran-ordered and strided
+Hypothesis writes random programs as Python source (op DAGs over bool, signed and
+unsigned integer arrays of every width, float16, float32 and float64 arrays with
+broadcasting shapes, C-, Fortran-ordered and strided
 inputs, NaN, infinities and signed zeros, Python and NumPy scalar operands, in-place
 updates of an argument or an assignment into it), scripts each with tsjit and calls it
 with fresh arguments: a first call (which specializes), optimized calls, a call with
@@ -40,7 +41,8 @@ from hypothesis import strategies as st
 import tsjit
 
 EXAMPLES = int(os.environ.get("TSJIT_FUZZ_EXAMPLES", "25"))
-DTYPES = ("bool", "int32", "int64", "float32", "float64")
+DTYPES = ("bool", "int32", "int64", "float32", "float64", "int8", "uint8", "int16", "uint16",
+          "uint32", "uint64", "float16")
 # NaNs of both signs, one with a payload: results must carry NumPy's NaN bits.
 PAYLOAD_NAN = float(np.array(0x7FF8000000000123, dtype=np.uint64).view(np.float64))
 FLOAT_SPECIALS = (0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, PAYLOAD_NAN, 1e-40, -1e30, 0.5,
@@ -83,7 +85,9 @@ class Argument:
             values = rng.integers(-40, 41, n).astype(dtype)
         else:
             values = np.where(rng.random(n) < 0.3, rng.choice(FLOAT_SPECIALS, n),
-                              rng.standard_normal(n) * 10).astype(dtype)
+                              rng.standard_normal(n) * 10)
+            with np.errstate(over="ignore"):    # float16: -1e30 is -inf
+                values = values.astype(dtype)
         values = values[:int(np.prod(self.shape))]
         if self.layout == "F":
             return np.asfortranarray(values.reshape(self.shape))
