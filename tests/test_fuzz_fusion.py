@@ -81,7 +81,7 @@ class Argument:
         n = max(1, int(np.prod(self.shape)))
         if dtype == "bool":
             values = rng.integers(0, 2, n).astype(bool)
-        elif dtype.startswith("int"):
+        elif np.dtype(dtype).kind in "iu":
             values = rng.integers(-40, 41, n).astype(dtype)
         else:
             values = np.where(rng.random(n) < 0.3, rng.choice(FLOAT_SPECIALS, n),
