@@ -350,3 +350,29 @@ def test_commutative_op_of_two_nans_gives_numpys(dtype):
             x = np.resize(values, n)
             assert_same_bits(scripted(x), negated_plus_itself(x))
     assert scripted.stats()["kernel_launches"] > 0
+
+
+def log_then_bitwise_and(x0):   # unused values: kept for their exceptions and reports
+    t0 = np.log(x0)
+    t1 = x0 & x0                    # noqa: F841
+    t2 = np.where(x0 > x0, x0, x0)  # noqa: F841
+    t3 = ~x0                        # noqa: F841
+    t4 = x0 + x0                    # noqa: F841
+    return (t0,)
+
+
+@pytest.mark.parametrize("errstate", ["warn", "raise", "call"])
+def test_a_floating_point_report_comes_before_a_later_op_raises(errstate):
+    """np.log(x) warns (divide by zero), then x & x of a float x raises TypeError: the
+    fuser moved log down into a kernel with x > x, past the &, so the TypeError came
+    without the warning, and under errstate "raise" instead of log's FloatingPointError
+    (test_fuzz_fusion with unsigned and float16 dtypes, seed 11)."""
+    from test_fuzz_fusion import run
+    scripted = tsjit.script(log_then_bitwise_and)
+    for dtype in (bool, bool, np.float32, np.float32, bool):
+        x = np.array([1.0, 0.0, 2.0]).astype(dtype)
+        want = run(log_then_bitwise_and, [x.copy()], errstate)
+        got = run(scripted, [x.copy()], errstate)
+        assert got[2] == want[2], (dtype, got[2], want[2])
+        if isinstance(want[0], type):
+            assert got[0] is want[0], (dtype, got[0], want[0])

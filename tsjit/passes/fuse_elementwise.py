@@ -17,10 +17,13 @@ only if that changes nothing observable:
     raise;
   - a member that may report a floating-point error (a RuntimeWarning, or what
     `np.errstate` asks for instead) does not pass a node that may report one outside a
-    kernel: eager code reports in program order. (It does pass an op that may raise
-    something else, such as an index out of range: when both happen, eager code reports
-    first; and the members of two kernels that interleave in program order report
-    kernel by kernel.)
+    kernel, nor one that may raise other than ValueError: eager code reports in program
+    order, the warning before the other's exception (np.log(x) then x & x of a float x
+    warns, then raises TypeError; under np.errstate(all="raise") the FloatingPointError
+    is the one raised). (It does pass an op whose only exception is ValueError of shapes
+    that do not broadcast, as a kernel's own members do: where both happen, the
+    ValueError comes without the report. And the members of two kernels that interleave
+    in program order report kernel by kernel.)
 Groups of one op are left alone (a kernel launch would not beat NumPy's own loop).  A
 result that nothing uses is one of the group's outputs all the same: dead-code elimination
 kept its node because it may warn or raise (a floating-point error is an effect), and a
@@ -229,6 +232,9 @@ class BlockFuser:
         if reports_errors(member) and self._reports_alone(other):
             return (f"{_describe(member)} and {_describe(other)} may both report a "
                     f"floating-point error; their order must stay")
+        if reports_errors(member) and raises != _NONE and raises != _SHAPE_ERRORS:
+            return (f"{_describe(member)} may report a floating-point error, which eager "
+                    f"code reports before {_describe(other)} raises")
         return None
 
     def _reports_alone(self, node: Node) -> bool:
