@@ -37,8 +37,8 @@ from __future__ import annotations
 
 import logging
 
-from ..ir.graph import Block, Graph, Node, Value, clone_node
-from ..ir.types import TensorType
+from ..ir.graph import Block, Graph, Node, Value, clone_node, constant_value
+from ..ir.types import IntType, NoneType, TensorType
 from ..ops import OPS
 from .analysis import has_effects, reads_mutable, reports_errors
 from .elementwise_kernel import (
@@ -267,7 +267,7 @@ class BlockFuser:
         places with a node that raises nothing else: whichever raises first, the class
         is the same."""
         if node not in self.exceptions:
-            raises = _ANY if _may_raise(node) else _NONE
+            raises = _ANY if _may_raise(node) and not _basic_slicing(node) else _NONE
             if raises is not _NONE and read_call(node) is not None:
                 try:
                     fused = build_group([node], lambda v: True)
@@ -325,6 +325,27 @@ def _copy_constant(v: Value, env: dict[Value, Value], graph: Graph) -> None:
     for inner in v.node.inputs:
         _copy_constant(inner, env, graph)
     graph.block.append(clone_node(v.node, env))
+
+
+def _basic_slicing(node: Node) -> bool:
+    """Whether `node` is `x[a:b, c:d]` of a tensor of known rank, no more slices than
+    axes, each step a constant other than 0: out-of-range bounds clip, so it cannot raise
+    (the LSTM cell's gates[:, h:2 * h] would otherwise keep each gate's exp in a kernel
+    of its own)."""
+    if node.kind != "aten::__getitem__" or not isinstance(node.inputs[0].type, TensorType):
+        return False
+    index = node.inputs[1].node
+    slices = index.inputs if index.kind == "prim::TupleConstruct" else [index.outputs[0]]
+    rank = node.inputs[0].type.rank
+    return rank is not None and len(slices) <= rank and all(
+        s.node.kind == "prim::Slice" and len(s.node.inputs) == 3
+        and all(v.type in (IntType, NoneType) for v in s.node.inputs)
+        and _nonzero_step(s.node.inputs[2]) for s in slices)
+
+
+def _nonzero_step(step: Value) -> bool:
+    value = constant_value(step)
+    return value is None or (type(value) is int and value != 0)
 
 
 def _may_raise(node: Node) -> bool:
