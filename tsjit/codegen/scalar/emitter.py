@@ -30,6 +30,7 @@ from llvmlite import ir
 from ...interpreter.control import INT64_MAX, LoopParts, is_constant
 from ...ir.graph import Block, Graph, Node, Value
 from ...passes.analysis import has_effects
+from ..self_products import plain_self_products
 from . import cpython
 from .arith import any_of
 from .bailout import Bailouts
@@ -120,6 +121,7 @@ class FunctionEmitter:
         b.ret(self._box_results(results))
         with self.b.goto_block(self._allocas):
             self.b.branch(self.fn.blocks[1])
+        plain_self_products(self.fn)
 
     def _count_call(self, counters: object) -> None:
         """counters[0] += 1: native calls are counted by the native code itself."""
