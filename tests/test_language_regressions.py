@@ -245,3 +245,26 @@ def test_arithmetic_with_a_neutral_constant_keeps_python_result_types():
     # int parameter holding a bool returned the bool.
     check(times_one, (3,), (3,), (2.5,), (True,))
     check(plus_zero, (True,), (True,), (7,))
+
+
+def countdown_by_walrus(n: int) -> tuple[int, int]:
+    s = 0
+    while (k := n - s) > 0:
+        s += 1
+    return s, k
+
+
+def read_until_negative(xs: list[int]) -> tuple[int, int]:
+    i = 0
+    total = 0
+    while (v := xs[i]) >= 0:
+        total += v
+        i += 1
+    return total, v
+
+
+def test_an_assignment_in_a_while_condition_is_carried_by_the_loop():
+    # `k := n - s` in the condition rebinds k on each test, but the loop did not carry
+    # it: the body and the code after the loop saw the first test's k (6 for n=3, not 3)
+    check(countdown_by_walrus, (3,), (0,), (5,))
+    check(read_until_negative, ([3, 1, -2],), ([-1],), ([4, 5],))

@@ -223,9 +223,11 @@ class ControlFlowMixin:
                   target: ast.expr | None = None) -> None:
         """Emit a prim::Loop whose body runs `bind_iteration(i)` then the statements.
 
-        `target` is what `bind_iteration` assigns (a for loop's target): a variable it
-        rebinds that exists before the loop is carried, so after the loop it holds the
-        last element, as in Python.
+        `target` is what rebinds variables each iteration besides the body: a for loop's
+        target (`bind_iteration` assigns it) or a while loop's condition (`next_cond`
+        evaluates it, and its `:=` assign).  A variable it rebinds that exists before the
+        loop is carried, so after the loop it holds the last element, or the value the
+        condition last assigned, as in Python.
 
         `next_cond` computes the continue condition of a while loop at the end of the
         body; for loops continue unless a break/return flag is set.  A carried variable

@@ -500,7 +500,7 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
         # types at the loop head (a carried variable may have widened in the body)
         self.emit_loop(self.trip_count_forever(src), first, stmt.body,
                        lambda i: self.apply_refinements(self.narrowing(stmt.test)[0], src),
-                       next_condition, src)
+                       next_condition, src, target=stmt.test)
         if contains_statement(stmt.body, (ast.Break,), into_loops=False):
             return
         if constant_bool(first) and all(constant_bool(c) for c in later[-1:]):
