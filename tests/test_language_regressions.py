@@ -268,3 +268,23 @@ def test_an_assignment_in_a_while_condition_is_carried_by_the_loop():
     # it: the body and the code after the loop saw the first test's k (6 for n=3, not 3)
     check(countdown_by_walrus, (3,), (0,), (5,))
     check(read_until_negative, ([3, 1, -2],), ([-1],), ([4, 5],))
+
+
+def doubled_if_large(a: int) -> int:
+    b = 0
+    if a > 0 and (b := a * 2) > 3:
+        return b
+    return b - 1
+
+
+def first_positive(a: int, c: int) -> tuple[int, int]:
+    k = -1
+    v = (k := a) if a > 0 else ((k := c) if c > 0 else 0)
+    return v, k
+
+
+def test_an_assignment_inside_and_or_or_a_ternary_is_seen_after_it():
+    # the alternatives of `and`/`or`/`x if c else y` ran in frames whose assignments were
+    # dropped: `a > 0 and (b := a * 2) > 3` left b at 0 (6 for a = 3)
+    check(doubled_if_large, (3,), (1,), (-1,))
+    check(first_positive, (3, 1), (-1, 4), (-1, -2))

@@ -332,14 +332,16 @@ class ControlFlowMixin:
 
     def emit_conditional(self, cond: Value, then_fn: Callable[[], Value],
                          else_fn: Callable[[], Value], src: SourceRange) -> Value:
-        """A value-producing if (ternaries, short-circuit and/or)."""
+        """A value-producing if (ternaries, short-circuit and/or).  Variables an
+        alternative assigns (`a > 0 and (b := a * 2) > 3`) join as after an if statement."""
         node = self.insert("prim::If", [cond], [], src=src)
-        results = []
+        results, frames = [], []
         for block, fn in zip((node.add_block(), node.add_block()), (then_fn, else_fn)):
             produced: list[Value] = []
-            self.run_in_frame(Frame(block, self.frame),
-                              lambda fn=fn, out=produced: out.append(fn()))
+            frames.append(self.run_in_frame(Frame(block, self.frame),
+                                            lambda fn=fn, out=produced: out.append(fn())))
             results.append((block, produced[0]))
+        self.join(node, frames, src)
         joined = unify(results[0][1].type, results[1][1].type)
         if joined is None:
             raise CompilationError(
