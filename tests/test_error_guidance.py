@@ -206,3 +206,25 @@ def test_a_loop_over_a_value_of_unknown_element_type_says_to_annotate_it():
     assert "cannot iterate over a value of type Any" in str(error)
     assert "tsjit.annotate(List[float], x.tolist())" in str(error)
     assert underlined(str(error)) == ["for v in x.tolist():"]
+
+
+def found_or_not(n: int) -> int:
+    for i in range(10):
+        if i == n:
+            found = i
+            break
+    return found
+
+
+def test_a_variable_set_only_before_a_break_is_reported_where_it_is_set():
+    # the loop replaced the if's own reason with one pointing at a binding that had no
+    # source: script() raised AttributeError ('NoneType' object has no attribute
+    # 'highlight') while rendering the CompilationError
+    error = compile_error(found_or_not)
+    assert "'found' is not defined in the false branch" in str(error)
+    assert underlined(str(error))[:2] == ["found", "found"]
+
+
+def test_a_note_without_a_source_range_renders():
+    error = tsjit.CompilationError("reason", None, ("a note without a location", None))
+    assert str(error) == "reason\na note without a location"

@@ -314,7 +314,9 @@ class ControlFlowMixin:
         for name, binding in frame.vars.items():
             if name not in names and not name.startswith("$") and not binding.refinement \
                     and self.frame.lookup(name) is None:
-                self.frame.vars[name] = undefined(
+                # one the body itself leaves undefined (`if ...: found = i; break`) keeps
+                # its own reason, which points at the assignment
+                self.frame.vars[name] = binding if binding.value is None else undefined(
                     f"'{name}' is defined inside the loop body only: it is not defined "
                     "when the loop runs zero times", None,
                     (f"'{name}' is defined here:", binding.source))

@@ -8,7 +8,7 @@ class CompilationError(RuntimeError):
     """An invalid script program; the message marks the source `~~~~ <--- HERE`."""
 
     def __init__(self, message: str, source: SourceRange | None = None,
-                 *related: tuple[str, SourceRange]):
+                 *related: tuple[str, SourceRange | None]):
         self.reason = message
         self.source = source
         self.related = list(related)
@@ -25,5 +25,6 @@ class CompilationError(RuntimeError):
             parts.append(self.source.highlight())
         for note, where in self.related:
             parts.append(note)
-            parts.append(where.highlight())
+            if where is not None:
+                parts.append(where.highlight())
         return "\n".join(parts)
