@@ -196,6 +196,16 @@ def test_string_constants_with_escapes():
     assert constant_values(round_trip(text)) == strings
 
 
+def test_bytes_constants():
+    # bytes constants printed as Py(builtins.bytes(...)), which no archive could hold:
+    # a function using b"..." could not be saved or pickled
+    values = [b"", b"ab", bytes(range(256))]
+    parsed = constant_values(round_trip(constant_graph(*map(format_attr, values))))
+    assert parsed == values and all(type(v) is bytes for v in parsed)
+    with pytest.raises(IRParseError, match="cannot hold"):
+        parse_ir(constant_graph('bytes("0g")'))
+
+
 def test_container_constants():
     values = [(1,), (), (1, "a", (2.5, None)), [1, [2, 3]], [], ((),)]
     text = constant_graph(*map(format_attr, values))

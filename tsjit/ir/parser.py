@@ -421,7 +421,8 @@ class _Parser:
             raise self.error(f"{head.text}(...) cannot hold {value!r:.80}: {e}", head) from None
 
     def wrapped_value(self, head: _Token) -> object:
-        """`Type(...)`, `dtype(...)`, `Enum(...)`, `Py(...)`, `Array(...)`, `float32(2.5)`."""
+        """`Type(...)`, `dtype(...)`, `Enum(...)`, `Py(...)`, `Array(...)`, `bytes("6869")`,
+        `float32(2.5)`."""
         form = head.text
         if form == "Type":
             value = self.type()
@@ -432,6 +433,8 @@ class _Parser:
             if self.peek().text == "(":
                 raise self.error(f"an instance of {qualname} cannot be rebuilt from text", tok)
             value = self.resolve(qualname, tok)
+        elif form == "bytes":                   # bytes("68690a"): the hex digits
+            value = self.converted(bytes.fromhex, self.attr_value(), head)
         elif form == "complex":                 # complex(real, imag)
             real = self.attr_value()
             self.expect(",")

@@ -61,6 +61,8 @@ def format_attr(value: object) -> str:
         return f"complex({format_attr(value.real)}, {format_attr(value.imag)})"
     if isinstance(value, str):
         return json.dumps(value)
+    if isinstance(value, bytes):
+        return f"bytes({json.dumps(value.hex())})"
     if isinstance(value, (tuple, list)):
         inner = ", ".join(format_attr(v) for v in value)
         return f"({inner},)" if isinstance(value, tuple) and len(value) == 1 else (
