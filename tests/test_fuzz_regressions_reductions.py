@@ -7,8 +7,10 @@ import textwrap
 
 import numpy as np
 import pytest
-from _differential import check
+from _differential import assert_same, check
 from _subprocess import child_environment
+
+import tsjit
 
 
 def compare_with_full_max(x0, x1):
@@ -61,3 +63,45 @@ def test_an_empty_element_result_beside_an_empty_reduced_operand_does_not_crash(
                           env=child_environment(TSJIT_BACKGROUND_COMPILE="0"))
     assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode,
                                                                    done.stderr[-2000:])
+
+
+def plus_full_sum(x):
+    return x + x.sum(axis=None, keepdims=True)
+
+
+def minus_row_max_of_itself(x):
+    return x - x.max(axis=-1, keepdims=True)
+
+
+def exp_minus_first_axis_max(x):
+    return np.exp(x - x.max(axis=0, keepdims=True))
+
+
+def doubled_sums(x):
+    return (x * 2.0).sum(axis=-1, keepdims=True), (x * 2.0).sum(axis=0)
+
+
+@pytest.mark.parametrize("fn", [plus_full_sum, minus_row_max_of_itself,
+                                exp_minus_first_axis_max, doubled_sums])
+@pytest.mark.parametrize("shape", [(1, 2, 2), (2, 1, 3), (3, 2, 1), (1, 1, 3), (1, 4), (4, 1),
+                                   (2, 3, 4)])
+@pytest.mark.parametrize("dtype", [np.int8, np.float32])
+def test_row_kernel_results_of_fortran_operands_lie_as_numpys(fn, shape, dtype):
+    """A row kernel's results of Fortran-ordered operands lie as NumPy's, axes of length 1
+    included: x + x.sum(axis=None, keepdims=True) of a bool or int8 Fortran (1, 2, 2) x has strides
+    (32, 8, 16), where the kernel's result was np.empty(order="F"): (8, 8, 16)
+    (test_fuzz_tensor_programs, seed 5 x 250). NumPy's iterator puts an axis of length 1
+    where C order has it, a reduction lays its result out in its operand's order, and
+    np.exp of a contiguous temporary takes the trivial loop: (C or) Fortran order."""
+    x = np.asfortranarray((np.arange(np.prod(shape)) % 5 - 2).astype(dtype).reshape(shape))
+    scripted = tsjit.script(fn)
+    want = fn(x)
+    for _ in range(3):
+        got = scripted(x)
+        for g, w in zip(got if isinstance(got, tuple) else (got,),
+                        want if isinstance(want, tuple) else (want,)):
+            assert_same(g, w, ulps=4)
+            assert (g.strides, g.flags.c_contiguous, g.flags.f_contiguous) == \
+                (w.strides, w.flags.c_contiguous, w.flags.f_contiguous)
+    if shape[-1] > 1:    # else x is taken for one value per row: nothing to fuse
+        assert scripted.stats()["kernel_launches"] > 0

@@ -9,6 +9,12 @@ the axes by its own operands: inputs by their strides, earlier results by the or
 for them. When every input of two or more axes is C-contiguous, every result is C-ordered
 (each pair of axes has a C vote or none), which the launcher checks first.
 
+A row kernel's reductions are modelled too: NumPy's reduction iterates its operand in
+that operand's iteration order and allocates its result (the reduced axes of length 1) in
+the same order, as it does an elementwise result: ``x.sum(axis=2, keepdims=True)`` of a
+Fortran-ordered (2, 3, 4) array has strides (8, 16, 48); a result without the reduced axes
+has the same strides on the axes it keeps.
+
 A layout is None (C order), "F" (Fortran order) or the axes from outermost to innermost.
 """
 
@@ -19,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tsjit.codegen.kernel_spec import EXPLICIT_CAST, OP_SIGNATURES, KernelOp, KernelSpec
+from tsjit.codegen.reduction_spec import REDUCTIONS, RowKernelSpec
 
 __all__ = ["Layout", "OutputLayouts", "iteration_order"]
 
@@ -86,14 +93,20 @@ class OutputLayouts:
     (or Fortran) ordered; any other goes through the iterator, whose result is laid out in
     iteration order, axes of length 1 included: np.asfortranarray(b) + i8 of a bool b and
     an int8 i8 of shape (1, 2, 2) has strides (4, 1, 2), i8 + i8 has (1, 1, 2). np.where
-    always iterates. An astype (EXPLICIT_CAST) is laid out as its source (empty_like)."""
+    always iterates. An astype (EXPLICIT_CAST) is laid out as its source (empty_like).
+    ``reduced``: the axes a row kernel's reductions reduce (see the module docstring)."""
 
-    def __init__(self, spec: KernelSpec, fresh_outputs: list[int]) -> None:
+    def __init__(self, spec: KernelSpec | RowKernelSpec, fresh_outputs: list[int],
+                 reduced: range = range(0)) -> None:
         self.ndim = spec.out_rank
         self.spec = spec
         self.inputs = [i for i, inp in enumerate(spec.inputs) if not inp.is_scalar]
         self.n_in = len(spec.inputs)
         self.outputs = [spec.outputs[j] for j in fresh_outputs]
+        ranks = spec.output_ranks if isinstance(spec, RowKernelSpec) else \
+            (self.ndim,) * len(spec.outputs)
+        self.ranks = [ranks[j] for j in fresh_outputs]
+        self.reduced = reduced
         self.seen: dict[tuple, tuple[Layout, ...]] = {}
 
     def __call__(self, *arrays: np.ndarray) -> tuple[Layout, ...]:
@@ -126,7 +139,11 @@ class OutputLayouts:
             operands = [values[a] for a in args]
             shape = np.broadcast_shapes(*(v.shape for v in operands))
             rank = max(v.rank for v in operands)
-            if op.op == "cast":
+            if op.op in REDUCTIONS:
+                order = iteration_order([values[operand_casts.get(a, a)].votes
+                                         for a in args], ndim)
+                shape = tuple(1 if k in self.reduced else n for k, n in enumerate(shape))
+            elif op.op == "cast":
                 order = self._like(operands[0])
             elif rank > 1 and self._trivial(op, args, values, operand_casts, shape, rank):
                 order = self._c_or_f(operands[0].contiguity)
@@ -135,7 +152,8 @@ class OutputLayouts:
                                          for a in args], ndim)
             values[value] = _Value(shape, rank, _strides(shape, order),
                                    _contiguity(shape, order), order)
-        return tuple(self._layout(values.get(v)) for v in self.outputs)
+        return tuple(self._layout(values.get(v), rank)
+                     for v, rank in zip(self.outputs, self.ranks))
 
     def _trivial(self, op: KernelOp, args: list[int], values: dict[int, _Value],
                  operand_casts: dict[int, int], shape: tuple[int, ...], rank: int) -> bool:
@@ -160,12 +178,17 @@ class OutputLayouts:
             return self._c_or_f(source.contiguity)
         return source.order or iteration_order([source.votes], self.ndim)
 
-    def _layout(self, value: _Value | None) -> Layout:
+    def _layout(self, value: _Value | None, rank: int) -> Layout:
+        """``value``'s Layout as an array of ``rank`` axes (fewer than the kernel's: a
+        reduction's result without its reduced axes)."""
         if value is None:                 # a scalar's value
             return None
         order = value.order if value.order is not None else self._like(value)
-        if order == list(range(self.ndim - 1, -1, -1)):
+        if rank < self.ndim:
+            order = [a - sum(r < a for r in self.reduced) for a in order
+                     if a not in self.reduced]
+        if order == list(range(rank - 1, -1, -1)):
             return None
-        if order == list(range(self.ndim)):
+        if order == list(range(rank)):
             return "F"
         return tuple(reversed(order))

@@ -37,6 +37,7 @@ from tsjit.codegen.kernel_abi import PARALLEL_FOR, entry_parameter_types
 from tsjit.codegen.kernel_cache import KernelCache
 from tsjit.codegen.launch import _finish, _native_function, broadcast_shape
 from tsjit.codegen.numpy_minmax import fingerprint
+from tsjit.codegen.output_layout import OutputLayouts
 from tsjit.codegen.output_pool import OutputPool
 from tsjit.codegen.reduction_layout import (
     LayoutError,
@@ -108,8 +109,10 @@ class RowKernel:
         # element-level outputs come from the kernels' output memory (pages kept between
         # calls: a fresh 16 MB array faults in every page)
         pool = OutputPool.shared()
-        self.allocators = [pool.allocator(dtype, rank) if element else None
-                           for dtype, element, rank in self.outputs]
+        self.allocators = [pool.allocator(dtype, rank) for dtype, _, rank in self.outputs]
+        # where NumPy lays out the results of Fortran-ordered operands (``allocate``)
+        self.layouts = OutputLayouts(spec, list(range(len(spec.outputs))),
+                                     self.reduced_axes(spec.out_rank))
 
     def call(self, *args, shape=None) -> tuple:
         arrays = [args[i] for i in self.arrays]
@@ -127,13 +130,14 @@ class RowKernel:
                 self._plans.clear()
             self._plans[key] = plan
         if plan.kernel is None:
-            return self.run(args, arrays, self.allocate(plan.shapes, False), plan.block)
+            return self.run(args, arrays, self.allocate(plan.shapes, None), plan.block)
         if plan.transposed:
+            results = self.allocate(plan.shapes, arrays)
             args = self.transpose(args, plan.transposed)
             arrays = [args[i] for i in self.arrays]
-        return plan.kernel.run(args, arrays, plan.kernel.allocate(plan.shapes,
-                                                                  bool(plan.transposed)),
-                               plan.block)
+        else:
+            results = self.allocate(plan.shapes, None)
+        return plan.kernel.run(args, arrays, results, plan.block)
 
     def choose(self, args: tuple, arrays: list, shape: tuple[int, ...]) -> _Plan:
         """The plan of a layout not seen yet: this kernel's, else (Fortran-ordered
@@ -273,18 +277,27 @@ class RowKernel:
                      for _, element, rank in self.outputs)
 
     def allocate(self, shapes: tuple[tuple[int, ...], ...],
-                 fortran: bool) -> list[tuple[np.ndarray, np.ndarray]]:
+                 fortran: list | None) -> list[tuple[np.ndarray, np.ndarray]]:
         """Fresh outputs of ``shapes``, each as (result, the C-ordered view the kernel
-        writes); ``fortran``: the results are those views transposed, in Fortran order
-        (as NumPy allocates the results of Fortran-ordered operands)."""
+        writes). ``fortran``: the array operands of a plan that runs the transposed kernel
+        (``shapes`` are its, transposed); each result lies as NumPy lays out its own
+        (``OutputLayouts``: Fortran order, axes of length 1 where NumPy's iterator puts
+        them: x + x.sum(keepdims=True) of a Fortran (1, 2, 2) bool x has strides
+        (32, 8, 16), where np.empty(order="F") gives (8, 8, 16)), and the kernel writes
+        its transpose. LayoutError where NumPy's result is not Fortran-contiguous (the
+        kernel could not write it)."""
+        if fortran is None:
+            return [(out, out) for out in (
+                allocate(shape, None) if element else np.empty(shape, dtype)
+                for (dtype, element, _), allocate, shape
+                in zip(self.outputs, self.allocators, shapes))]
         results = []
-        for (dtype, element, _), allocate, shape in zip(self.outputs, self.allocators, shapes):
-            if fortran:
-                out = np.empty(shape[::-1], dtype, order="F")
-                results.append((out, out.T))
-            else:
-                out = allocate(shape, None) if element else np.empty(shape, dtype)
-                results.append((out, out))
+        for allocate, shape, layout in zip(self.allocators, shapes, self.layouts(*fortran)):
+            out = allocate(shape[::-1], layout)
+            if not out.flags.f_contiguous:
+                raise LayoutError("NumPy's result of Fortran-ordered operands is not "
+                                  "Fortran-contiguous")
+            results.append((out, out.T))
         return results
 
     def run(self, args: tuple, arrays: list, results: list, block: np.ndarray) -> tuple:
