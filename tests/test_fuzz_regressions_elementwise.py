@@ -376,3 +376,34 @@ def test_a_floating_point_report_comes_before_a_later_op_raises(errstate):
         assert got[2] == want[2], (dtype, got[2], want[2])
         if isinstance(want[0], type):
             assert got[0] is want[0], (dtype, got[0], want[0])
+
+
+def interleaved_kernels(x, y):
+    a1 = np.exp(x)       # overflow
+    b1 = y * y           # underflow
+    b2 = b1 + 1.0        # b1's kernel ends here
+    a2 = a1 + 1.0        # a1's kernel would end here
+    return a2, b2
+
+
+@pytest.mark.parametrize("errstate", ["warn", "raise", "call"])
+def test_two_kernels_whose_members_interleave_report_in_program_order(errstate):
+    """np.exp(x) overflows, then y * y underflows: eager reports overflow, then underflow.
+    The multiply's kernel ran first (at b2) and the exp's after it (at a2), so the
+    reports came kernel by kernel: underflow, then overflow (test_fuzz_fusion with float16
+    and int8 arguments, seed 14 x 400). The exp's group, whose member would pass the
+    multiply that reports before it, now runs as NumPy's calls; the other stays a kernel."""
+    from test_fuzz_fusion import run
+    scripted = tsjit.script(interleaved_kernels)
+    for _ in range(3):
+        x, y = np.array([1000.0, 1.0, 2.0]), np.array([1e-200, 1.0, 3.0])
+        want = run(interleaved_kernels, [x.copy(), y.copy()], errstate)
+        got = run(scripted, [x.copy(), y.copy()], errstate)
+        assert got[2] == want[2], (got[2], want[2])
+    if errstate == "raise":    # the exp's overflow, not the multiply's underflow
+        with np.errstate(all="raise"), \
+                pytest.raises(FloatingPointError, match="^overflow encountered in exp"):
+            scripted(x, y)
+    with np.errstate(all="ignore"):
+        assert_bitwise(scripted(x, y)[1], interleaved_kernels(x, y)[1])
+    assert scripted.stats()["kernel_launches"] > 0

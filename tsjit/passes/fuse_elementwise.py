@@ -22,8 +22,11 @@ only if that changes nothing observable:
     warns, then raises TypeError; under np.errstate(all="raise") the FloatingPointError
     is the one raised). (It does pass an op whose only exception is ValueError of shapes
     that do not broadcast, as a kernel's own members do: where both happen, the
-    ValueError comes without the report. And the members of two kernels that interleave
-    in program order report kernel by kernel.)
+    ValueError comes without the report.) It may pass a member of another group that may
+    report only if that group runs after its own (`_keeping_order`): a kernel reports its
+    members' errors together where it runs, so of two groups whose members interleave,
+    np.exp(x), y * y, then the multiply's kernel, then the exp's, the exp's overflow
+    would come after the multiply's underflow.
 Groups of one op are left alone (a kernel launch would not beat NumPy's own loop).  A
 result that nothing uses is one of the group's outputs all the same: dead-code elimination
 kept its node because it may warn or raise (a floating-point error is an effect), and a
@@ -245,21 +248,30 @@ class BlockFuser:
 
     def _keeping_order(self, groups: list[list[Node]]) -> list[list[Node]]:
         """`groups` without those whose members would pass a node that may report a
-        floating-point error and runs alone after all (a group too small to be wanted);
-        such a group's ops run as NumPy's calls."""
+        floating-point error and reports before the group runs: a node that runs alone
+        after all (in a group too small to be wanted, or in one dropped here), or a member
+        of a group that runs first (see the module docstring). Such a group's ops run as
+        NumPy's calls; dropping a group only adds nodes that run alone, so what is broken
+        stays broken and the loop ends."""
         kept = groups
         while True:
-            fused = {m for g in kept for m in g}
-            broken = [g for g in kept if any(
-                other not in fused and reports_errors(other)
-                for m in g[:-1] if reports_errors(m)
-                for other in self.nodes[self.position[m] + 1:self.position[g[-1]]])]
+            runs_at = {m: self.position[g[-1]] for g in kept for m in g}
+            broken = [g for g in kept if self._reported_before(g, runs_at)]
             if not broken:
                 return kept
             for g in broken:
                 log.debug("not fused: a group of %d: a member would pass a node that may "
-                          "report a floating-point error", len(g))
+                          "report a floating-point error before the group runs", len(g))
             kept = [g for g in kept if all(g is not b for b in broken)]
+
+    def _reported_before(self, group: list[Node], runs_at: dict[Node, int]) -> bool:
+        """Whether a member of `group` that may report would pass a node that may report
+        and runs (`runs_at`: a fused node's group's position; else its own) before
+        `group` does."""
+        end = self.position[group[-1]]
+        return any(reports_errors(other) and runs_at.get(other, self.position[other]) < end
+                   for m in group[:-1] if reports_errors(m)
+                   for other in self.nodes[self.position[m] + 1:end])
 
     def _exceptions(self, node: Node) -> frozenset | None:
         """The exception classes `node` may raise (None: any).  A member only raises
