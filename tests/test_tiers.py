@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from _differential import assert_same
+from _subprocess import child_environment
 
 import tsjit
 from tsjit.executor import background, pipeline
@@ -161,6 +162,64 @@ def test_a_first_call_of_loop_code_holds_its_compile_until_it_returns(background
     assert f.stats()["interpreted_runs"] == 1
     assert_same(f(values, np.zeros(16, np.int64), -3.0, 3.0), got)
     assert f.stats()["kernel_launches"] == 1
+
+
+_WAIT_FOR_LOAD_PROGRAM = """
+import sys
+import threading
+
+import numpy as np
+
+import tsjit
+from tsjit.codegen import llvm_jit
+from tsjit.executor import graph_executor
+
+graph_executor.FIRST_CALL_WAIT_SECONDS = 600.0
+gate = threading.Event()
+emit = llvm_jit.optimize_and_emit
+
+
+def gated_emit(*args, **kwargs):     # LLVM waits until the first call has returned
+    gate.wait(30)
+    return emit(*args, **kwargs)
+
+
+llvm_jit.optimize_and_emit = gated_emit
+
+
+def shifted(x: tsjit.Tensor) -> tsjit.Tensor:
+    return x * 0.8125 + 3.0625
+
+
+f = tsjit.script(shifted)
+x = np.linspace(-1.0, 1.0, 1000)
+assert np.array_equal(f(x), shifted(x))
+first = f.stats()
+gate.set()
+f.executor.specialize_for(x)
+assert np.array_equal(f(x), shifted(x))
+print(first["kernel_launches"], first["interpreted_runs"], f.stats()["kernel_launches"])
+"""
+
+
+def test_a_first_call_waits_for_code_that_loads_not_for_llvm(background_on, tmp_path):
+    """A first call typed by its arguments waits for its compile while the kernels only
+    load (here from a warm disk cache), and runs in the interpreter as soon as LLVM has
+    to compile one (the cold cache: LLVM is held until that call has returned; the
+    call used to wait for it)."""
+    program = tmp_path / "wait_for_load.py"
+    program.write_text(_WAIT_FOR_LOAD_PROGRAM)
+    env = child_environment(TSJIT_BACKGROUND_COMPILE="1", TSJIT_DISK_CACHE="1",
+                            TSJIT_CACHE_DIR=str(tmp_path / "cache"))
+    outputs = []
+    for _ in ("cold", "warm"):
+        done = subprocess.run([sys.executable, str(program)], env=env, capture_output=True,
+                              text=True, timeout=300, check=False)
+        assert done.returncode == 0, done.stderr
+        outputs.append(done.stdout.split())
+    cold, warm = outputs
+    assert cold == ["0", "1", "1"]      # interpreted first, compiled code next
+    assert warm == ["1", "0", "2"]      # loaded from the disk cache within the first call
 
 
 def test_a_held_compile_starts_once_its_caller_used_its_cpu_time(background_on, monkeypatch):

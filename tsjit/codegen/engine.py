@@ -41,6 +41,7 @@ __all__ = [
     "JitEngine",
     "generator_fingerprint",
     "get_engine",
+    "on_llvm_compile",
     "remembered",
 ]
 
@@ -52,6 +53,23 @@ DISK_CACHE_ENV = "TSJIT_DISK_CACHE"
 _RECENT_MODULES = 32
 
 log = logging.getLogger("tsjit.compile")
+
+# Told, on the compiling thread, that a module missed both caches and LLVM compiles it,
+# before its IR is generated: a first call that waits for its compile while the code only
+# loads (a few ms) stops waiting once LLVM is needed (hundreds of ms), see
+# executor/background.py.
+_llvm_compile_listeners: list[Callable[[], None]] = []
+
+
+def on_llvm_compile(listener: Callable[[], None]) -> None:
+    """Call ``listener()`` whenever a module is about to be compiled by LLVM (not loaded
+    from the memory or disk cache), on the thread that asked for it."""
+    _llvm_compile_listeners.append(listener)
+
+
+def _announce_llvm_compile() -> None:
+    for listener in _llvm_compile_listeners:
+        listener()
 
 
 @dataclass
@@ -181,6 +199,7 @@ class JitEngine:
                     f"{quick}|{key}")) is not None)
         if known:
             return lambda: self.compile_keyed(key, build, wanted, quick)
+        _announce_llvm_compile()
         from .llvm_jit import optimize_and_emit
         module = build()
         text = module if isinstance(module, str) else str(module)
@@ -259,6 +278,7 @@ class JitEngine:
         if cached is not None:
             obj, optimized_ir = cached
         else:
+            _announce_llvm_compile()
             if emitted is not None:
                 obj, optimized_ir = emitted()
             else:

@@ -63,6 +63,7 @@ class CompileJob:
     def __init__(self, work: Callable[[], None], held: bool = False):
         self.work = work
         self._done = threading.Event()
+        self._settled = threading.Event()     # done, or LLVM compiles (see wait_for_load)
         self._released = threading.Event()
         self._holder_clock: int | None = None     # the CPU clock of the holding thread
         if not held:
@@ -79,6 +80,14 @@ class CompileJob:
 
     def wait(self, timeout: float | None = None) -> bool:
         return self._done.wait(timeout)
+
+    def wait_for_load(self, timeout: float) -> bool:
+        """Wait while the job only loads code (from the memory or disk cache: a few ms),
+        until it is done (True), or until it has to compile with LLVM (hundreds of ms,
+        seconds on a loaded machine) or ``timeout`` passes (False): a first call that would
+        wait for LLVM runs in the interpreter instead (gelu 1M cold: 1.9 s -> ~40 ms)."""
+        self._settled.wait(timeout)
+        return self.done
 
     def wait_for_release(self) -> None:
         """Until released, or until the holder has used HELD_JOB_START_SECONDS of CPU (or
@@ -97,13 +106,27 @@ class CompileJob:
             return
 
     def run(self) -> None:
+        _running_here.job = self
         try:
             self.work()
         finally:
+            _running_here.job = None
             self._done.set()
+            self._settled.set()
 
     def drop(self) -> None:
         self._done.set()
+        self._settled.set()
+
+
+# The job the current thread runs (the worker's), told by the engine when LLVM compiles.
+_running_here = threading.local()
+
+
+def _llvm_compile_started() -> None:
+    job = getattr(_running_here, "job", None)
+    if job is not None:
+        job._settled.set()
 
 
 @contextlib.contextmanager
@@ -233,9 +256,10 @@ def load_back_end() -> None:
         return
     with _importing:
         from ..codegen import launch, reduction_launch  # noqa: F401  (kernel launchers)
-        from ..codegen.engine import prepare
+        from ..codegen.engine import on_llvm_compile, prepare
         from . import pipeline  # noqa: F401  (passes, native regions)
         prepare()
+        on_llvm_compile(_llvm_compile_started)
         _loaded = True
 
 

@@ -52,14 +52,17 @@ if TYPE_CHECKING:
 
 MAX_SPECIALIZATION_DEPTH = 8
 # A first call whose types follow from its arguments has its compile queued before it runs.
-# Small straight-line array code (gelu) compiles in tens of ms, or a little more in the
-# process's first compile, which loads the back end: the call waits up to
-# FIRST_CALL_WAIT_SECONDS for it, since interpreted calls meanwhile would only compete with
-# it for the GIL.  Other code (loops: interpreted about as fast as plain Python; a
-# 150-statement function: compiles for seconds) runs its first call in the interpreter and
-# holds its compile until the call returns (`background.CompileJob`): the compile's Python
-# work (the back end's imports, IR building) would take the GIL from the call, whose
-# result it cannot speed up (a 70 ms histogram loop ran 2x slower with it).
+# Small straight-line array code (gelu) whose kernels are in the memory or disk cache loads
+# them in a few ms, or a little more in the process's first compile, which loads the back
+# end: the call waits up to FIRST_CALL_WAIT_SECONDS for it, since interpreted calls
+# meanwhile would only compete with it for the GIL.  It stops waiting, and runs in the
+# interpreter, once a kernel must be compiled by LLVM (`CompileJob.wait_for_load`): that
+# takes hundreds of ms (seconds under load), NumPy runs the call in a few.  Other code
+# (loops: interpreted about as fast as plain Python; a 150-statement function: compiles
+# for seconds) runs its first call in the interpreter and holds its compile until the call
+# returns (`background.CompileJob`): the compile's Python work (the back end's imports, IR
+# building) would take the GIL from the call, whose result it cannot speed up (a 70 ms
+# histogram loop ran 2x slower with it).
 SMALL_GRAPH_NODES = 100
 FIRST_CALL_WAIT_SECONDS = 2.0
 
@@ -140,7 +143,7 @@ class GraphExecutor:
             return self._run(*args)
         # a first call whose types were known from its arguments (see SMALL_GRAPH_NODES)
         if _is_small_array_code(self.graph):
-            job.wait(FIRST_CALL_WAIT_SECONDS)
+            job.wait_for_load(FIRST_CALL_WAIT_SECONDS)
             return self._run(*args)
         try:
             return self._run(*args)
