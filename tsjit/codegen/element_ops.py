@@ -322,6 +322,43 @@ def _with_operand_nans(b: ir.IRBuilder, op: str, dtype: np.dtype, args: list[ir.
     return b.bitcast(chosen, result.type)
 
 
+def _x86_arithmetic(b: ir.IRBuilder, opname: str, lhs: ir.Value, rhs: ir.Value) -> ir.Value:
+    """``lhs op rhs`` with x86's NaN where a constant operand lets LLVM fold it away:
+    ``x * -1.0`` and ``x / -1.0`` become ``-x`` and ``-0.0 - x`` becomes ``-x`` (the NaN's
+    sign flipped), ``x * 1.0``, ``x / 1.0``, ``x + -0.0`` and ``x - 0.0`` become ``x`` (a
+    signaling NaN left unquieted). x86 returns the NaN ``x`` quieted; so does ``x + x``."""
+    result = getattr(b, opname)(lhs, rhs)
+    x = _folded_operand(opname, lhs, rhs)
+    if x is None:
+        return result
+    return b.select(b.fcmp_unordered("uno", x, x), b.fadd(x, x), result)
+
+
+def _folded_operand(opname: str, lhs: ir.Value, rhs: ir.Value) -> ir.Value | None:
+    """The operand LLVM may return (or negate) for ``lhs op rhs``, or None."""
+    def const(v: ir.Value) -> float | None:
+        c = getattr(v, "constant", None) if isinstance(v, ir.Constant) else None
+        return c if isinstance(c, float) else None
+
+    def negative_zero(c: float | None) -> bool:
+        return c == 0.0 and np.signbit(c)
+
+    left, right = const(lhs), const(rhs)
+    if opname == "fmul" and left in (1.0, -1.0):
+        return rhs
+    if opname in ("fmul", "fdiv") and right in (1.0, -1.0):
+        return lhs
+    if opname == "fadd" and negative_zero(left):
+        return rhs
+    if opname == "fadd" and negative_zero(right):
+        return lhs
+    if opname == "fsub" and right == 0.0 and not negative_zero(right):
+        return lhs
+    if opname == "fsub" and negative_zero(left):
+        return rhs
+    return None
+
+
 def _signbit(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     bits = ir.IntType(_float_bits(x.type))
     return b.icmp_signed("<", b.bitcast(x, bits), _const(bits, 0))
@@ -336,10 +373,11 @@ _FCMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 Lowering = Callable[[ir.IRBuilder, list[ir.Value]], ir.Value]
 
 _FLOAT_OPS: dict[str, Lowering] = {
-    "add": lambda b, a: b.fadd(a[0], a[1]),
-    "sub": lambda b, a: b.fsub(a[0], a[1]),
-    "mul": lambda b, a: _self_product(b, a[0]) if a[0] is a[1] else b.fmul(a[0], a[1]),
-    "truediv": lambda b, a: b.fdiv(a[0], a[1]),
+    "add": lambda b, a: _x86_arithmetic(b, "fadd", a[0], a[1]),
+    "sub": lambda b, a: _x86_arithmetic(b, "fsub", a[0], a[1]),
+    "mul": lambda b, a: (_self_product(b, a[0]) if a[0] is a[1]
+                         else _x86_arithmetic(b, "fmul", a[0], a[1])),
+    "truediv": lambda b, a: _x86_arithmetic(b, "fdiv", a[0], a[1]),
     "floordiv": lambda b, a: _float_floor_divide(b, a[0], a[1]),
     "mod": lambda b, a: _float_divmod(b, a[0], a[1])[1],
     "pow": lambda b, a: vmath.emit_math(b, "pow", a),

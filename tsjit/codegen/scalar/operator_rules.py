@@ -217,7 +217,7 @@ def _float_binary(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValu
                                  for a in args])
             return em.python_fallback(node, args, inexact,
                                       lambda: [NValue(PY_FLOAT, (b.fdiv(x, y),))])
-        return [NValue(PY_FLOAT, (b.fdiv(x, y),))]
+        return [NValue(PY_FLOAT, (elementwise(b, op, [x, y], FLOAT64),))]
     if op in ("floordiv", "mod"):
         return [NValue(PY_FLOAT, (elementwise(b, op, [x, y], FLOAT64),))]
     result = libm(b, "pow", x, y)                     # CPython's float_pow calls pow()

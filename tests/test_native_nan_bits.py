@@ -1,5 +1,7 @@
-"""x * x in native scalar code: x86's NaN where LLVM could change it, a plain product where
-it cannot (codegen/self_products.py)."""
+"""NaN bits of native scalar float arithmetic as eager Python's (x86's): where LLVM would
+fold an operation whose NaN differs (a square of a sign operation, a product with -1.0),
+native code keeps x86's NaN (codegen/self_products.py, element_ops._x86_arithmetic); where
+it cannot, the square is one multiply."""
 from __future__ import annotations
 
 import struct
@@ -75,3 +77,40 @@ def test_a_square_of_a_recurrence_is_one_multiply():
     assert "fcmp uno" not in plain.inspect_llvm(0.25, 2.0)
     assert "fcmp uno" in signed.inspect_llvm(0.25, 2.0)
     assert np.float64(plain(0.25, 2.0)) == square_of_plain_recurrence(0.25, 2.0)
+
+
+def times_minus_one(x: float, y: float) -> float:
+    return x * -1.0
+
+
+def over_minus_one(x: float, y: float) -> float:
+    return x / -1.0
+
+
+def negative_zero_minus(x: float, y: float) -> float:
+    return -0.0 - x
+
+
+def times_one(x: float, y: float) -> float:
+    return x * 1.0
+
+
+def plus_negative_zero(x: float, y: float) -> float:
+    return x + -0.0
+
+
+def minus_zero(x: float, y: float) -> float:
+    return x - 0.0
+
+
+SIGNALING_NAN = struct.unpack("<d", struct.pack("<Q", 0xFFF0_0000_0000_0001))[0]
+
+
+@pytest.mark.parametrize("fn", [times_minus_one, over_minus_one, negative_zero_minus,
+                                times_one, plus_negative_zero, minus_zero])
+@pytest.mark.parametrize("x", [NEGATIVE_NAN, POSITIVE_NAN, SIGNALING_NAN, -2.5, 0.0])
+def test_arithmetic_with_a_constant_llvm_folds_has_eager_pythons_bits(fn, x):
+    run, regions = native(fn)
+    got = run(x, 1.0)
+    assert sum(r.stats()["native_calls"] for r in regions) == 1
+    assert hex(_bits(got)) == hex(_bits(fn(x, 1.0)))
