@@ -56,9 +56,10 @@ from .elementwise_kernel import (
 MIN_GROUP_SIZE = 2
 # Ops per kernel at most.  Each join is checked on the whole group, so unbounded groups
 # made fusion quadratic in the length of straight-line code (a 150-statement function
-# spent a minute here); and LLVM's O3 time grows faster than linearly in a kernel's size
-# while a longer kernel saves only the memory traffic of one more intermediate array.
-MAX_GROUP_SIZE = 48
+# spent a minute here); and LLVM's time grows faster than linearly in a kernel's size.
+# 64 keeps Black-Scholes (63 ops) one kernel: split at 48, its intermediates cost ~10% of
+# a call and its two kernels compiled longer than the one.
+MAX_GROUP_SIZE = 64
 _NONE: frozenset = frozenset()
 _SHAPE_ERRORS = frozenset({ValueError})
 _ANY = None
