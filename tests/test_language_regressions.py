@@ -288,3 +288,20 @@ def test_an_assignment_inside_and_or_or_a_ternary_is_seen_after_it():
     # dropped: `a > 0 and (b := a * 2) > 3` left b at 0 (6 for a = 3)
     check(doubled_if_large, (3,), (1,), (-1,))
     check(first_positive, (3, 1), (-1, 4), (-1, -2))
+
+
+def element_classes(x: np.ndarray):
+    v = x[0]
+    return (isinstance(v, np.int64), isinstance(v, (np.int8, np.float32)), isinstance(v, float),
+            isinstance(v, complex), isinstance(v, int), isinstance(v, np.ndarray),
+            isinstance(x, np.ndarray))
+
+
+def test_isinstance_of_an_element_and_numpy_classes_is_decided_by_the_value():
+    # a Tensor-typed value may be an ndarray or a NumPy scalar of any dtype: the answer
+    # was decided when compiling (np.int64: True for int8 elements; float: False for
+    # float64 elements, which are Python floats)
+    arrays = [np.array([1, 2], np.int8), np.array([1.5]), np.array([3]), np.array([1j]),
+              np.array([2.5], np.float32), np.array([True])]
+    check(element_classes, *[(a,) for a in arrays])
+    check(element_classes, (np.float64(2.0),), (np.array(1.0),))

@@ -16,6 +16,7 @@ from ..ir.types import (
     AnyType,
     BoolType,
     ClassType,
+    ComplexType,
     DictType,
     EnumType,
     FloatType,
@@ -51,7 +52,7 @@ from .errors import CompilationError
 from .sugared import BoundMethod, CompileTimeTuple, IterableForm, PythonObject, SpecialForm, Sugared
 
 _PY_TYPES = {int: IntType, float: FloatType, bool: BoolType, str: StrType,
-             type(None): NoneType, np.ndarray: TENSOR}
+             type(None): NoneType, np.ndarray: TensorType(ndarray=True)}
 _PY_CONTAINERS = {list: ListType, dict: DictType, tuple: TupleType}
 # `isinstance(x, list)` checked at run time: a list of anything
 _RUNTIME_CONTAINER = {ListType: ListType(AnyType), DictType: DictType(AnyType, AnyType),
@@ -411,7 +412,8 @@ class CallMixin:
         options = union_options(value.type)
         matching = [o for o in options if any(_instance_of(o, t) for t in targets)]
         rest = [o for o in options if o not in matching]
-        if not rest or (value.type != AnyType and not matching):
+        undecided = any(_undecided(o, t) for o in options for t in targets)
+        if not undecided and (not rest or (value.type != AnyType and not matching)):
             result = self.const(bool(matching), src)
         else:
             runtime = tuple(_RUNTIME_CONTAINER.get(t, t) if isinstance(t, type) else t
@@ -443,6 +445,8 @@ class CallMixin:
                 types.append(_PY_CONTAINERS[obj])     # a class of types: any list
             elif isinstance(obj, ClassType):
                 types.append(obj)
+            elif _numpy_class(obj) is not None:
+                types.append(_numpy_scalar_type(_numpy_class(obj), src))
             elif isinstance(obj, Value):
                 raise CompilationError("isinstance() arg 2 must be a type or a tuple of types, "
                                        f"not a value of type {obj.type.annotation}", src)
@@ -718,6 +722,8 @@ class CallMixin:
 
 
 def _instance_of(option: Type, target: Type) -> bool:
+    """Whether values of static type `option` pass isinstance(v, target), for narrowing
+    (a Tensor narrows as any NumPy class's instance; see _undecided)."""
     if target in (ListType, DictType, TupleType):
         return isinstance(option, target)
     if target == IntType and option == BoolType:
@@ -725,6 +731,41 @@ def _instance_of(option: Type, target: Type) -> bool:
     if isinstance(target, TensorType):
         return isinstance(option, TensorType)
     return is_subtype(option, target)
+
+
+def _undecided(option: Type, target: Type) -> bool:
+    """Whether isinstance(v, target) of a Tensor-typed value is known only at run time: a
+    Tensor holds an ndarray or a NumPy scalar of any dtype, so `np.ndarray` and
+    `np.float32` targets depend on the value, and np.float64 / np.complex128 scalars are
+    also Python floats / complex numbers.  (This was decided when compiling:
+    isinstance(x[0], np.int64) was True for an int8 array, isinstance(x[0], float) False
+    for a float64 one.)"""
+    if not isinstance(option, TensorType):
+        return False
+    if isinstance(target, TensorType):
+        return any(getattr(target, r) is not None and getattr(option, r) != getattr(target, r)
+                   for r in ("dtype", "ndarray"))
+    return target in (FloatType, ComplexType) and option.ndarray is not True
+
+
+def _numpy_class(obj: object) -> type | None:
+    """The NumPy scalar class `obj` names (np.float32, or a constant holding one)."""
+    if isinstance(obj, Value) and obj.node.kind == "prim::Constant":
+        obj = obj.node.attrs.get("value")
+    return obj if isinstance(obj, type) and issubclass(obj, np.generic) else None
+
+
+def _numpy_scalar_type(cls: type, src: SourceRange) -> TensorType:
+    """isinstance's target for a NumPy scalar class: its scalars, of its dtype."""
+    try:
+        dtype = np.dtype(cls)
+    except TypeError:
+        dtype = None
+    if dtype is None or dtype.kind not in "biufc":
+        raise CompilationError(f"isinstance() with np.{cls.__name__} is not supported: test "
+                               "the value's dtype (x.dtype == np.float32) or its kind "
+                               "(x.dtype.kind == 'f')", src)
+    return TensorType(dtype=dtype.name, ndarray=False)
 
 
 class _Renamer(ast.NodeTransformer):
