@@ -305,3 +305,23 @@ def test_isinstance_of_an_element_and_numpy_classes_is_decided_by_the_value():
               np.array([2.5], np.float32), np.array([True])]
     check(element_classes, *[(a,) for a in arrays])
     check(element_classes, (np.float64(2.0),), (np.array(1.0),))
+
+
+def running_totals(xs: list[int]) -> tuple[list[int], int]:
+    total = 0
+    totals = [(total := total + x) for x in xs]
+    return totals, total
+
+
+def last_large_double(xs: list[int]) -> tuple[list[int], int]:
+    y = 0
+    large = [y for x in xs for _ in range(2) if (y := x * 2) > 2]
+    return large, y
+
+
+def test_an_assignment_in_a_comprehension_binds_in_the_function():
+    # PEP 572: `:=` in a comprehension assigns the enclosing function's variable; the
+    # comprehension's loop did not carry it (running totals [1, 2, 3] for [1, 2, 3],
+    # and the variable after it unchanged)
+    check(running_totals, ([1, 2, 3],), ([],))
+    check(last_large_double, ([1, 2, 3],), ([5],), ([1],))

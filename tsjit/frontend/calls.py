@@ -684,12 +684,17 @@ class CallMixin:
                     result.type = DictType(values[0].type, values[1].type)
                 self.emit_op("aten::__setitem__", [result, *values], src=src)
 
-        self.emit_generators(generators, innermost, src)
+        # `:=` in a condition or an element binds in the enclosing scope (PEP 572): each
+        # loop of the comprehension carries what the whole comprehension may assign
+        rebinding = ast.Tuple(elts=[*parts, *(n for g in generators for n in (g.iter, *g.ifs))],
+                              ctx=ast.Load())
+        self.emit_generators(generators, innermost, src, rebinding)
         if UninitializedType in result.type.contained():
             result.type = ListType(TENSOR) if kind == "list" else DictType(StrType, TENSOR)
         return result
 
-    def emit_generators(self, generators: list[ast.comprehension], innermost, src) -> None:
+    def emit_generators(self, generators: list[ast.comprehension], innermost, src,
+                        rebinding: ast.expr) -> None:
         first, rest = generators[0], generators[1:]
 
         def body():
@@ -698,7 +703,7 @@ class CallMixin:
             def guarded(conds):
                 if not conds:
                     if rest:
-                        self.emit_generators(rest, innermost, src)
+                        self.emit_generators(rest, innermost, src, rebinding)
                     else:
                         innermost()
                     return
@@ -714,7 +719,8 @@ class CallMixin:
                 body()
             return
         self.loop_over(iterable, lambda element: (self.assign_target(first.target, element, src),
-                                                  body()), [], src)
+                                                  body()), [], src,
+                       ast.Tuple(elts=[first.target, rebinding], ctx=ast.Load()))
 
     def next_comprehension_id(self) -> int:
         self.comprehension_count = getattr(self, "comprehension_count", 0) + 1
