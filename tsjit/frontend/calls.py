@@ -16,7 +16,6 @@ from ..ir.types import (
     AnyType,
     BoolType,
     ClassType,
-    ComplexType,
     DictType,
     EnumType,
     FloatType,
@@ -45,19 +44,17 @@ from ..ops.registry import (
     lookup_method,
     lookup_python,
 )
-from .annotations import AnnotationError, to_type
 from .control_flow import contains_statement
 from .environment import BROKE, RETURNED
 from .errors import CompilationError
+from .isinstance_types import (
+    PY_TYPES,
+    RUNTIME_CONTAINER,
+    instance_of,
+    isinstance_target,
+    undecided_instance,
+)
 from .sugared import BoundMethod, CompileTimeTuple, IterableForm, PythonObject, SpecialForm, Sugared
-
-_PY_TYPES = {int: IntType, float: FloatType, bool: BoolType, str: StrType,
-             type(None): NoneType, np.ndarray: TensorType(ndarray=True)}
-_PY_CONTAINERS = {list: ListType, dict: DictType, tuple: TupleType}
-# `isinstance(x, list)` checked at run time: a list of anything
-_RUNTIME_CONTAINER = {ListType: ListType(AnyType), DictType: DictType(AnyType, AnyType),
-                      TupleType: VarTupleType(AnyType)}
-
 
 # what each conversion method may return (a bool from __int__ is an int, as in Python)
 _CONVERSION_RESULTS = {"__int__": (IntType, BoolType), "__index__": (IntType, BoolType),
@@ -281,7 +278,7 @@ class CallMixin:
         if result.type not in allowed:
             raise CompilationError(f"{method} returns {result.type.annotation}, but Python "
                                    f"requires {allowed[0].annotation} of it", src)
-        return result if result.type == _PY_TYPES[convert] else self.call_builtin(
+        return result if result.type == PY_TYPES[convert] else self.call_builtin(
             convert, [result], src)
 
     # ---- attributes
@@ -410,13 +407,13 @@ class CallMixin:
         value = self.expr(arg_nodes[0])
         targets = self.isinstance_targets(arg_nodes[1], src)
         options = union_options(value.type)
-        matching = [o for o in options if any(_instance_of(o, t) for t in targets)]
+        matching = [o for o in options if any(instance_of(o, t) for t in targets)]
         rest = [o for o in options if o not in matching]
-        undecided = any(_undecided(o, t) for o in options for t in targets)
+        undecided = any(undecided_instance(o, t) for o in options for t in targets)
         if not undecided and (not rest or (value.type != AnyType and not matching)):
             result = self.const(bool(matching), src)
         else:
-            runtime = tuple(_RUNTIME_CONTAINER.get(t, t) if isinstance(t, type) else t
+            runtime = tuple(RUNTIME_CONTAINER.get(t, t) if isinstance(t, type) else t
                             for t in targets)
             result = self.insert("prim::isinstance", [value], [BoolType],
                                  {"types": runtime}, src).output
@@ -437,25 +434,8 @@ class CallMixin:
             items = target.obj
         else:
             items = (target,)
-        types = []
-        for obj in (getattr(item, "obj", item) for item in items):
-            if obj in _PY_TYPES:
-                types.append(_PY_TYPES[obj])
-            elif obj in _PY_CONTAINERS:
-                types.append(_PY_CONTAINERS[obj])     # a class of types: any list
-            elif isinstance(obj, ClassType):
-                types.append(obj)
-            elif _numpy_class(obj) is not None:
-                types.append(_numpy_scalar_type(_numpy_class(obj), src))
-            elif isinstance(obj, Value):
-                raise CompilationError("isinstance() arg 2 must be a type or a tuple of types, "
-                                       f"not a value of type {obj.type.annotation}", src)
-            else:
-                try:
-                    types.append(to_type(obj, self.compiler.class_type_of))
-                except AnnotationError as e:
-                    raise CompilationError(f"isinstance(): {e}", src) from None
-        return types
+        return [isinstance_target(getattr(item, "obj", item), src, self.compiler.class_type_of)
+                for item in items]
 
     # ---- for loops
     def emit_for(self, target: ast.expr, iter_node: ast.expr, body: list[ast.stmt],
@@ -725,53 +705,6 @@ class CallMixin:
     def next_comprehension_id(self) -> int:
         self.comprehension_count = getattr(self, "comprehension_count", 0) + 1
         return self.comprehension_count
-
-
-def _instance_of(option: Type, target: Type) -> bool:
-    """Whether values of static type `option` pass isinstance(v, target), for narrowing
-    (a Tensor narrows as any NumPy class's instance; see _undecided)."""
-    if target in (ListType, DictType, TupleType):
-        return isinstance(option, target)
-    if target == IntType and option == BoolType:
-        return True
-    if isinstance(target, TensorType):
-        return isinstance(option, TensorType)
-    return is_subtype(option, target)
-
-
-def _undecided(option: Type, target: Type) -> bool:
-    """Whether isinstance(v, target) of a Tensor-typed value is known only at run time: a
-    Tensor holds an ndarray or a NumPy scalar of any dtype, so `np.ndarray` and
-    `np.float32` targets depend on the value, and np.float64 / np.complex128 scalars are
-    also Python floats / complex numbers.  (This was decided when compiling:
-    isinstance(x[0], np.int64) was True for an int8 array, isinstance(x[0], float) False
-    for a float64 one.)"""
-    if not isinstance(option, TensorType):
-        return False
-    if isinstance(target, TensorType):
-        return any(getattr(target, r) is not None and getattr(option, r) != getattr(target, r)
-                   for r in ("dtype", "ndarray"))
-    return target in (FloatType, ComplexType) and option.ndarray is not True
-
-
-def _numpy_class(obj: object) -> type | None:
-    """The NumPy scalar class `obj` names (np.float32, or a constant holding one)."""
-    if isinstance(obj, Value) and obj.node.kind == "prim::Constant":
-        obj = obj.node.attrs.get("value")
-    return obj if isinstance(obj, type) and issubclass(obj, np.generic) else None
-
-
-def _numpy_scalar_type(cls: type, src: SourceRange) -> TensorType:
-    """isinstance's target for a NumPy scalar class: its scalars, of its dtype."""
-    try:
-        dtype = np.dtype(cls)
-    except TypeError:
-        dtype = None
-    if dtype is None or dtype.kind not in "biufc":
-        raise CompilationError(f"isinstance() with np.{cls.__name__} is not supported: test "
-                               "the value's dtype (x.dtype == np.float32) or its kind "
-                               "(x.dtype.kind == 'f')", src)
-    return TensorType(dtype=dtype.name, ndarray=False)
 
 
 class _Renamer(ast.NodeTransformer):
