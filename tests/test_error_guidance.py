@@ -228,3 +228,28 @@ def test_a_variable_set_only_before_a_break_is_reported_where_it_is_set():
 def test_a_note_without_a_source_range_renders():
     error = tsjit.CompilationError("reason", None, ("a note without a location", None))
     assert str(error) == "reason\na note without a location"
+
+
+LIMIT = 3
+
+
+def reads_a_global_then_shadows_it(n: int) -> int:
+    total = LIMIT + n  # noqa: F823 (the point of the test)
+    LIMIT = 5
+    return total + LIMIT
+
+
+def reads_a_builtin_then_shadows_it(xs: list[int]) -> int:
+    n = len(xs)  # noqa: F823
+    len = 2
+    return n + len
+
+
+def test_a_name_assigned_later_in_the_function_is_local_everywhere_in_it():
+    # Python raises UnboundLocalError on every call; script() read the global (or
+    # builtin) instead and returned a value
+    for fn, name in ((reads_a_global_then_shadows_it, "LIMIT"),
+                     (reads_a_builtin_then_shadows_it, "len")):
+        error = compile_error(fn)
+        assert f"local variable '{name}' is referenced before assignment" in str(error)
+        assert underlined(str(error))[0] == name

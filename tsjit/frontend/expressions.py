@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 
 from ..ir.graph import SourceRange, Value
 from ..ir.types import (
@@ -44,7 +45,22 @@ UNARY = {ast.USub: "neg", ast.UAdd: "pos", ast.Invert: "invert"}
 NO_REFINEMENT: tuple[dict, dict] = ({}, {})
 
 
+def function_locals(definition: ast.FunctionDef) -> frozenset[str]:
+    """The names a function assigns (its local variables, by Python's scoping rules): every
+    target but a comprehension's own, which are local to the comprehension (its `:=`
+    targets are the function's)."""
+    comprehension_targets = {id(n) for c in ast.walk(definition)
+                             if isinstance(c, ast.comprehension) for n in ast.walk(c.target)}
+    return frozenset(n.id for n in ast.walk(definition) if isinstance(n, ast.Name)
+                     and isinstance(n.ctx, (ast.Store, ast.Del))
+                     and id(n) not in comprehension_targets)
+
+
 class ExpressionMixin:
+    @functools.cached_property
+    def local_names(self) -> frozenset[str]:
+        return function_locals(self.definition)
+
     # ---- entry points
     def expr(self, node: ast.expr) -> Value:
         """Emit an expression that must be a runtime value."""
@@ -66,6 +82,14 @@ class ExpressionMixin:
         found = self.frame.value_of(node.id, src)
         if found is not None:
             return found
+        if node.id in self.local_names:
+            # Python decides scope per function: a name assigned anywhere in it is local
+            # everywhere in it, so reading it first raises UnboundLocalError, it does not
+            # read the global or builtin (this read `K` from the module before `K = 5`)
+            raise CompilationError(
+                f"local variable '{node.id}' is referenced before assignment: it is assigned "
+                "elsewhere in this function, which makes it local everywhere in it (Python "
+                "raises UnboundLocalError; a global or builtin of that name is not read)", src)
         return self.resolver.python_name(node.id, src)
 
     def expr_Constant(self, node: ast.Constant) -> Value:
