@@ -291,28 +291,34 @@ def test_random_tensor_programs_match_numpy(tmp_path):
             scripted = tsjit.script(fn)
         except tsjit.CompilationError as e:      # every generated program is valid script
             raise AssertionError(f"{e}\n--- program ---\n{program.source}") from None
-        for call, (dtypes, n) in enumerate(zip(program.dtypes, program.counts)):
-            want, want_args, want_reports = run(fn, arguments_for(program, dtypes, n),
-                                                program.errstate)
-            got, got_args, got_reports = run(scripted, arguments_for(program, dtypes, n),
-                                              program.errstate)
-            where = (f"call {call} {dtypes} n={n} errstate={program.errstate} same_array="
-                     f"{program.same_array}\n--- program ---\n{program.source}")
-            assert got_reports == want_reports, (got_reports, want_reports, where)
-            if isinstance(want, type) or isinstance(got, type):
-                assert got is want, (got, want, where)
-            else:
-                try:
-                    indistinguishable(got, want, False)
-                    for g, w in zip(got, want):
-                        indistinguishable(g, w, False)
-                except AssertionError as e:
-                    raise AssertionError(f"{e}\n{where}") from None
-            assert aliasing(got, got_args) == aliasing(want, want_args), where
-            for g, w in zip(got_args[:2], want_args[:2]):
-                try:
-                    indistinguishable(g, w, False)
-                except AssertionError as e:
-                    raise AssertionError(f"argument: {e}\n{where}") from None
+        calls_match(fn, scripted, program)
 
     check()
+
+
+def calls_match(fn, scripted, program: Program) -> None:
+    """Every call of ``program`` (its dtypes and loop counts) gives ``scripted`` eager's
+    results, reports and final arguments (test_fuzz_fusion's comparisons)."""
+    for call, (dtypes, n) in enumerate(zip(program.dtypes, program.counts)):
+        want, want_args, want_reports = run(fn, arguments_for(program, dtypes, n),
+                                            program.errstate)
+        got, got_args, got_reports = run(scripted, arguments_for(program, dtypes, n),
+                                          program.errstate)
+        where = (f"call {call} {dtypes} n={n} errstate={program.errstate} same_array="
+                 f"{program.same_array}\n--- program ---\n{program.source}")
+        assert got_reports == want_reports, (got_reports, want_reports, where)
+        if isinstance(want, type) or isinstance(got, type):
+            assert got is want, (got, want, where)
+        else:
+            try:
+                indistinguishable(got, want, False)
+                for g, w in zip(got, want):
+                    indistinguishable(g, w, False)
+            except AssertionError as e:
+                raise AssertionError(f"{e}\n{where}") from None
+        assert aliasing(got, got_args) == aliasing(want, want_args), where
+        for g, w in zip(got_args[:2], want_args[:2]):
+            try:
+                indistinguishable(g, w, False)
+            except AssertionError as e:
+                raise AssertionError(f"argument: {e}\n{where}") from None
