@@ -34,6 +34,7 @@ must equal the iteration shape for the kernel to compute what NumPy computes.
 from __future__ import annotations
 
 import functools
+import math
 import warnings
 from dataclasses import dataclass, field
 
@@ -103,6 +104,19 @@ def _int_bounds(dtype: np.dtype) -> tuple[int, int] | None:
         largest = int(np.finfo(dtype).max)
         return -largest, largest
     return None
+
+
+def _float_bounds(dtype: np.dtype) -> tuple[float, float] | None:
+    """The Python floats NumPy converts to `dtype` without an overflow warning ("overflow
+    encountered in cast": float32 + 1e40 warns, float32 + inf does not; None: any float).
+    A float at least the largest finite value plus half its spacing rounds to infinity;
+    bounds leave out infinities and NaN too, which the interpreter then computes."""
+    if dtype.kind not in "fc" or np.finfo(dtype).bits >= 64:
+        return None
+    info = np.finfo(dtype)
+    half_spacing = math.ldexp(1.0, info.maxexp - info.nmant - 2)    # of the largest
+    largest = math.nextafter(float(info.max) + half_spacing, 0.0)
+    return -largest, largest
 
 
 def is_constant_like(node: Node) -> bool:
@@ -314,11 +328,13 @@ class _Builder:
             raise GroupError("a Python scalar operand without a loop dtype")
         c = constant_value(v)
         # NumPy raises OverflowError (or warns, for a float loop) for an int out of the
-        # loop's range
+        # loop's range, and warns for a finite float out of a narrower float loop's range
         is_int = type(c) is int if c is not NOT_CONSTANT else v.type == IntType
-        bounds = _int_bounds(want) if is_int else None
+        is_float = type(c) is float if c is not NOT_CONSTANT else v.type == FloatType
+        bounds = _int_bounds(want) if is_int else _float_bounds(want) if is_float else None
         if c is not NOT_CONSTANT:
-            if bounds is not None and not bounds[0] <= c <= bounds[1]:
+            if bounds is not None and not bounds[0] <= c <= bounds[1] and \
+                    (is_int or np.isfinite(c)):
                 raise GroupError(f"constant {c!r} is out of the range of {want}")
             return self.scalar_input(v, want)
         n = self.scalar_input(v, want)
