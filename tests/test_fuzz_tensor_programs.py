@@ -52,10 +52,11 @@ DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64"
           "float16", "float32", "float64")
 FLOAT_SPECIALS = (0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, 6e4, -1e30, 0.5, -2.25, 3.0)
 # Python and NumPy scalars an operation may take: NEP 50 makes Python's weak (out of an
-# integer dtype's range they raise OverflowError), NumPy's strong.
+# integer dtype's range they raise OverflowError; out of float16's or float32's range a
+# float warns "overflow encountered in cast"), NumPy's strong.
 SCALARS = ("2", "-1", "0", "3", "300", "-129", "2.5", "-0.0", "True", "np.uint8(200)",
            "np.int8(-3)", "np.float16(0.1)", "np.float32(1.5)", "np.int64(-2)",
-           "np.uint64(7)")
+           "np.uint64(7)", "65520.0", "-1e40")
 BINARY = ("{a} + {b}", "{a} - {b}", "{a} * {b}", "{a} / {b}", "{a} // {b}", "{a} % {b}",
           "{a} ** {b}", "np.maximum({a}, {b})", "np.minimum({a}, {b})", "np.fmod({a}, {b})",
           "np.floor_divide({a}, {b})", "np.power({a}, {b})", "np.subtract({a}, {b})")
