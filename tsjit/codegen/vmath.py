@@ -413,7 +413,11 @@ def _pow(em: Emit, x, y):
     invalid = em.b.and_(em.b.and_(finite_negative, em.cmp("ord", y, y)), em.b.not_(y_integer))
     # (sqrt of x on those lanes only: of |x| elsewhere, an arm no fold can turn constant)
     result = em.sel(invalid, em.invalid(em.sel(invalid, x, ax)), result)
-    result = em.sel(em.cmp("uno", x, x), x, result)
+    # a NaN x gives glibc's x * x (NumPy's pow): x quieted, its sign flipped where it is
+    # negative and y an odd integer (-nan ** 3 is +nan; -nan ** 4 stays -nan); x + y,
+    # quiet x too, where y is NaN or infinite (neither odd)
+    quiet = em.from_bits(em.b.or_(em.bits(x), em.int(1 << (em.fmt.mant_bits - 1))))
+    result = em.sel(em.cmp("uno", x, x), em.sel(negative, em.neg(quiet), quiet), result)
     # 1**y, x**0 and (-1)**+-inf are 1, even for NaN (y log|x| would give NaN or 0*inf)
     one = em.b.or_(em.b.or_(em.cmp("==", x, 1.0), em.cmp("==", y, 0.0)),
                    em.b.and_(em.cmp("==", x, -1.0), em.cmp("==", em.fabs(y), _INF)))
