@@ -63,7 +63,8 @@ def compile_both(revision: str) -> None:
         name = f"{launch._kernel_name(spec)}_{revision_vmath.package_name(revision)}"
         compiled = engine.compile_keyed(
             f"{revision}|{generator_fingerprint()}|kernel|{spec!r}",
-            lambda: generator.build_kernel_module(spec, name), [name, resume_symbol(name)])
+            lambda: generator.build_kernel_module(spec, name), [name, resume_symbol(name)],
+            launch.KERNEL_PIPELINE)
         return Versions(spec, (compile_current(spec), launch.Kernel(spec, name, compiled)))
 
     launch.compile_kernel = compile_kernel

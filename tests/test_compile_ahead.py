@@ -30,9 +30,10 @@ PROGRAM = textwrap.dedent("""
     emit = llvm_jit.optimize_and_emit
     compiles = []
 
-    def recorded(text, quick):
-        compiles.append(("driver" if quick else "kernel", threading.current_thread().name))
-        return emit(text, quick)
+    def recorded(text, pipeline):
+        compiles.append(("driver" if pipeline == "quick" else "kernel",
+                         threading.current_thread().name))
+        return emit(text, pipeline)
     llvm_jit.optimize_and_emit = recorded
     x = np.linspace(-3, 3, 3000, dtype=np.float32)
     scripted = tsjit.script(cubic)
@@ -75,6 +76,6 @@ def test_a_kernel_from_the_disk_cache_waits_for_a_driver_compiled_ahead(tmp_path
 def test_a_failed_compile_ahead_raises_where_it_is_finished(tmp_path):
     engine = JitEngine(cache_dir=tmp_path / "cache")
     finish = engine.start_compile_keyed("test|not ir", lambda: "this is not LLVM IR",
-                                        ["tsjit_test_nothing"], quick=True)
+                                        ["tsjit_test_nothing"], "quick")
     with pytest.raises(RuntimeError):
         finish()

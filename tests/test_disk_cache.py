@@ -131,7 +131,7 @@ def test_a_bad_entrys_object_never_reaches_the_loader(cache, caplog, monkeypatch
     monkeypatch.setattr(object_loader, "load", lambda obj, imports: load(given.append(obj) or obj,
                                                                           imports))
     _assert_rejected_then_rewritten(cache, caplog, "tsjit_test_cache_loader_three", 3)
-    emitted = optimize_and_emit(_source("tsjit_test_cache_loader_three", 3), quick=False)[0]
+    emitted = optimize_and_emit(_source("tsjit_test_cache_loader_three", 3), "O3")[0]
     assert given == [emitted, emitted]     # the fresh compile's, then the rewritten entry's
 
 
@@ -153,6 +153,21 @@ def test_entries_are_keyed_by_the_cpu_and_the_llvm_build(cache, monkeypatch, par
     llvms_answer = {"_cpu_identity": f"{described['cpu']} {described['features']}",
                     "_llvm_build": f"llvm={described['llvm']}"}[part]
     assert llvms_answer in JitEngine(cache_dir=cache).host_key
+
+
+def test_entries_are_keyed_by_the_optimization_pipeline(cache):
+    """The same key compiled with another pipeline (elementwise kernels take O2) is another
+    entry: an object optimized otherwise is never linked in its place."""
+    symbol = "tsjit_test_cache_pipeline"
+    for pipeline in ("O3", "O2", "quick"):
+        compiled = JitEngine(cache_dir=cache).compile_keyed(
+            "test|pipelines", lambda: _source(symbol, 3), [symbol], pipeline)
+        assert not compiled.from_disk_cache
+        again = JitEngine(cache_dir=cache).compile_keyed(
+            "test|pipelines", lambda: _source(symbol, 3), [symbol], pipeline)
+        assert again.from_disk_cache
+        assert _ffi.cast("int64_t(*)(int64_t)", again.addresses[symbol])(1) == 4
+    assert len(_entries(cache)) == 3
 
 
 def test_import_prepares_no_key_that_needs_llvm(monkeypatch):

@@ -47,7 +47,7 @@ define double @tsjit_test_loader(double %x) {
 
 
 def _object(source: str = _SOURCE) -> bytes:
-    return optimize_and_emit(source, quick=False)[0]
+    return optimize_and_emit(source, "O3")[0]
 
 
 def _mapping_of(address: int) -> str:
@@ -241,7 +241,7 @@ UNLOAD_AFTER_THE_RUNTIME = textwrap.dedent("""
     from tsjit.codegen import object_loader
     from tsjit.codegen.llvm_jit import optimize_and_emit
     SOURCE = "define i64 @tsjit_test_unload(i64 %x) {\\n  ret i64 %x\\n}\\n"
-    obj = object_loader.load(optimize_and_emit(SOURCE, False)[0], {})
+    obj = object_loader.load(optimize_and_emit(SOURCE, "O3")[0], {})
     runtime._handle = None      # what the interpreter's shutdown does to the module
     gc.collect()
     del obj                     # unloads through the runtime's function

@@ -156,36 +156,37 @@ class JitEngine:
         self._symbol_owners[name] = compiled
 
     def compile(
-        self, module: str | ir.Module, symbols: Iterable[str], quick: bool = False
+        self, module: str | ir.Module, symbols: Iterable[str], pipeline: str = "O3"
     ) -> CompiledModule:
         """Optimize and link ``module`` (IR text or an llvmlite.ir Module) and return the
         addresses of ``symbols``. Identical IR text compiles once per process; with the disk
-        cache, once per machine. ``quick``: a few scalar cleanups and FastISel instead of O3
-        (~10x faster to compile), for code that is not a hot loop."""
+        cache, once per machine. ``pipeline``: "O3", "O2" or "quick" (a few scalar cleanups
+        and FastISel, ~10x faster to compile, for code that is not a hot loop; see
+        ``llvm_jit.optimize_and_emit``)."""
         text = module if isinstance(module, str) else str(module)
         key = "ir:" + hashlib.sha256(text.encode()).hexdigest()
-        return self.compile_keyed(key, lambda: text, symbols, quick)
+        return self.compile_keyed(key, lambda: text, symbols, pipeline)
 
     def compile_keyed(
         self,
         key: str,
         build: Callable[[], str | ir.Module],
         symbols: Iterable[str],
-        quick: bool = False,
+        pipeline: str = "O3",
         before_link: Callable[[], None] | None = None,
     ) -> CompiledModule:
         """``compile`` for generated code, cached under ``key`` instead of the IR text: a
         hit skips generating the IR (a few ms of Python per kernel). ``key`` must determine
         the IR completely; include ``generator_fingerprint()`` in it. ``before_link`` runs
         before the module is linked (it finishes what the module calls: the driver)."""
-        return self._compile_keyed(key, build, tuple(symbols), quick, None, before_link)
+        return self._compile_keyed(key, build, tuple(symbols), pipeline, None, before_link)
 
     def start_compile_keyed(
         self,
         key: str,
         build: Callable[[], str | ir.Module],
         symbols: Iterable[str],
-        quick: bool = False,
+        pipeline: str = "O3",
     ) -> Callable[[], CompiledModule]:
         """``compile_keyed`` in two steps, for a module that the next one links against
         (the elementwise driver): on a miss of both caches the IR is generated here and
@@ -194,11 +195,11 @@ class JitEngine:
         waits for it, then links and caches the module like ``compile_keyed``."""
         wanted = tuple(symbols)
         with self._lock:
-            known = self._cached(f"{quick}|{key}", wanted) is not None or (
+            known = self._cached(f"{pipeline}|{key}", wanted) is not None or (
                 self._disk is not None and self._disk.load(self._key_material(
-                    f"{quick}|{key}")) is not None)
+                    f"{pipeline}|{key}")) is not None)
         if known:
-            return lambda: self.compile_keyed(key, build, wanted, quick)
+            return lambda: self.compile_keyed(key, build, wanted, pipeline)
         _announce_llvm_compile()
         from .llvm_jit import optimize_and_emit
         module = build()
@@ -207,7 +208,7 @@ class JitEngine:
 
         def emit() -> None:
             try:
-                emitted.append(optimize_and_emit(text, quick))
+                emitted.append(optimize_and_emit(text, pipeline))
             except BaseException as error:  # raised by the caller's finish
                 emitted.append(error)
         helper = threading.Thread(target=emit, name="tsjit-compile-ahead", daemon=True)
@@ -217,17 +218,18 @@ class JitEngine:
             helper.join()
             if isinstance(emitted[0], BaseException):
                 raise emitted[0]
-            return self._compile_keyed(key, build, wanted, quick, lambda: emitted[0], None)
+            return self._compile_keyed(key, build, wanted, pipeline, lambda: emitted[0],
+                                       None)
         return finish
 
-    def _compile_keyed(self, key: str, build, wanted: tuple[str, ...], quick: bool,
+    def _compile_keyed(self, key: str, build, wanted: tuple[str, ...], pipeline: str,
                        emitted: Callable[[], tuple[bytes, str]] | None,
                        before_link: Callable[[], None] | None) -> CompiledModule:
-        memory_key = f"{quick}|{key}"
+        memory_key = f"{pipeline}|{key}"
         with self._lock:
             compiled = self._cached(memory_key, wanted)
             if compiled is None:
-                compiled = self._build(memory_key, build, wanted, quick, emitted,
+                compiled = self._build(memory_key, build, wanted, pipeline, emitted,
                                        before_link)
                 self._modules[memory_key] = compiled
             if not self._recent or self._recent[-1] is not compiled:
@@ -269,7 +271,7 @@ class JitEngine:
     def _key_material(self, key: str) -> str:
         return f"{self.host_key}\nkernel={key}"
 
-    def _build(self, key: str, build, wanted: tuple[str, ...], quick: bool,
+    def _build(self, key: str, build, wanted: tuple[str, ...], pipeline: str,
                emitted: Callable[[], tuple[bytes, str]] | None,
                before_link: Callable[[], None] | None) -> CompiledModule:
         """Load (from disk) or compile (``emitted()``: the object already emitted), link."""
@@ -285,7 +287,7 @@ class JitEngine:
                 from .llvm_jit import optimize_and_emit
                 module = build()
                 obj, optimized_ir = optimize_and_emit(
-                    module if isinstance(module, str) else str(module), quick)
+                    module if isinstance(module, str) else str(module), pipeline)
             if self._disk is not None:
                 self._disk.store(key_material, obj, optimized_ir)
         if before_link is not None:

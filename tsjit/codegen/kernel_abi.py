@@ -89,7 +89,7 @@ def start_driver(engine: JitEngine) -> Callable[[], None]:
         return build_driver_module(parallel)
     compiled = engine.start_compile_keyed(
         f"{generator_fingerprint()}|driver|parallel={parallel}", build, [DRIVER_SYMBOL],
-        quick=True)
+        pipeline="quick")
 
     def finish() -> None:
         if DRIVER_SYMBOL not in engine.symbols:

@@ -58,6 +58,11 @@ __all__ = ["FloatingPointFlags", "Kernel", "broadcast_shape", "compile_kernel"]
 # Kernels of equal specs are shared while some executor holds one (weak: dropped with the
 # last, and their code unloaded with them).
 _kernels: KernelCache[KernelSpec, Kernel] = KernelCache(supports, "kernel")
+# LLVM's O2, not O3: O3's unroller copies the generator's already interleaved vector loops
+# again, so gelu's object doubled and its compile took 2.2x as long (LSTM 1.6x), for the
+# same speed (bench/kernel_against.py, O3 / O2 at 16M, 1 and 2 threads: gelu 1.03, LSTM
+# 0.99-1.00, Black-Scholes 1.01-1.08).
+KERNEL_PIPELINE = "O2"
 
 
 class Kernel:
@@ -320,6 +325,7 @@ def _build_kernel(spec: KernelSpec) -> Kernel:
         from tsjit.codegen.elementwise import build_kernel_module
         return build_kernel_module(spec, name)
     compiled = engine.compile_keyed(f"{generator_fingerprint()}|kernel|{spec!r}", build,
-                                    [name, resume_symbol(name)], before_link=finish_driver)
+                                    [name, resume_symbol(name)], KERNEL_PIPELINE,
+                                    before_link=finish_driver)
     finish_driver()   # (when the kernel was still in memory, nothing else called it)
     return Kernel(spec, name, compiled)
