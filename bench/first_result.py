@@ -1,4 +1,4 @@
-"""How long a user waits for a first result, in fresh processes with the disk cache off.
+"""How long a user waits for a first result, in fresh processes, with cold and warm caches.
 
     python bench/first_result.py [--processes N] [--only import|gelu|loops|large|workloads]
 
@@ -11,10 +11,13 @@
    figure is the first call's and marked "interpreter only"); for JAX, `jax.jit` and the
    first call; for Numba, `njit` of the loop and the first call.  tsjit is timed twice: with
    the disk cache off, and with a warm one (a private directory that one process filled
-   first: the kernel and its driver load from disk, only the back end loads).
+   first: the kernel and its driver load from disk, only the back end loads); Numba too:
+   without a cache, and `njit(cache=True)` with a warm one.
 2. Loop programs (bench/loop_workloads.py): decorate plus first call, for CPython (the
-   plain function), tsjit and Numba `@njit` (its figure includes its whole compile). The
-   summary gives tsjit's sum over Numba's, and tsjit's first call over CPython's where
+   plain function), tsjit and Numba `@njit` (its figure includes its whole compile), each
+   compiler also with a warm cache ("tsjit warm": the disk cache, "numba cache":
+   `njit(cache=True)`; one process per program fills them first). The summary gives
+   tsjit's sums over Numba's, cold and warm, and tsjit's first call over CPython's where
    CPython takes 50 ms or more.
 3. A 150-statement elementwise function (large_elementwise): time to its first result,
    and until its optimized code is in use (a kernel launched; calls repeat meanwhile).
@@ -25,8 +28,9 @@
    the default background compilation, interleaved (cold, warm) per round.
 
 Each child process imports NumPy and its compiler first (reported apart for gelu), so no
-figure includes another's warm caches. Each figure is the median over N processes. The
-tsjit children run with TSJIT_DISK_CACHE=0 and the default background compilation.
+figure includes another's warm caches but those it names. Each figure is the median over
+N processes. The tsjit children run with the default background compilation, and with
+TSJIT_DISK_CACHE=0 unless a warm cache is named.
 """
 
 from __future__ import annotations
@@ -80,12 +84,12 @@ def _time_jax() -> tuple[float, int, bool]:
     return time.perf_counter() - start, 1, True
 
 
-def _time_numba() -> tuple[float, int, bool]:
+def _time_numba(cache: bool = False) -> tuple[float, int, bool]:
     import elementwise_workloads as w
     import numba
     x = np.random.default_rng(0).standard_normal(SIZE).astype(np.float32)
     start = time.perf_counter()
-    numba.njit(fastmath=False)(w.gelu_loop)(x)
+    numba.njit(fastmath=False, cache=cache)(w.gelu_loop)(x)
     return time.perf_counter() - start, 1, True
 
 
@@ -93,14 +97,20 @@ MEASUREMENTS: dict[str, tuple[str, Callable[[], tuple[float, int, bool]]]] = {
     "tsjit": ("tsjit", _time_tsjit),
     "jax.jit": ("jax", _time_jax),
     "numba njit": ("numba", _time_numba),
+    "numba njit cache=True": ("numba", lambda: _time_numba(cache=True)),
 }
 
 # loop programs: implementation -> (package imported first, decorator factory)
 LOOP_IMPLEMENTATIONS: dict[str, tuple[str | None, Callable[[], Callable]]] = {
     "CPython": (None, lambda: (lambda fn: fn)),
     "tsjit": ("tsjit", lambda: __import__("tsjit").script),
+    "tsjit warm": ("tsjit", lambda: __import__("tsjit").script),
     "numba njit": ("numba", lambda: __import__("numba").njit),
+    "numba cache": ("numba", lambda: __import__("numba").njit(cache=True)),
 }
+# The implementations that run with a warm cache: a private directory filled by one
+# process first (tsjit's disk cache, Numba's cache=True files).
+WARM = ("tsjit warm", "numba cache")
 
 
 def _block_other_compilers(package: str | None) -> None:
@@ -251,9 +261,10 @@ def workloads_report(processes: int) -> list[Record]:
 
 
 def _fresh_process(*child_args: str, cache_dir: str | None = None) -> dict[str, object]:
+    """Run a child; with ``cache_dir``, tsjit's disk cache and Numba's cache are there."""
     env = {**os.environ, "TSJIT_DISK_CACHE": "0"}
     if cache_dir is not None:
-        env.update(TSJIT_DISK_CACHE="1", TSJIT_CACHE_DIR=cache_dir)
+        env.update(TSJIT_DISK_CACHE="1", TSJIT_CACHE_DIR=cache_dir, NUMBA_CACHE_DIR=cache_dir)
     env.pop("TSJIT_BACKGROUND_COMPILE", None)
     completed = subprocess.run([sys.executable, __file__, "--child", *child_args],
                                capture_output=True, text=True, cwd=Path(__file__).parent,
@@ -279,8 +290,11 @@ def gelu_report(processes: int) -> list[Record]:
     import tempfile
     records = []
     warm_cache = tempfile.mkdtemp(prefix="tsjit_first_result_")
-    _fresh_process("gelu", "tsjit", cache_dir=warm_cache)      # fills the cache
-    rows = [(name, name, None) for name in MEASUREMENTS]
+    _fresh_process("gelu", "tsjit", cache_dir=warm_cache)      # fill the caches
+    if _installed("numba"):
+        _fresh_process("gelu", "numba njit cache=True", cache_dir=warm_cache)
+    rows = [(name, name, warm_cache if "cache=True" in name else None)
+            for name in MEASUREMENTS]
     rows.insert(1, ("tsjit", "tsjit, warm disk cache", warm_cache))
     width = max(len(label) for _, label, _ in rows)
     for name, label, cache_dir in rows:
@@ -310,9 +324,11 @@ def gelu_report(processes: int) -> list[Record]:
 
 
 def loops_report(processes: int) -> list[Record]:
+    import tempfile
+
     import loop_workloads
-    print(f"\nloop programs: decorate + first call, fresh processes, disk cache off "
-          f"(median of {processes})")
+    print(f"\nloop programs: decorate + first call, fresh processes, caches off but for "
+          f"{' and '.join(WARM)} (median of {processes})")
     implementations = [i for i, (package, _) in LOOP_IMPLEMENTATIONS.items()
                        if _installed(package)]
     print("  " + f"{'program':<28}" + "".join(f"{i:>13}" for i in implementations))
@@ -320,15 +336,23 @@ def loops_report(processes: int) -> list[Record]:
     slow_ratios = []
     for program in loop_workloads.WORKLOADS:
         seconds = {}
+        warm_cache = tempfile.mkdtemp(prefix="tsjit_first_result_")
+        for implementation in WARM:
+            if implementation in implementations:
+                _fresh_process("loop", implementation, program, cache_dir=warm_cache)
         # interleaved: each round visits every implementation once (the machine's load
         # drifts; CPython's figure is the yardstick of tsjit's)
-        rounds = [{i: _fresh_process("loop", i, program) for i in implementations}
+        rounds = [{i: _fresh_process("loop", i, program,
+                                     cache_dir=warm_cache if i in WARM else None)
+                   for i in implementations}
                   for _ in range(processes)]
+        shutil.rmtree(warm_cache, ignore_errors=True)
         for implementation in implementations:
             runs = [r[implementation] for r in rounds]
             errors = [r["error"] for r in runs if "error" in r]
             record = Record("first_result", f"loop: {program}", implementation,
-                            ours=implementation == "tsjit", samples=len(runs) - len(errors))
+                            ours=implementation.startswith("tsjit"),
+                            samples=len(runs) - len(errors))
             if errors:
                 record.status = f"failed: {errors[0]}"
             else:
@@ -338,7 +362,7 @@ def loops_report(processes: int) -> list[Record]:
                 seconds[implementation] = record.first_call_seconds
                 totals[implementation] += record.first_call_seconds
             records.append(record)
-        peers = [s for i, s in seconds.items() if i != "tsjit"]
+        peers = [s for i, s in seconds.items() if not i.startswith("tsjit")]
         for record in records[-len(implementations):]:
             if record.first_call_seconds is not None and peers:
                 record.ratio_to_best_peer = record.first_call_seconds / min(peers)
@@ -350,8 +374,9 @@ def loops_report(processes: int) -> list[Record]:
             slow_ratios.append((program, seconds["tsjit"] / seconds["CPython"]))
     print("  " + f"{'sum':<28}" + "".join(f"{format_seconds(totals[i]):>13}"
                                            for i in implementations))
-    if "tsjit" in totals and totals.get("numba njit"):
-        print(f"  tsjit / Numba, summed: {totals['tsjit'] / totals['numba njit']:.2f}")
+    for ours, theirs in (("tsjit", "numba njit"), ("tsjit warm", "numba cache")):
+        if ours in totals and totals.get(theirs):
+            print(f"  {ours} / {theirs}, summed: {totals[ours] / totals[theirs]:.2f}")
     for program, ratio in slow_ratios:
         print(f"  tsjit / CPython, {program}: {ratio:.2f}")
     return records
