@@ -222,6 +222,54 @@ def test_a_first_call_waits_for_code_that_loads_not_for_llvm(background_on, tmp_
     assert warm == ["1", "0", "2"]      # loaded from the disk cache within the first call
 
 
+_CALL_ONCE_PROGRAM = """
+import threading
+
+import numpy as np
+
+import tsjit
+from tsjit.codegen import llvm_jit
+
+gate = threading.Event()
+emit = llvm_jit.optimize_and_emit
+
+
+def gated_emit(*args, **kwargs):     # LLVM waits until the first call has returned
+    gate.wait(30)
+    return emit(*args, **kwargs)
+
+
+llvm_jit.optimize_and_emit = gated_emit
+
+
+def offset(x: tsjit.Tensor) -> tsjit.Tensor:
+    return x * 0.6875 - 1.8125
+
+
+f = tsjit.script(offset)
+x = np.linspace(-1.0, 1.0, 1000)
+assert np.array_equal(f(x), offset(x))
+gate.set()
+print(f.stats()["kernel_launches"])
+"""
+
+
+def test_a_process_ending_after_one_call_leaves_its_kernels_in_the_disk_cache(tmp_path):
+    """A first call that did not wait for LLVM, in a process that then ends: the compile
+    finishes at exit, so that the next process loads the kernels within its first call."""
+    program = tmp_path / "call_once.py"
+    program.write_text(_CALL_ONCE_PROGRAM)
+    env = child_environment(TSJIT_BACKGROUND_COMPILE="1", TSJIT_DISK_CACHE="1",
+                            TSJIT_CACHE_DIR=str(tmp_path / "cache"))
+    launches = []
+    for _ in ("cold", "warm"):
+        done = subprocess.run([sys.executable, str(program)], env=env, capture_output=True,
+                              text=True, timeout=300, check=False)
+        assert done.returncode == 0, done.stderr
+        launches.append(done.stdout.strip())
+    assert launches == ["0", "1"]
+
+
 def test_a_held_compile_starts_once_its_caller_used_its_cpu_time(background_on, monkeypatch):
     monkeypatch.setattr(background, "HELD_JOB_START_SECONDS", 0.0)
     job = background.submit(lambda: None, held=True)

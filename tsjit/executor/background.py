@@ -13,7 +13,8 @@ worker thread.
 
 A forked child gets a worker of its own, which restarts the parent's unfinished jobs.
 
-Exiting while a job runs: at exit (`atexit`) no queued job starts any more, and the
+Exiting while a job runs: at exit (`atexit`) no queued job starts any more, a running one
+that a first call stopped waiting for is finished (EXIT_FINISH_SECONDS), and the
 exiting thread waits for a load of the back end in progress (llvmlite's import with it),
 then takes llvmlite's global lock, which waits for the LLVM call in progress and keeps the
 worker out of LLVM from then on, while the process tears LLVM down.  The worker
@@ -48,6 +49,12 @@ HELD_JOB_START_SECONDS = 0.5
 # every later compile.
 HELD_JOB_MAX_SECONDS = 10.0
 _HOLD_POLL_SECONDS = 0.02
+# A compile that a first call stopped waiting for (`CompileJob.wait_for_load`) and that is
+# running at exit is finished first, for at most this long: its kernels then reach the disk
+# cache. A process that calls a function once and ends (a script run again and again)
+# used to finish it inside that call; without this it would never fill the cache, and
+# every later process would start cold.
+EXIT_FINISH_SECONDS = 10.0
 
 log = logging.getLogger("tsjit.compile")
 
@@ -64,6 +71,7 @@ class CompileJob:
         self.work = work
         self._done = threading.Event()
         self._settled = threading.Event()     # done, or LLVM compiles (see wait_for_load)
+        self.finish_before_exit = False       # see EXIT_FINISH_SECONDS
         self._released = threading.Event()
         self._holder_clock: int | None = None     # the CPU clock of the holding thread
         if not held:
@@ -87,6 +95,8 @@ class CompileJob:
         seconds on a loaded machine) or ``timeout`` passes (False): a first call that would
         wait for LLVM runs in the interpreter instead (gelu 1M cold: 1.9 s -> ~40 ms)."""
         self._settled.wait(timeout)
+        if not self.done:
+            self.finish_before_exit = True
         return self.done
 
     def wait_for_release(self) -> None:
@@ -202,13 +212,17 @@ class _Worker:
                 return jobs
 
     def exit(self) -> None:
-        """At interpreter exit: start no job, and hold LLVM's lock (waiting for the call
-        in progress) so that the worker cannot be inside LLVM while it is torn down."""
+        """At interpreter exit: start no job, finish the running one if a first call
+        stopped waiting for it (EXIT_FINISH_SECONDS), and hold LLVM's lock (waiting for the
+        call in progress) so that the worker cannot be inside LLVM while it is torn down."""
         with self._lock:
             self._exiting = True
             started = self._thread is not None
         if not started:
             return
+        running = self._running
+        if running is not None and running.finish_before_exit:
+            running.wait(EXIT_FINISH_SECONDS)
         for job in self.unfinished():
             job.drop()
         with _importing:    # a load of the back end (llvmlite's with it) finishes first
