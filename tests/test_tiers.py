@@ -164,8 +164,8 @@ def test_a_first_call_of_loop_code_holds_its_compile_until_it_returns(background
     assert f.stats()["kernel_launches"] == 1
 
 
-_WAIT_FOR_LOAD_PROGRAM = """
-import sys
+# A process whose LLVM waits until the first call of `shifted` has returned.
+_GATED_FIRST_CALL = """
 import threading
 
 import numpy as np
@@ -179,7 +179,7 @@ gate = threading.Event()
 emit = llvm_jit.optimize_and_emit
 
 
-def gated_emit(*args, **kwargs):     # LLVM waits until the first call has returned
+def gated_emit(*args, **kwargs):
     gate.wait(30)
     return emit(*args, **kwargs)
 
@@ -196,77 +196,44 @@ x = np.linspace(-1.0, 1.0, 1000)
 assert np.array_equal(f(x), shifted(x))
 first = f.stats()
 gate.set()
-f.executor.specialize_for(x)
-assert np.array_equal(f(x), shifted(x))
-print(first["kernel_launches"], first["interpreted_runs"], f.stats()["kernel_launches"])
 """
 
 
-def test_a_first_call_waits_for_code_that_loads_not_for_llvm(background_on, tmp_path):
-    """A first call typed by its arguments waits for its compile while the kernels only
-    load (here from a warm disk cache), and runs in the interpreter as soon as LLVM has
-    to compile one (the cold cache: LLVM is held until that call has returned; the
-    call used to wait for it)."""
-    program = tmp_path / "wait_for_load.py"
-    program.write_text(_WAIT_FOR_LOAD_PROGRAM)
+def _cold_then_warm(tmp_path, program: str) -> list[str]:
+    """The outputs of `program` run twice with one disk cache (empty at first)."""
+    path = tmp_path / "program.py"
+    path.write_text(program)
     env = child_environment(TSJIT_BACKGROUND_COMPILE="1", TSJIT_DISK_CACHE="1",
                             TSJIT_CACHE_DIR=str(tmp_path / "cache"))
     outputs = []
     for _ in ("cold", "warm"):
-        done = subprocess.run([sys.executable, str(program)], env=env, capture_output=True,
+        done = subprocess.run([sys.executable, str(path)], env=env, capture_output=True,
                               text=True, timeout=300, check=False)
         assert done.returncode == 0, done.stderr
-        outputs.append(done.stdout.split())
-    cold, warm = outputs
-    assert cold == ["0", "1", "1"]      # interpreted first, compiled code next
-    assert warm == ["1", "0", "2"]      # loaded from the disk cache within the first call
+        outputs.append(done.stdout.strip())
+    return outputs
 
 
-_CALL_ONCE_PROGRAM = """
-import threading
-
-import numpy as np
-
-import tsjit
-from tsjit.codegen import llvm_jit
-
-gate = threading.Event()
-emit = llvm_jit.optimize_and_emit
-
-
-def gated_emit(*args, **kwargs):     # LLVM waits until the first call has returned
-    gate.wait(30)
-    return emit(*args, **kwargs)
-
-
-llvm_jit.optimize_and_emit = gated_emit
-
-
-def offset(x: tsjit.Tensor) -> tsjit.Tensor:
-    return x * 0.6875 - 1.8125
-
-
-f = tsjit.script(offset)
-x = np.linspace(-1.0, 1.0, 1000)
-assert np.array_equal(f(x), offset(x))
-gate.set()
-print(f.stats()["kernel_launches"])
-"""
+def test_a_first_call_waits_for_code_that_loads_not_for_llvm(tmp_path):
+    """A first call typed by its arguments waits for its compile while the kernels only
+    load (here from a warm disk cache), and runs in the interpreter as soon as LLVM has
+    to compile one (the cold cache: LLVM is held until that call has returned; the
+    call used to wait for it)."""
+    cold, warm = _cold_then_warm(tmp_path, _GATED_FIRST_CALL + """
+f.executor.specialize_for(x)
+assert np.array_equal(f(x), shifted(x))
+print(first["kernel_launches"], first["interpreted_runs"], f.stats()["kernel_launches"])
+""")
+    assert cold == "0 1 1"      # interpreted first, compiled code next
+    assert warm == "1 0 2"      # loaded from the disk cache within the first call
 
 
 def test_a_process_ending_after_one_call_leaves_its_kernels_in_the_disk_cache(tmp_path):
     """A first call that did not wait for LLVM, in a process that then ends: the compile
     finishes at exit, so that the next process loads the kernels within its first call."""
-    program = tmp_path / "call_once.py"
-    program.write_text(_CALL_ONCE_PROGRAM)
-    env = child_environment(TSJIT_BACKGROUND_COMPILE="1", TSJIT_DISK_CACHE="1",
-                            TSJIT_CACHE_DIR=str(tmp_path / "cache"))
-    launches = []
-    for _ in ("cold", "warm"):
-        done = subprocess.run([sys.executable, str(program)], env=env, capture_output=True,
-                              text=True, timeout=300, check=False)
-        assert done.returncode == 0, done.stderr
-        launches.append(done.stdout.strip())
+    launches = _cold_then_warm(tmp_path, _GATED_FIRST_CALL + """
+print(first["kernel_launches"])
+""")
     assert launches == ["0", "1"]
 
 
