@@ -90,9 +90,9 @@ print("usable", flush=True)
 print("handled", len(globals().get("caught", [])), flush=True)
 """
 
-# One kernel (the fuser caps groups at MAX_GROUP_SIZE ops) long enough that the signal, sent 0.3 s in,
-# finds it running: with 20 sines two threads finished 2**24 elements in ~0.3 s, and the
-# interrupt came after the last block.
+# One kernel (the fuser caps groups at MAX_GROUP_SIZE ops) long enough that the signal,
+# sent 0.3 s in, finds it running: with 20 sines two threads finished 2**24 elements in
+# ~0.3 s, and the interrupt came after the last block.
 NESTED_SINES = "np.sin(" * 45 + "x" + ")" * 45
 
 # A reduction (``reduction``: np.sum or np.max) of nested sines over an axis (one kernel:
