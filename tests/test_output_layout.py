@@ -139,3 +139,31 @@ def test_axes_of_length_one_lie_where_numpys_loop_puts_them(fn, shape, order):
         i = i[::-1].copy()[::-1]
     b = arrays[order] > 2
     _check(fn, b, i)
+
+
+def add_its_transpose_in_place(x):
+    np.add(x, x.T, out=x)
+    return x * 2
+
+
+def assign_its_reverse(x):
+    x[...] = x[::-1] + 1
+    return x * 2
+
+
+@pytest.mark.parametrize("fn,shape,order", [(add_its_transpose_in_place, (4, 4), "F"),
+                                            (assign_its_reverse, (4, 4), "F"),
+                                            (assign_its_reverse, (4, 4, 3), "F"),
+                                            (assign_its_reverse, (4, 4, 3), "permuted")])
+def test_a_value_written_in_place_lies_as_its_array(fn, shape, order):
+    """x * 2 after np.add(x, x.T, out=x) of a Fortran x is Fortran-ordered (NumPy's
+    trivial loop on x); the model laid out the add's value in its iteration order (C,
+    where x and x.T disagree), as though it were a fresh array (a probe of in-place
+    programs: 45 of 1056 mismatched, all Fortran-ordered)."""
+    x = dict(_layouts(shape))[order]
+    scripted = tsjit.script(fn)
+    for _ in range(3):
+        want_x, got_x = x.copy(order="K"), x.copy(order="K")
+        _assert_laid_out_as(scripted(got_x), fn(want_x))
+        _assert_laid_out_as(got_x, want_x)
+    assert scripted.stats()["kernel_launches"] > 0

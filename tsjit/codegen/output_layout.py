@@ -93,7 +93,9 @@ class OutputLayouts:
     (or Fortran) ordered; any other goes through the iterator, whose result is laid out in
     iteration order, axes of length 1 included: np.asfortranarray(b) + i8 of a bool b and
     an int8 i8 of shape (1, 2, 2) has strides (4, 1, 2), i8 + i8 has (1, 1, 2). np.where
-    always iterates. An astype (EXPLICIT_CAST) is laid out as its source (empty_like).
+    always iterates. An astype (EXPLICIT_CAST) is laid out as its source (empty_like). A
+    value written in place (np.add(x, x.T, out=x), x[...] = e) is its array to the ops
+    that use it: x * 2 after it is Fortran-ordered where x is.
     ``reduced``: the axes a row kernel's reductions reduce (see the module docstring)."""
 
     def __init__(self, spec: KernelSpec | RowKernelSpec, fresh_outputs: list[int],
@@ -107,6 +109,10 @@ class OutputLayouts:
             (self.ndim,) * len(spec.outputs)
         self.ranks = [ranks[j] for j in fresh_outputs]
         self.reduced = reduced
+        # values written in place: they lie in (and later ops read them from) their array
+        self.written = {spec.outputs[j]: spec.inplace_target(j)
+                        for j in range(len(spec.outputs))
+                        if spec.inplace_target(j) is not None}
         self.seen: dict[tuple, tuple[Layout, ...]] = {}
 
     def __call__(self, *arrays: np.ndarray) -> tuple[Layout, ...]:
@@ -152,6 +158,8 @@ class OutputLayouts:
                                          for a in args], ndim)
             values[value] = _Value(shape, rank, _strides(shape, order),
                                    _contiguity(shape, order), order)
+            if value in self.written:
+                values[value] = values[self.written[value]]
         return tuple(self._layout(values.get(v), rank)
                      for v, rank in zip(self.outputs, self.ranks))
 
