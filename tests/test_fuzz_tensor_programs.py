@@ -1,7 +1,8 @@
 """Differential fuzzing of tensor programs with control flow, as an outside fuzzer writes
 them: random NumPy programs over every integer width (signed and unsigned), float16/32/64
 and bool, run eagerly and through tsjit.script on every call (profiling, optimized, a call
-with other dtypes whose guards fail, a call whose loop count differs, the first types again).
+with other dtypes whose guards fail, a call whose loop count differs, the first types again,
+and the first dtypes in other layouts: C, Fortran, reversed or strided, a guard failing).
 
 What test_fuzz_fusion and test_fuzz_reductions do not draw, this generator does:
 - int8/16, uint8/16/32/64 and float16 arguments holding their extremes (overflow,
@@ -36,6 +37,7 @@ A few examples run in CI; a long run:
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 
@@ -110,6 +112,8 @@ class Argument:
             return np.asfortranarray(values)
         if self.layout == "reversed":
             return values[(slice(None, None, -1),) * len(self.shape)]
+        if self.layout == "strided" and self.shape:    # every other element of the last axis
+            return np.repeat(values, 2, axis=-1)[..., ::2]
         return values
 
 
@@ -121,6 +125,7 @@ class Program:
     dtypes: tuple[tuple[str, ...], ...]   # per call
     counts: tuple[int, ...]           # n per call
     errstate: str
+    layouts: tuple[tuple[str, str] | None, ...]  # per call: other layouts (None: own)
 
 
 class ProgramWriter:
@@ -269,13 +274,18 @@ def programs(draw) -> Program:
     other = (draw(st.sampled_from(DTYPES)), draw(st.sampled_from(DTYPES)))
     same_array = second == base and draw(st.integers(0, 5)) == 0
     n, m = draw(st.integers(0, 4)), draw(st.integers(0, 4))
-    return Program(source, arguments, same_array, (first, first, first, other, first, first),
-                   (n, n, n, n, n, m), draw(st.sampled_from(ERRSTATES)))
+    layouts = tuple(draw(st.sampled_from(("C", "F", "reversed", "strided"))) for _ in range(2))
+    return Program(source, arguments, same_array,
+                   (first, first, first, other, first, first, first), (n, n, n, n, n, m, n),
+                   draw(st.sampled_from(ERRSTATES)), (None,) * 6 + (layouts,))
 
 
-def arguments_for(program: Program, dtypes: tuple[str, ...], n: int) -> list:
-    x0 = program.arguments[0].make(dtypes[0])
-    x1 = x0 if program.same_array else program.arguments[1].make(dtypes[1])
+def arguments_for(program: Program, dtypes: tuple[str, ...], n: int,
+                  layouts: tuple[str, str] | None = None) -> list:
+    arguments = program.arguments if layouts is None else tuple(
+        dataclasses.replace(a, layout=layout) for a, layout in zip(program.arguments, layouts))
+    x0 = arguments[0].make(dtypes[0])
+    x1 = x0 if program.same_array else arguments[1].make(dtypes[1])
     return [x0, x1, n]
 
 
@@ -300,12 +310,14 @@ def test_random_tensor_programs_match_numpy(tmp_path):
 def calls_match(fn, scripted, program: Program) -> None:
     """Every call of ``program`` (its dtypes and loop counts) gives ``scripted`` eager's
     results, reports and final arguments (test_fuzz_fusion's comparisons)."""
-    for call, (dtypes, n) in enumerate(zip(program.dtypes, program.counts)):
-        want, want_args, want_reports = run(fn, arguments_for(program, dtypes, n),
+    for call, (dtypes, n, layouts) in enumerate(zip(program.dtypes, program.counts,
+                                                    program.layouts)):
+        want, want_args, want_reports = run(fn, arguments_for(program, dtypes, n, layouts),
                                             program.errstate)
-        got, got_args, got_reports = run(scripted, arguments_for(program, dtypes, n),
+        got, got_args, got_reports = run(scripted, arguments_for(program, dtypes, n, layouts),
                                           program.errstate)
-        where = (f"call {call} {dtypes} n={n} errstate={program.errstate} same_array="
+        where = (f"call {call} {dtypes} n={n} layouts={layouts} errstate={program.errstate} "
+                 f"same_array="
                  f"{program.same_array}\n--- program ---\n{program.source}")
         assert got_reports == want_reports, (got_reports, want_reports, where)
         if isinstance(want, type) or isinstance(got, type):
