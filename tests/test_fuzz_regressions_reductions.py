@@ -105,3 +105,35 @@ def test_row_kernel_results_of_fortran_operands_lie_as_numpys(fn, shape, dtype):
                 (w.strides, w.flags.c_contiguous, w.flags.f_contiguous)
     if shape[-1] > 1:    # else x is taken for one value per row: nothing to fuse
         assert scripted.stats()["kernel_launches"] > 0
+
+
+def half_mean_of_first_axis(x):
+    v = x[1:, :-1]
+    return (v * 0.5).mean(axis=0, keepdims=True)
+
+
+def deviation_of_rows(x):
+    return np.std(x * 1, axis=-1, keepdims=True, ddof=1)
+
+
+def mean_of_rows(x):
+    return (x * 1).mean(axis=-1)
+
+
+@pytest.mark.parametrize("fn", [half_mean_of_first_axis, deviation_of_rows, mean_of_rows])
+@pytest.mark.parametrize("shape", [(9, 3), (2, 1, 3)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_mean_and_std_keep_the_layout_of_their_sums(fn, shape, dtype):
+    """np.mean, np.var and np.std divide the sum by the count (std: take its root) in
+    place, so the result keeps the sum's layout: (v * 0.5).mean(axis=0, keepdims=True) of
+    a Fortran-ordered (8, 2) view has strides (8, 8); the row kernel's was C-ordered,
+    (16, 8), the layout model laying the division out as a fresh ufunc's (a probe of
+    reductions on views, seed 1 x 200)."""
+    x = np.asfortranarray((np.arange(np.prod(shape)) % 5 + 1).astype(dtype).reshape(shape))
+    scripted = tsjit.script(fn)
+    want = fn(x)
+    for _ in range(3):
+        got = scripted(x)
+        assert_same(got, want, ulps=4)
+        assert got.strides == want.strides
+    assert scripted.stats()["kernel_launches"] > 0

@@ -13,7 +13,10 @@ A row kernel's reductions are modelled too: NumPy's reduction iterates its opera
 that operand's iteration order and allocates its result (the reduced axes of length 1) in
 the same order, as it does an elementwise result: ``x.sum(axis=2, keepdims=True)`` of a
 Fortran-ordered (2, 3, 4) array has strides (8, 16, 48); a result without the reduced axes
-has the same strides on the axes it keeps.
+has the same strides on the axes it keeps. np.mean, np.var and np.std divide the sum by
+the count (and take std's square root) in place (``out=ret``), so those ops keep the
+sum's layout, where a fresh ufunc of a reduction's result (np.linalg.norm's sqrt) takes
+the trivial loop.
 
 A layout is None (C order), "F" (Fortran order) or the axes from outermost to innermost.
 """
@@ -25,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tsjit.codegen.kernel_spec import EXPLICIT_CAST, OP_SIGNATURES, KernelOp, KernelSpec
-from tsjit.codegen.reduction_spec import REDUCTIONS, RowKernelSpec
+from tsjit.codegen.reduction_spec import REDUCTIONS, ROW_LENGTH, RowKernelSpec
 
 __all__ = ["Layout", "OutputLayouts", "iteration_order"]
 
@@ -126,6 +129,8 @@ class OutputLayouts:
         ndim = self.ndim
         values: dict[int, _Value] = {}
         operand_casts: dict[int, int] = {}     # an operand's cast: the value it casts
+        counts: set[int] = set()               # a row's count, and values of it alone
+        in_place: set[int] = set()             # divisions by it (and std's sqrt of one)
         for value, array in zip(self.inputs, arrays):
             lead = ndim - array.ndim
             flags = array.flags
@@ -137,10 +142,18 @@ class OutputLayouts:
         for value, op in enumerate(self.spec.ops, start=self.n_in):
             args = [a for a in op.args if a in values]     # scalars have no vote
             if not args:
+                if op.op == ROW_LENGTH or any(a in counts for a in op.args):
+                    counts.add(value)
+                continue
+            if any(a in counts for a in op.args) or (op.op == "sqrt" and args[0] in in_place):
+                in_place.add(value)
+                values[value] = values[args[0]]
                 continue
             if op.op == "cast" and EXPLICIT_CAST not in op.attrs:
                 operand_casts[value] = args[0]
                 values[value] = values[args[0]]
+                if args[0] in in_place:
+                    in_place.add(value)
                 continue
             operands = [values[a] for a in args]
             shape = np.broadcast_shapes(*(v.shape for v in operands))

@@ -129,14 +129,12 @@ class RowKernel:
             if len(self._plans) >= _PLANS:
                 self._plans.clear()
             self._plans[key] = plan
+        results = self.allocate(plan.shapes, arrays, bool(plan.transposed))
         if plan.kernel is None:
-            return self.run(args, arrays, self.allocate(plan.shapes, None), plan.block)
+            return self.run(args, arrays, results, plan.block)
         if plan.transposed:
-            results = self.allocate(plan.shapes, arrays)
             args = self.transpose(args, plan.transposed)
             arrays = [args[i] for i in self.arrays]
-        else:
-            results = self.allocate(plan.shapes, None)
         return plan.kernel.run(args, arrays, results, plan.block)
 
     def choose(self, args: tuple, arrays: list, shape: tuple[int, ...]) -> _Plan:
@@ -276,28 +274,29 @@ class RowKernel:
         return tuple(shape if element else kept_shape(shape, axes, rank == len(shape))
                      for _, element, rank in self.outputs)
 
-    def allocate(self, shapes: tuple[tuple[int, ...], ...],
-                 fortran: list | None) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Fresh outputs of ``shapes``, each as (result, the C-ordered view the kernel
-        writes). ``fortran``: the array operands of a plan that runs the transposed kernel
-        (``shapes`` are its, transposed); each result lies as NumPy lays out its own
-        (``OutputLayouts``: Fortran order, axes of length 1 where NumPy's iterator puts
-        them: x + x.sum(keepdims=True) of a Fortran (1, 2, 2) bool x has strides
-        (32, 8, 16), where np.empty(order="F") gives (8, 8, 16)), and the kernel writes
-        its transpose. LayoutError where NumPy's result is not Fortran-contiguous (the
-        kernel could not write it)."""
-        if fortran is None:
+    def allocate(self, shapes: tuple[tuple[int, ...], ...], arrays: list,
+                 transposed: bool) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Fresh outputs of ``shapes`` for the array operands ``arrays``, each as (result,
+        the C-ordered view the kernel writes). Each result lies as NumPy lays out its own
+        (``OutputLayouts``: C order where every operand of two axes or more is
+        C-contiguous; else its iterator's order, axes of length 1 where it puts them:
+        x + x.sum(keepdims=True) of a Fortran (1, 2, 2) bool x has strides (32, 8, 16),
+        not np.empty(order="F")'s (8, 8, 16); (x * 0.5).mean(axis=0, keepdims=True) of a
+        Fortran (8, 2) view, (8, 8), not (16, 8)). ``transposed``: the plan runs the
+        transposed kernel (``shapes`` are its), which writes each result's transpose.
+        LayoutError where the kernel could not write NumPy's result (it is not C-, or for
+        a transposed plan Fortran-contiguous)."""
+        if not transposed and all(a.flags.c_contiguous for a in arrays if a.ndim > 1):
             return [(out, out) for out in (
                 allocate(shape, None) if element else np.empty(shape, dtype)
                 for (dtype, element, _), allocate, shape
                 in zip(self.outputs, self.allocators, shapes))]
         results = []
-        for allocate, shape, layout in zip(self.allocators, shapes, self.layouts(*fortran)):
-            out = allocate(shape[::-1], layout)
-            if not out.flags.f_contiguous:
-                raise LayoutError("NumPy's result of Fortran-ordered operands is not "
-                                  "Fortran-contiguous")
-            results.append((out, out.T))
+        for allocate, shape, layout in zip(self.allocators, shapes, self.layouts(*arrays)):
+            out = allocate(shape[::-1] if transposed else shape, layout)
+            if not (out.flags.f_contiguous if transposed else out.flags.c_contiguous):
+                raise LayoutError("NumPy's result is not laid out as the kernel writes")
+            results.append((out, out.T if transposed else out))
         return results
 
     def run(self, args: tuple, arrays: list, results: list, block: np.ndarray) -> tuple:
