@@ -15,7 +15,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 # Intrinsics whose result InstCombine never turns into a sign operation of something else.
-_PLAIN_INTRINSICS = ("llvm.sqrt.", "llvm.fma.", "llvm.fmuladd.", "llvm.exp", "llvm.log",
+_PLAIN_INTRINSICS = ("llvm.sqrt.", "llvm.fma.", "llvm.fmuladd.", "llvm.exp.", "llvm.exp2.",
+                     "llvm.log.", "llvm.log2.", "llvm.log10.",
                      "llvm.pow.", "llvm.powi.", "llvm.floor.", "llvm.ceil.", "llvm.trunc.",
                      "llvm.rint.", "llvm.round.", "llvm.nearbyint.", "llvm.roundeven.",
                      "llvm.sin.", "llvm.cos.")
@@ -34,8 +35,10 @@ def plain_self_products(function: ir.Function) -> None:
         if product is not None and not _may_become_sign_op(product.operands[0], stored, set()):
             replaced[instr] = product
     for instr in instructions:
-        for old, new in replaced.items():
-            instr.replace_usage(old, new)
+        uses = ([v for v, _ in instr.incomings] if isinstance(instr, ir.PhiInstr)
+                else instr.operands)
+        for old in [v for v in uses if v in replaced]:
+            instr.replace_usage(old, replaced[old])
 
 
 def _guarded_square(instr: ir.Instruction) -> ir.Instruction | None:
