@@ -38,6 +38,7 @@ from tsjit.ir.types import (
     VarTupleType,
 )
 from tsjit.ops import OPS, OpTypeError, lookup_method, lookup_python
+from tsjit.ops.python_calls import KEYWORDS
 from tsjit.ops.registry import NO_DEFAULT, infer_types
 
 NAMESPACE = {"math": math, "_operator": operator, "np": np}
@@ -140,6 +141,8 @@ class Call:
             if p.variadic:
                 values += rest
                 rest = []
+            elif p.kwvariadic:
+                values += [kwargs.pop(k) for k in self.attrs().get(KEYWORDS, ())]
             elif rest and not p.kwonly:
                 values.append(rest.pop(0))
             elif p.name in kwargs:
@@ -149,6 +152,13 @@ class Call:
                 values.append(p.default)
         assert not rest and not kwargs, f"{self}: {rest} {kwargs} left over"
         return values
+
+    def attrs(self) -> dict:
+        """The node attributes of the call: the names a `**kwargs` parameter takes."""
+        if not any(p.kwvariadic for p in self.op.params):
+            return {}
+        named = {p.name for p in self.op.params}
+        return {KEYWORDS: tuple(k for k in self.kwargs if k not in named)}
 
     def input_types(self) -> list[Type]:
         given = list(self.types or ())
@@ -209,13 +219,13 @@ def check(c: Call) -> None:
     kind, expected = outcome(Call(c.fn, eager_args, c.kwargs, c.method).direct)
     if kind == "value" and isinstance(expected, _VIEWS):
         expected = list(expected)    # documented: views and iterators are lists here
-    got_kind, got = outcome(lambda: run_template(op, script_inputs))
+    got_kind, got = outcome(lambda: run_template(op, script_inputs, c.attrs()))
     assert got_kind == kind, f"{c}: {got_kind} {got!r}, eager {kind} {expected!r}"
     assert got is expected if kind == "raises" else same(got, expected), (
         f"{c}: {got!r} != {expected!r}")
     for before, after in zip(eager_args, script_inputs):
         assert same(after, before), f"{c}: argument mutated differently"
-    out_types = infer_types(op, c.input_types(), {})
+    out_types = infer_types(op, c.input_types(), c.attrs())
     if c.imprecise is not None:
         assert out_types == [c.imprecise] and not conforms(expected, c.imprecise)
     elif kind == "value":
@@ -373,6 +383,8 @@ STR_CASES = [
     method("{}", "format", 1.5), method("{:>6.2f}|{!r}", "format", -0.0, "s"),
     method("{0}{0}", "format", "ab"), method("{}{}", "format", 1),
     method("{}", "format", np.float32(0.1)), method("no fields", "format"),
+    method("{a}-{0}", "format", 1, a=2.5), method("{a}", "format", b=1),
+    method("{b!r:>4}{}", "format", "x", b="y"),
 ]
 
 LIST_CASES = [

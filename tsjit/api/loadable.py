@@ -30,6 +30,7 @@ import numpy as np
 
 from ..ir.graph import Graph, Node
 from ..ir.types import ClassType, EnumType, TupleType, Type, is_subtype
+from ..ops.python_calls import KEYWORDS
 from ..ops.registry import OPS
 from .argument_check import value_has_type
 
@@ -109,6 +110,11 @@ def _conversion(value: object) -> bool:
     return value in ("", "s", "r", "a") and type(value) is str
 
 
+def _keyword_names(value: object) -> bool:
+    """The names of the arguments a `**kwargs` parameter took (rendered as dict keys)."""
+    return type(value) is tuple and all(type(n) is str for n in value)
+
+
 def _constant(value: object) -> bool:
     """Plain data: the parser builds only literals, NumPy values, types and allowed
     objects, but not every NumPy value is harmless to hold (object arrays)."""
@@ -127,6 +133,7 @@ _ATTRIBUTES: dict[str, dict[str, Callable[[object], bool]]] = {
     "prim::RaiseException": {"cls": _exception_class},
     "prim::isinstance": {"types": _types},
     "prim::FormatValue": {"conversion": _conversion},
+    "aten::format": {KEYWORDS: _keyword_names},
     "aten::__getitem__": {"index": _tuple_index, "slice": _flag},
     "aten::__setitem__": {"index": _tuple_index, "slice": _flag},
     **{kind: {"ufunc": _ufunc} for kind in OPS if kind.startswith("ufunc::")},

@@ -35,6 +35,7 @@ from ..ir.types import (
     union_options,
 )
 from ..ops.numpy_rules import CONSTANTS
+from ..ops.python_calls import KEYWORDS
 from ..ops.registry import (
     NO_DEFAULT,
     OpDef,
@@ -107,6 +108,15 @@ def _python_class(t: object) -> type | None:
     return found or _STRUCTURED_CLASSES.get(type(t))
 
 
+def keywords_taken(params, kwargs: dict) -> tuple[str, ...]:
+    """The keyword arguments a `**kwargs` parameter takes (those no other parameter names),
+    in the call's order."""
+    if not any(p.kwvariadic for p in params):
+        return ()
+    named = {p.name for p in params if not (p.variadic or p.kwvariadic)}
+    return tuple(k for k in kwargs if k not in named)
+
+
 class DictView(NamedTuple):
     """`d.keys()`, `d.values()` or `d.items()` as a loop's iterable: the list of its
     `elements` and the `dict` a step checks."""
@@ -140,11 +150,14 @@ class CallMixin:
         return func.call(self, args, kwargs, src)
 
     def constructor_literal(self, node: ast.expr) -> ast.expr | None:
-        """`list()`, `dict()` and `dict(k=v, ...)` as the literal they equal (`[]`, `{}`,
-        `{"k": v}`), so that an annotation or a parameter type types them as it types
-        a literal."""
+        """`list()`, `dict()`, `dict(k=v, ...)` and `list([])`, `dict([])`, `dict(())`
+        as the literal they equal (`[]`, `{}`, `{"k": v}`), so that an annotation or a
+        parameter type types them as it types a literal."""
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                and not node.args and node.func.id in ("list", "dict")):
+                and node.func.id in ("list", "dict")):
+            return None
+        if node.args and not (len(node.args) == 1 and not node.keywords and isinstance(
+                node.args[0], (ast.List, ast.Tuple)) and not node.args[0].elts):
             return None
         if self.frame.lookup(node.func.id) is not None or getattr(
                 self.resolver.python_name(node.func.id, self.src(node)), "obj", None) \
@@ -190,6 +203,9 @@ class CallMixin:
                 attrs: dict | None = None):
         """A node of `op` (with node attributes `attrs`) for the call."""
         inputs = self.bind_arguments(op.params, args, kwargs, src, name)
+        extra = keywords_taken(op.params, kwargs)
+        if extra:
+            attrs = {**(attrs or {}), KEYWORDS: extra}
         # Constant arguments can decide a result's structure (np.unique(x,
         # return_counts=True) is a tuple): the type rule sees their values.
         constants = {i: v.node.attrs["value"] for i, v in enumerate(inputs)
@@ -217,7 +233,9 @@ class CallMixin:
         positional = list(args)
         bound = []
         n_positional = sum(1 for p in params if not p.kwonly and not p.variadic)
-        unknown = [k for k in kwargs if k not in {p.name for p in params if not p.variadic}]
+        extra = keywords_taken(params, kwargs)
+        unknown = [k for k in kwargs if k not in {p.name for p in params if not p.variadic}
+                   and k not in extra]
         if unknown:                     # reported first, as Python does
             raise CompilationError(f"{name}() got an unexpected keyword argument "
                                    f"'{unknown[0]}'", src)
@@ -225,6 +243,9 @@ class CallMixin:
             if p.variadic:
                 bound.extend(self.as_value(a, src) for a in positional)
                 positional = []
+                continue
+            if p.kwvariadic:
+                bound.extend(self.as_value(kwargs.pop(k), src) for k in extra)
                 continue
             if not p.kwonly and positional:
                 if p.name in kwargs:
@@ -434,8 +455,8 @@ class CallMixin:
             items = target.obj
         else:
             items = (target,)
-        return [isinstance_target(getattr(item, "obj", item), src, self.compiler.class_type_of)
-                for item in items]
+        return [t for item in items for t in isinstance_target(getattr(item, "obj", item), src,
+                                                               self.compiler.class_type_of)]
 
     # ---- for loops
     def emit_for(self, target: ast.expr, iter_node: ast.expr, body: list[ast.stmt],

@@ -35,22 +35,24 @@ RUNTIME_CONTAINER = {ListType: ListType(AnyType), DictType: DictType(AnyType, An
                      TupleType: VarTupleType(AnyType)}
 
 
-def isinstance_target(obj: object, src: SourceRange, class_type_of: Callable) -> Type | type:
-    """The type one class of isinstance's second argument names (a container class
-    stands for every list, dict or tuple)."""
+def isinstance_target(obj: object, src: SourceRange, class_type_of: Callable
+                      ) -> list[Type | type]:
+    """The types one class of isinstance's second argument names (a container class
+    stands for every list, dict or tuple; an abstract NumPy class such as np.integer for
+    the scalars of each of its dtypes)."""
     if obj in PY_TYPES:
-        return PY_TYPES[obj]
+        return [PY_TYPES[obj]]
     if obj in _PY_CONTAINERS:
-        return _PY_CONTAINERS[obj]
+        return [_PY_CONTAINERS[obj]]
     if isinstance(obj, ClassType):
-        return obj
+        return [obj]
     if _numpy_class(obj) is not None:
-        return _numpy_scalar_type(_numpy_class(obj), src)
+        return _numpy_scalar_types(_numpy_class(obj), src)
     if isinstance(obj, Value):
         raise CompilationError("isinstance() arg 2 must be a type or a tuple of types, "
                                f"not a value of type {obj.type.annotation}", src)
     try:
-        return to_type(obj, class_type_of)
+        return [to_type(obj, class_type_of)]
     except AnnotationError as e:
         raise CompilationError(f"isinstance(): {e}", src) from None
 
@@ -89,14 +91,20 @@ def _numpy_class(obj: object) -> type | None:
     return obj if isinstance(obj, type) and issubclass(obj, np.generic) else None
 
 
-def _numpy_scalar_type(cls: type, src: SourceRange) -> TensorType:
-    """isinstance's target for a NumPy scalar class: its scalars, of its dtype."""
-    try:
-        dtype = np.dtype(cls)
-    except TypeError:
-        dtype = None
-    if dtype is None or dtype.kind not in "biufc":
+def _numpy_scalar_types(cls: type, src: SourceRange) -> list[TensorType]:
+    """isinstance's targets for a NumPy scalar class: its scalars, of its dtype; for an
+    abstract class (np.integer, np.floating, np.number, np.generic ...) the scalars of
+    every numeric or bool dtype whose class derives from it."""
+    if cls is np.generic:
+        return [TensorType(ndarray=False)]
+    dtypes = [name for c, name in _NUMERIC_DTYPES.items() if issubclass(c, cls)]
+    if not dtypes:
         raise CompilationError(f"isinstance() with np.{cls.__name__} is not supported: test "
                                "the value's dtype (x.dtype == np.float32) or its kind "
                                "(x.dtype.kind == 'f')", src)
-    return TensorType(dtype=dtype.name, ndarray=False)
+    return [TensorType(dtype=name, ndarray=False) for name in dict.fromkeys(dtypes)]
+
+
+# the concrete NumPy scalar classes of numbers and bools, and their dtype names
+_NUMERIC_DTYPES = {c: np.dtype(c).name for c in set(np.sctypeDict.values())
+                   if np.dtype(c).kind in "biufc"}

@@ -4,6 +4,7 @@ templates that call the Python function or method itself, and element-type helpe
 """
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -83,18 +84,31 @@ def signature_rule(callee: str, accepts: Sequence[Accepts], result: Type, *,
     return infer
 
 
+# The node attribute naming the arguments an op's `**kwargs` parameter took, in order
+# (str.format(x, width=3)): data, rendered into the call as the keys of a dict literal.
+KEYWORDS = "keywords"
+
+
 def call_template(callee: str, signature: str, *, method: bool = False
                   ) -> Callable[[list[str], dict], str]:
     """The Python call for an op: `callee(a, b, key=c)`, or `a.callee(b, key=c)` for a method.
 
     Inputs arrive in signature order; keyword-only parameters are passed by keyword, the rest
-    positionally (also the elements of a `*args` parameter).
+    positionally (also the elements of a `*args` parameter); the arguments a `**kwargs`
+    parameter took come last, named by the node attribute KEYWORDS.
     """
-    keywords = [p.name for p in parse_params(signature) if p.kwonly]
+    params = parse_params(signature)
+    keywords = [p.name for p in params if p.kwonly]
+    extra_keywords = any(p.kwvariadic for p in params)
 
     def emit(args: list[str], attrs: dict) -> str:
+        extra = []
+        if extra_keywords:      # **kwargs: the last inputs, named by the node's `keywords`
+            names = ast.literal_eval(attrs.get(KEYWORDS, "()"))
+            args, values = args[:len(args) - len(names)], args[len(args) - len(names):]
+            extra = [f"**{{{', '.join(f'{n!r}: {v}' for n, v in zip(names, values))}}}"]
         split = len(args) - len(keywords)
-        parts = [*args[:split], *(f"{k}={v}" for k, v in zip(keywords, args[split:]))]
+        parts = [*args[:split], *(f"{k}={v}" for k, v in zip(keywords, args[split:])), *extra]
         if method:
             return f"{parts[0]}.{callee}({', '.join(parts[1:])})"
         return f"{callee}({', '.join(parts)})"

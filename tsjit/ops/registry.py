@@ -38,6 +38,7 @@ class Param:
     default: Any = NO_DEFAULT
     kwonly: bool = False
     variadic: bool = False      # *args: takes every remaining positional argument
+    kwvariadic: bool = False    # **kwargs: takes every keyword no other parameter names
 
 
 TypeRule = Callable[[Sequence[Type], dict], "Type | Sequence[Type] | None"]
@@ -89,7 +90,7 @@ class OpDef:
         for p in self.params:
             if p.kwonly and not any(q.variadic or q.kwonly for q in self.params[:len(parts)]):
                 parts.append("*")
-            text = ("*" if p.variadic else "") + p.name
+            text = ("*" if p.variadic else "**" if p.kwvariadic else "") + p.name
             if p.default is not NO_DEFAULT:
                 text += f"={p.default!r}"
             parts.append(text)
@@ -109,7 +110,8 @@ class Signature(NamedTuple):
 
 @functools.cache
 def parse_signature(signature: str) -> Signature:
-    """Parameters from Python syntax: `"a, /, axis=None, *, keepdims=False"`, `"*arrays"`.
+    """Parameters from Python syntax: `"a, /, axis=None, *, keepdims=False"`, `"*arrays"`,
+    `"self, *args, **kwargs"`.
     Read by hand, not by `ast`: hundreds of ops share a few hundred signatures, and parsing
     them was a tenth of `import tsjit`."""
     params: list[Param] = []
@@ -120,6 +122,8 @@ def parse_signature(signature: str) -> Signature:
             positional_only = len(params)
         elif item == "*":
             kwonly = True
+        elif item.startswith("**"):
+            params.append(Param(_identifier(name[2:].strip()), kwvariadic=True))
         elif item.startswith("*"):
             params.append(Param(_identifier(name[1:].strip()), variadic=True))
             kwonly = True

@@ -13,6 +13,7 @@ from __future__ import annotations
 from ..ir.types import BoolType, IntType, ListType, StrType, TupleType, VarTupleType
 from .python_calls import (
     INDEX,
+    KEYWORDS,
     OPTIONAL_INDEX,
     OPTIONAL_STR,
     STR,
@@ -55,6 +56,15 @@ def _join_rule(types, attrs):
     return StrType
 
 
+def _format_rule(types, attrs):
+    """Any value formats; the keyword names are data (a tuple of str, one per argument)."""
+    names = attrs.get(KEYWORDS, ())
+    if type(names) is not tuple or not all(type(n) is str for n in names) or \
+            len(names) >= len(types):
+        raise OpTypeError(f"format(): malformed keyword names {names!r:.80}")
+    return StrType
+
+
 # Methods without arguments return for every str: an unused call may be removed.
 for _names, _params, _accepts, _result in METHODS:
     for _name in _names:
@@ -63,6 +73,5 @@ for _names, _params, _accepts, _result in METHODS:
                         signature_rule(_name, _accepts, _result, receiver=True),
                         may_raise=bool(_params))
 register_method("str::join", (StrType,), "join", "self, iterable", _join_rule)
-# "{} has {}".format(a, b); any value formats (through its __format__)
-register_method("aten::format", (StrType,), "format", "self, *args",
-                signature_rule("format", (), StrType, receiver=True))
+# "{} has {}".format(a, b, c=d); any value formats (through its __format__)
+register_method("aten::format", (StrType,), "format", "self, *args, **kwargs", _format_rule)
