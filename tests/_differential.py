@@ -16,6 +16,8 @@ import numpy as np
 
 import tsjit
 
+DICT_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
+
 
 def assert_same(got: object, want: object, where: str = "result", ulps: int = 0) -> None:
     """Indistinguishable results.  Floats compare bitwise (the sign of zero counts, NaN
@@ -42,6 +44,8 @@ def assert_same(got: object, want: object, where: str = "result", ulps: int = 0)
         assert list(got) == list(want), f"{where}: keys {list(got)} != {list(want)}"
         for k in want:
             assert_same(got[k], want[k], f"{where}[{k!r}]", ulps)
+    elif isinstance(want, DICT_VIEWS):      # the same class of view, holding the same items
+        assert_same(list(got), list(want), f"list({where})", ulps)
     elif isinstance(want, int | complex | str | bytes | enum.Enum) or want is None:
         assert got == want, f"{where}: {got!r} != {want!r}"
     else:                                   # a script-class instance: compare its state

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from _differential import check
 
+import tsjit
+
 
 def format_with_keywords(x: int, y: float) -> str:
     return "{0}:{a:>5}:{b!r}:{1:.2f}".format(x, y, b="q", a=x * 2)
@@ -87,3 +89,76 @@ def test_dict_and_list_of_an_empty_literal_are_the_empty_literal():
     check(dict_of_empty_list, (3,), (0,), (5,))
     check(empty_constructors, (3,), (0,), (-1,))
     check(dict_of_pairs, (3,), (0,), (1,))
+
+
+def views_returned(d: dict[str, int]):
+    return d.keys(), d.values(), d.items()
+
+
+def views_follow_their_dict(d: dict[str, int]):
+    ks, vs = d.keys(), d.values()
+    before = len(ks)
+    d["new"] = 3
+    seen: list[str] = []
+    for k in ks:                    # a stored view, iterated after the change
+        seen.append(k)
+    return before, len(ks), "new" in ks, list(vs), seen, ks
+
+
+def views_compare_as_python_views(d: dict[str, int], e: dict[str, int]):
+    return (d.keys() == e.keys(), d.items() == e.items(), d.keys() == ["a"],
+            d.values() == d.values(), d.keys() != e.keys(),
+            str(d.keys()) + repr(d.values()) + f"{d.items()}")
+
+
+def views_consumed(d: dict[str, int], e: dict[str, int]):
+    out: list[str] = []
+    for i, k in enumerate(d.keys()):
+        out.append(str(i) + k)
+    for k, v in zip(d.keys(), d.values()):
+        out.append(k * v)
+    d.update(e.items())
+    return (out, sorted(d.keys()), sum(d.values()), tuple(d.items()), ",".join(d.keys()),
+            {v: k for k, v in d.items()}, isinstance(d.keys(), list))
+
+
+def grows_while_iterating(d: dict[str, int]) -> dict[str, int]:
+    for k in d.keys():
+        if k == "a":
+            d["grown"] = 1
+    return d
+
+
+def rekeyed_while_iterating(d: dict[str, int]) -> dict[str, int]:
+    for k in d:
+        if k == "a":
+            del d["a"]
+            d["b2"] = 5             # same size, other keys: Python still raises
+    return d
+
+
+def test_dict_views_are_views():
+    # d.keys() / values() / items() were lists (TorchScript's List): a scripted function
+    # returned ['a'] where eager returns dict_keys(['a']), a stored view missed later
+    # changes of its dict, d.keys() == ['a'] was True, str() printed a list, and a loop
+    # over a dict whose keys changed at the same size did not raise.
+    d, e = {"a": 1, "b": 2}, {"a": 1, "c": 3}
+    check(views_returned, (d,), ({},), (e,))
+    check(views_follow_their_dict, (d,), ({"x": 0},), (d,))
+    check(views_compare_as_python_views, (d, d), (d, e), ({"a": 5}, {"a": 5}))
+    check(views_consumed, (d, e), ({}, {}), (e, d))
+    check(grows_while_iterating, (d,), ({"b": 1},), (d,))          # RuntimeError, as eager
+    check(rekeyed_while_iterating, (d,), ({"b": 1},), ({"a": 1},))
+    restored = pickle.loads(pickle.dumps(tsjit.script(views_returned)))
+    assert [type(v) for v in restored(d)] == [type(v) for v in views_returned(d)]
+
+
+def indexes_a_view(d: dict[str, int]) -> str:
+    return d.keys()[0]
+
+
+def test_indexing_a_view_is_refused_where_python_raises():
+    # was 'a' (an index into the list), where eager raises TypeError
+    with pytest.raises(tsjit.CompilationError, match=r"(?s)not subscriptable.*d\.keys\(\)\[0\]"
+                       r".*~~~~ <--- HERE"):
+        tsjit.script(indexes_a_view)

@@ -20,6 +20,7 @@ from ..ir.types import (
     EnumType,
     FloatType,
     IntType,
+    IterableType,
     ListType,
     NoneType,
     OptionalType,
@@ -115,13 +116,6 @@ def keywords_taken(params, kwargs: dict) -> tuple[str, ...]:
         return ()
     named = {p.name for p in params if not (p.variadic or p.kwvariadic)}
     return tuple(k for k in kwargs if k not in named)
-
-
-class DictView(NamedTuple):
-    """`d.keys()`, `d.values()` or `d.items()` as a loop's iterable: the list of its
-    `elements` and the `dict` a step checks."""
-    dict: Value
-    elements: Value
 
 
 class CallMixin:
@@ -465,28 +459,8 @@ class CallMixin:
         items = self.unrolled_items(iterable, src)
         if items is not None:
             return self.unrolled_for(target, items, body, src)
-        viewed = self.viewed_dict(iter_node)
-        if viewed is not None:
-            iterable = DictView(viewed, self.as_value(iterable, src))
         self.loop_over(iterable, lambda element: self.assign_target(target, element, src), body,
                        src, target)
-
-    def viewed_dict(self, iter_node: ast.expr) -> Value | None:
-        """The dict of a loop over `d.keys()`, `d.values()` or `d.items()`, whose Python
-        iterator watches `d` as iterating `d` itself does (`d` a name or attribute: reading
-        it again has no effect)."""
-        call = iter_node
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-                and call.func.attr in ("keys", "values", "items")
-                and not call.args and not call.keywords):
-            return None
-        receiver = call.func.value
-        while isinstance(receiver, ast.Attribute):
-            receiver = receiver.value
-        if not isinstance(receiver, ast.Name):
-            return None
-        d = self.sugared_expr(call.func.value)
-        return d if isinstance(getattr(d, "type", None), DictType) else None
 
     def loop_over(self, iterable, bind_element: Callable[[Value], object],
                   body: list[ast.stmt], src: SourceRange, target: ast.expr | None = None) -> None:
@@ -544,12 +518,10 @@ class CallMixin:
                 return Iteration(trip, lambda i: self.emit_op(
                     "prim::TupleConstruct", [it.element(i) for it in its], src=src),
                     self.all_of(checks, src) if checks else None)
-        if isinstance(iterable, DictView):
-            return self.dict_iteration(iterable.dict, iterable.elements, src)
         value = self.as_value(iterable, src)
         t = value.type
-        if isinstance(t, DictType):
-            return self.dict_iteration(value, self.call_builtin(list, [value], src), src)
+        if isinstance(t, (DictType, IterableType)):
+            return self.stepped_iteration(value, src)
         if not (isinstance(t, (ListType, VarTupleType, TensorType)) or t == StrType):
             hint = (" (its element type is unknown: annotate the value, e.g. "
                     "tsjit.annotate(List[float], x.tolist()))") if t == AnyType else ""
@@ -563,21 +535,14 @@ class CallMixin:
                 "aten::lt", [i, self.call_builtin(len, [value], src)], src=src))
         return Iteration(self.call_builtin(len, [value], src), element)
 
-    def dict_iteration(self, d: Value, elements: Value, src: SourceRange) -> Iteration:
-        """A loop over a dict (or a view of it) steps through its elements as they were
-        when the loop started, and, as Python's dict iterator, raises RuntimeError at
-        the first step after the loop body changed the dict's size."""
-        size = self.call_builtin(len, [elements], src)
-
-        def has(i: Value) -> Value:
-            changed = self.emit_op("aten::ne", [self.call_builtin(len, [d], src), size],
-                                   src=src)
-            message = "dictionary changed size during iteration"
-            self.emit_if(changed, lambda: self.emit_raise(
-                RuntimeError, [self.const(message, src)], src), lambda: None, src)
-            return self.emit_op("aten::lt", [i, size], src=src)
+    def stepped_iteration(self, value: Value, src: SourceRange) -> Iteration:
+        """A loop over a dict or a dict view steps Python's own iterator over it, so it
+        sees what eager Python's loop sees: a RuntimeError at the first step after the
+        body changed the dict's size or keys."""
+        stepper = self.emit_op("prim::IterStart", [value], src=src)
         return Iteration(self.trip_count_forever(src), lambda i: self.emit_op(
-            "aten::__getitem__", [elements, i], src=src), has)
+            "prim::IterItem", [stepper], src=src), lambda i: self.emit_op(
+            "prim::IterNext", [stepper], src=src))
 
     def all_of(self, checks: list[Callable[[Value], Value]], src: SourceRange):
         """i -> whether every check holds at i (zip: every list still has an element)."""

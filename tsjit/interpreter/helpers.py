@@ -21,6 +21,7 @@ from ..ir.types import (
     EnumType,
     FloatType,
     IntType,
+    IterableType,
     ListType,
     NoneType,
     OptionalType,
@@ -84,6 +85,8 @@ _STRUCTURED_CHECKS = {
     OptionalType: lambda v, t: v is None or value_matches(v, t.elem),
     UnionType: lambda v, t: any(value_matches(v, o) for o in t.options),
     ClassType: lambda v, t: isinstance(v, t.py_class),
+    IterableType: lambda v, t: isinstance(v, Stepper) if t.kind == "iterator" else (
+        type(v).__name__ == t.kind and _all_match(v, t.elem)),
     EnumType: lambda v, t: isinstance(v, t.py_class),
 }
 
@@ -104,9 +107,30 @@ def isinstance_of(value: object, types: Type | tuple[Type, ...]) -> bool:
     return any(value_matches(value, t) for t in types)
 
 
+class Stepper:
+    """A loop's position in an iterable object (prim::IterStart): Python's own iterator,
+    so the loop sees exactly what `for` over that object sees (a dict view raises
+    RuntimeError after its dict changed size)."""
+
+    __slots__ = ("iterator", "item")
+
+    def __init__(self, iterable: object) -> None:
+        self.iterator = iter(iterable)
+        self.item = None
+
+    def advance(self) -> bool:
+        """prim::IterNext: step to the next element; False when there is none."""
+        try:
+            self.item = next(self.iterator)
+        except StopIteration:
+            return False
+        return True
+
+
 def namespace() -> dict[str, object]:
     """Fresh globals for one generated function."""
-    return {"np": np, "math": math, "_operator": operator, "_isinstance": isinstance_of}
+    return {"np": np, "math": math, "_operator": operator, "_isinstance": isinstance_of,
+            "_Stepper": Stepper}
 
 
 # Global names of generated code that local variables must never shadow.

@@ -35,6 +35,7 @@ from .types import (
     EnumType,
     FloatType,
     IntType,
+    IterableType,
     ListType,
     NoneType,
     NoReturnType,
@@ -276,6 +277,11 @@ class _Parser:
                 raise self.error(f"expected {CLASS_PREFIX}<qualified name>", qtok)
             self.expect(">")
             return EnumType(self.resolve(qualname[len(CLASS_PREFIX):], qtok))
+        if name in IterableType.KINDS:
+            self.expect("[")
+            elem = self.type()
+            self.expect("]")
+            return IterableType(name, elem)
         generic = {"List": self.list_type, "Dict": self.dict_type, "Tuple": self.tuple_type,
                    "Union": self.union_type, "NamedTuple": self.named_tuple_type}.get(name)
         if generic is None:

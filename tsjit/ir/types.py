@@ -171,6 +171,31 @@ class VarTupleType(Type):
 
 
 @dataclass(frozen=True)
+class IterableType(Type):
+    """A Python object script code iterates over but does not build as a container: a
+    dict view (`d.keys()` is a `dict_keys`, which follows later changes of the dict and
+    is no list), or the iterator a loop steps through one (`iterator`).  `kind` is the
+    Python class name; the value at run time is that object itself, so what the program
+    returns or prints is what eager Python gives."""
+
+    kind: str
+    elem: Type
+
+    KINDS: ClassVar[tuple[str, ...]] = ("dict_keys", "dict_values", "dict_items", "iterator")
+    SIZED: ClassVar[tuple[str, ...]] = ("dict_keys", "dict_values", "dict_items")
+
+    def contained(self) -> tuple[Type, ...]:
+        return (self.elem,)
+
+    def __str__(self) -> str:
+        return f"{self.kind}[{self.elem}]"
+
+    @property
+    def annotation(self) -> str:
+        return f"{self.kind}[{self.elem.annotation}]"
+
+
+@dataclass(frozen=True)
 class OptionalType(Type):
     elem: Type
 

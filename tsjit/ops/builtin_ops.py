@@ -33,6 +33,7 @@ from ..ir.types import (
     EnumType,
     FloatType,
     IntType,
+    IterableType,
     ListType,
     NoneType,
     OptionalType,
@@ -63,7 +64,8 @@ from .registry import OpTypeError, TypeRule, register
 def _len_rule(types, attrs):
     (t,) = types
     if isinstance(t, (ListType, DictType, TupleType, VarTupleType, TensorType)) or t in (
-            StrType, AnyType) or (isinstance(t, ClassType) and hasattr(t.py_class, "__len__")):
+            StrType, AnyType) or (isinstance(t, ClassType) and hasattr(t.py_class, "__len__")) \
+            or (isinstance(t, IterableType) and t.kind in IterableType.SIZED):
         return IntType
     raise OpTypeError(f"object of type '{t.annotation}' has no len()")
 

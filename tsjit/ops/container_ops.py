@@ -8,15 +8,19 @@ what a method stores against the container's element type (no implicit conversio
 for `xs[i] = v`), while lookups (`index`, `count`, `remove`) compare with `==` and so
 accept any value, as `in` does.
 
-`dict.keys()`, `values()` and `items()` return lists, as in TorchScript: the language
-has no view types, and loops, `len`, `in`, indexing and `list(d.keys())` behave the same.
-A list does not follow later changes of the dict as a view would.
+`dict.keys()`, `values()` and `items()` return the dict's views (`IterableType`), not
+lists as in TorchScript: a scripted function must return what eager Python returns, and a
+view follows later changes of its dict, compares as a set and prints as a view.  Loops over
+a view (or any `IterableType`) step a Python iterator (`prim::IterStart`, `prim::IterNext`,
+`prim::IterItem`), so they see what Python's iterator sees, errors included.
 """
 from __future__ import annotations
 
 from ..ir.types import (
+    BoolType,
     DictType,
     IntType,
+    IterableType,
     ListType,
     TupleType,
     Type,
@@ -166,14 +170,14 @@ for _kind, _receiver in (("list", ListType), ("dict", DictType)):
     register_method(f"{_kind}::copy", (_receiver,), "copy", "self", _same_type,
                     may_raise=False, views=True)
 
-# dict
+# dict; a view aliases its dict (a write to the dict changes what the view holds)
 _VIEWS = {"keys": lambda d: d.key, "values": lambda d: d.value,
           "items": lambda d: TupleType((d.key, d.value))}
 for _name, _elem in _VIEWS.items():
     register(f"dict::{_name}", "self",
-             lambda types, attrs, elem=_elem: ListType(elem(types[0])),
-             f"list({{0}}.{_name}())", methods=((DictType, _name),), may_raise=False,
-             views=_name != "keys")
+             lambda types, attrs, name=_name, elem=_elem: IterableType(
+                 f"dict_{name}", elem(types[0])),
+             f"{{0}}.{_name}()", methods=((DictType, _name),), may_raise=False, views=True)
 register_method("dict::get", (DictType,), "get", "self, key, default=None", _get_rule,
                 views=True)
 # d.pop(k) raises KeyError where d.pop(k, None) returns None: the default stays optional
@@ -186,3 +190,26 @@ register_method("dict::setdefault", (DictType,), "setdefault", "self, key, defau
                 _setdefault_rule, writes=(0,), views=True)
 register_method("dict::update", (DictType,), "update", "self, other", _update_rule,
                 writes=(0,))
+
+
+# A loop over an iterable object: a stepper (the interpreter's `_Stepper`) holds Python's
+# iterator; IterNext advances it (False at the end), IterItem is the element it reached.
+def _stepper_rule(types, attrs):
+    return IterableType("iterator", iterated_type(types[0]))
+
+
+def _stepped_rule(types, attrs):
+    (stepper,) = types
+    if not (isinstance(stepper, IterableType) and stepper.kind == "iterator"):
+        raise OpTypeError(f"expected an iterator, found {stepper.annotation}")
+    return stepper.elem
+
+
+register("prim::IterStart", "iterable", _stepper_rule, "_Stepper({0})", views=True)
+def _advance_rule(types, attrs):
+    _stepped_rule(types, attrs)
+    return BoolType
+
+
+register("prim::IterNext", "stepper", _advance_rule, "{0}.advance()", writes=(0,))
+register("prim::IterItem", "stepper", _stepped_rule, "{0}.item", views=True, may_raise=False)

@@ -19,6 +19,7 @@ from ..ir.types import (
     DictType,
     FloatType,
     IntType,
+    IterableType,
     ListType,
     NoneType,
     StrType,
@@ -228,8 +229,8 @@ def contains_rule(types, attrs):
     if container == StrType and item != StrType:
         raise OpTypeError(f"'in <string>' requires string as left operand, not "
                           f"{_type_name(item)}")
-    if isinstance(container, (ListType, DictType, TupleType, VarTupleType)) or container in (
-            StrType, AnyType) or hasattr(container, "py_class"):
+    if isinstance(container, (ListType, DictType, TupleType, VarTupleType, IterableType)) or \
+            container in (StrType, AnyType) or hasattr(container, "py_class"):
         return BoolType
     raise OpTypeError(f"argument of type '{_type_name(container)}' is not iterable")
 

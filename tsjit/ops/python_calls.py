@@ -16,6 +16,7 @@ from ..ir.types import (
     DictType,
     FloatType,
     IntType,
+    IterableType,
     ListType,
     NoneType,
     StrType,
@@ -137,7 +138,7 @@ def number_join(types: Sequence[Type]) -> Type:
 
 def iterated_type(t: Type) -> Type:
     """The type of the elements that iterating over a value of type `t` yields."""
-    if isinstance(t, (ListType, VarTupleType)):
+    if isinstance(t, (ListType, VarTupleType, IterableType)):
         return t.elem
     if t == StrType:
         return StrType

@@ -24,7 +24,7 @@ import struct
 import numpy as np
 
 from ..ir.graph import Block, Graph, Node, Value
-from ..ir.types import Type
+from ..ir.types import TensorType, Type
 from ..ops import OPS
 from .analysis import (
     has_effects,
@@ -100,8 +100,12 @@ def _may_share(earlier: Node, node: Node) -> bool:
 
 
 def _is_private(value: Value) -> bool:
-    """Whether only elementwise ops without effects or views use `value`: they read it
-    and make fresh results, so nothing can tell it from an equal object."""
+    """Whether `value` is an array that only elementwise ops without effects or views
+    use: they read it and make fresh results, so nothing can tell it from an equal array.
+    (Other values compare by identity through those ops: `d.values() == d.values()` is
+    False in Python, as two views of one dict's values are two objects.)"""
+    if not isinstance(value.type, TensorType):
+        return False
     for user, _ in value.uses:
         op = OPS.get(user.kind)
         if op is None or not op.elementwise or op.has_effects or op.views:
