@@ -26,14 +26,16 @@ same order per block, so the same bits at the adds' throughput instead of their 
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from llvmlite import ir
 
 from tsjit.codegen.element_ops import llvm_type
 from tsjit.codegen.ir_util import I64, PTR, i64, loop, stack_slot
 
-__all__ = ["BLOCK", "LANES", "emit_block_reduce", "emit_combine", "emit_split", "run_reducer",
-           "split"]
+__all__ = ["BLOCK", "LANES", "emit_block_reduce", "emit_combine", "emit_split", "equal_block_cases",
+           "equal_blocks", "run_reducer", "split"]
 
 BLOCK = 128   # NumPy's PW_BLOCKSIZE: runs up to this long are one block
 LANES = 8     # NumPy's accumulators per block
@@ -135,22 +137,24 @@ def emit_block_reduce(b: ir.IRBuilder, kind: str, dtype: np.dtype, buffer: ir.Va
     return b.load(result, typ=ty)
 
 
-def _equal_blocks(b: ir.IRBuilder, kind: str, dtype: np.dtype, run: ir.Value, n: ir.Value,
-                  count: int, align: int) -> ir.Value:
+def equal_blocks(b: ir.IRBuilder, kind: str, dtype: np.dtype, n: ir.Value, count: int,
+                 load: Callable[[ir.IRBuilder, ir.Value], ir.Value]) -> ir.Value:
     """The subtree of ``n`` values whose tree ends in ``count`` blocks of ``n / count``
-    values, each a whole number of accumulator groups: the blocks' chains interleaved,
-    then each block's lanes and the blocks combined as the tree combines them."""
+    values, each a whole number of accumulator groups (``equal_block_cases``): the
+    blocks' chains interleaved, then each block's lanes and the blocks combined as the
+    tree combines them.  ``load(b, offset)``: the ``<LANES x T>`` vector of the values
+    [offset, offset + LANES) of the subtree (from memory, or computed where they are
+    needed: a row kernel's sum of ``(x - mu) ** 2`` never stores its operand)."""
     ty = llvm_type(dtype)
     vector = ir.VectorType(ty, LANES)
     size = b.sdiv(n, i64(count))
-    starts = [b.gep(run, [b.mul(size, i64(k))], source_etype=ty) for k in range(count)]
-    accumulators = [stack_slot(b, vector, b.load(at, typ=vector, align=align))
-                    for at in starts]
+    starts = [b.mul(size, i64(k)) for k in range(count)]
+    accumulators = [stack_slot(b, vector, load(b, at)) for at in starts]
 
     def add_group(b: ir.IRBuilder, g: ir.Value) -> None:
         offset = b.mul(g, i64(LANES))
         for at, slot in zip(starts, accumulators):
-            value = b.load(b.gep(at, [offset], source_etype=ty), typ=vector, align=align)
+            value = load(b, b.add(at, offset))
             b.store(emit_combine(b, kind, dtype, b.load(slot, typ=vector), value), slot)
 
     loop(b, i64(1), b.sdiv(size, i64(LANES)), add_group)
@@ -159,6 +163,16 @@ def _equal_blocks(b: ir.IRBuilder, kind: str, dtype: np.dtype, run: ir.Value, n:
         level = [emit_combine(b, kind, dtype, level[k], level[k + 1])
                  for k in range(0, len(level), 2)]
     return level[0]
+
+
+def equal_block_cases(b: ir.IRBuilder, n: ir.Value) -> list[tuple[int, ir.Value]]:
+    """``(count, whether n's subtree ends in count equal blocks)``, largest count first:
+    BLOCK*count/2 < n <= BLOCK*count and n a multiple of LANES*count (every split on the
+    way halves it exactly into whole groups)."""
+    return [(count, b.and_(b.and_(b.icmp_signed("<=", n, i64(BLOCK * count)),
+                                  b.icmp_signed("==", b.srem(n, i64(LANES * count)), i64(0))),
+                           b.icmp_signed(">", n, i64(BLOCK * count // 2))))
+            for count in _INTERLEAVED]
 
 
 def run_reducer(module: ir.Module, kind: str, dtype: np.dtype, align: int) -> ir.Function:
@@ -178,13 +192,14 @@ def run_reducer(module: ir.Module, kind: str, dtype: np.dtype, align: int) -> ir
     b = ir.IRBuilder(fn.append_basic_block())
     with b.if_then(b.icmp_signed("<=", n, i64(BLOCK))):
         b.ret(emit_block_reduce(b, kind, dtype, run, n, align))
-    for count in _INTERLEAVED:
-        # a subtree of count equal blocks: BLOCK*count/2 < n <= BLOCK*count, n a multiple
-        # of LANES*count (every split on the way halves it exactly into whole groups)
-        fits = b.and_(b.icmp_signed("<=", n, i64(BLOCK * count)),
-                      b.icmp_signed("==", b.srem(n, i64(LANES * count)), i64(0)))
-        with b.if_then(b.and_(fits, b.icmp_signed(">", n, i64(BLOCK * count // 2)))):
-            b.ret(_equal_blocks(b, kind, dtype, run, n, count, align))
+    vector = ir.VectorType(ty, LANES)
+
+    def load(b: ir.IRBuilder, offset: ir.Value) -> ir.Value:
+        return b.load(b.gep(run, [offset], source_etype=ty), typ=vector, align=align)
+
+    for count, fits in equal_block_cases(b, n):
+        with b.if_then(fits):
+            b.ret(equal_blocks(b, kind, dtype, n, count, load))
     half = emit_split(b, n)
     left = b.call(fn, [run, half])
     right = b.call(fn, [b.gep(run, [half], source_etype=ty), b.sub(n, half)])
