@@ -26,7 +26,7 @@ same order per block, so the same bits at the adds' throughput instead of their 
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 from llvmlite import ir
@@ -165,14 +165,15 @@ def equal_blocks(b: ir.IRBuilder, kind: str, dtype: np.dtype, n: ir.Value, count
     return level[0]
 
 
-def equal_block_cases(b: ir.IRBuilder, n: ir.Value) -> list[tuple[int, ir.Value]]:
+def equal_block_cases(b: ir.IRBuilder, n: ir.Value) -> Iterator[tuple[int, ir.Value]]:
     """``(count, whether n's subtree ends in count equal blocks)``, largest count first:
     BLOCK*count/2 < n <= BLOCK*count and n a multiple of LANES*count (every split on the
-    way halves it exactly into whole groups)."""
-    return [(count, b.and_(b.and_(b.icmp_signed("<=", n, i64(BLOCK * count)),
-                                  b.icmp_signed("==", b.srem(n, i64(LANES * count)), i64(0))),
-                           b.icmp_signed(">", n, i64(BLOCK * count // 2))))
-            for count in _INTERLEAVED]
+    way halves it exactly into whole groups).  Each condition is computed where the
+    caller takes it (after the previous case's code)."""
+    for count in _INTERLEAVED:
+        fits = b.and_(b.icmp_signed("<=", n, i64(BLOCK * count)),
+                      b.icmp_signed("==", b.srem(n, i64(LANES * count)), i64(0)))
+        yield count, b.and_(fits, b.icmp_signed(">", n, i64(BLOCK * count // 2)))
 
 
 def run_reducer(module: ir.Module, kind: str, dtype: np.dtype, align: int) -> ir.Function:
