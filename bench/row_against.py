@@ -11,7 +11,8 @@ kernel it launches is compiled twice, by this tree's generator and by REV's
 arguments; their results must be the same bits. Timings: one thread's CPU time (wall time
 with --threads above 1) of calls of each version, alternating; the figure is the median
 of the per-pair ratios (this / REV) and their quartiles. 128 rows by default (in L2:
-what the kernel computes); --rows 4096 adds memory's share.
+what the kernel computes); --rows 4096 adds memory's share. mse_loss (a full reduction)
+reduces two flat arrays of rows * 1024 (--rows 16384: the benchmark's 16M).
 """
 
 from __future__ import annotations
@@ -63,8 +64,8 @@ def measure(fn, args, samples: int, threads: int) -> list[float]:
     for versions, launch_args, kwargs in runs:
         results = [k.call(*launch_args, **kwargs) for k in versions.kernels]
         for mine, theirs in zip(*results):
-            if not np.array_equal(np.asarray(mine).view(np.uint8),
-                                  np.asarray(theirs).view(np.uint8)):
+            if not np.array_equal(np.atleast_1d(mine).view(np.uint8),
+                                  np.atleast_1d(theirs).view(np.uint8)):
                 raise SystemExit(f"{fn.__name__}: the two versions' bits differ")
 
     def run(version: int) -> None:
@@ -89,7 +90,8 @@ def main(argv: list[str] | None = None) -> None:
     x = rng.standard_normal((args.rows, 1024), dtype=np.float32)
     g, b = rng.standard_normal((2, 1024), dtype=np.float32)
     for name in args.workloads.split(","):
-        fn_args = (x, g, b) if name == "layer_norm" else (x,)
+        fn_args = {"layer_norm": (x, g, b),   # the loss: a full reduction of rows * 1024
+                   "mse_loss": (x.ravel(), x[::-1].ravel())}.get(name, (x,))
         ratios = measure(getattr(workloads, name), fn_args, args.samples, args.threads)
         print(f"{name:12s} [{args.rows},1024] f32 {summary(ratios, args.revision, args.threads)}",
               flush=True)

@@ -100,7 +100,7 @@ from tsjit.codegen.reduction_strided import (
     strided_fields,
 )
 from tsjit.codegen.reduction_ties import emit_row_ties
-from tsjit.codegen.reduction_tree import build_node, build_tree
+from tsjit.codegen.reduction_tree import FUSED_ROW_BYTES, build_node, build_tree, fuses_in_cache
 from tsjit.codegen.row_fast_blocks import BLOCK as FAST_BLOCK
 from tsjit.codegen.row_fast_blocks import UNCHECKED, note_nans, run_fast_block, slot_type
 from tsjit.codegen.row_memory import (
@@ -477,18 +477,22 @@ class _RowKernelBuilder:
         # only row of a job (the entry calls the task on this thread then, see build_entry);
         # within a rows job the split runs inline (the runtime does not nest)
         parallel = self.parallel and not cached
-        # split: the pass's run is cut into subtrees for threads; buffered: into chunks
-        trees, split, buffered = [], [], []
+        # split: the pass's run is cut into subtrees for threads; buffered: into chunks;
+        # fused: the tree that short rows take (reduction_tree.fuses_in_cache)
+        trees, split, buffered, fused = [], [], [], []
         for p, reductions in enumerate(self.passes):
             sequential = any(self._op(r).op in SEQUENTIAL for r in reductions)
             buffered.append(any(BUFFERED in self._op(r).attrs for r in reductions))
             split.append(parallel and not sequential and not buffered[p])
+            fused.append(None)
             if sequential or all(self._op(r).op != "reduce_sum" for r in reductions):
                 tree = build_scan(self, p, cached)   # max/min too: in any order
                 if fast_extremes(self, p, cached):
                     tree = build_extremes(self, p, cached, tree)
             else:
                 tree = build_tree(self, p, build_node(self, p, cached))
+                if not buffered[p] and fuses_in_cache(self, p, cached):
+                    fused[p] = build_tree(self, p, build_node(self, p, cached, fused=True))
             trees.append(build_parallel_tree(self, p, tree) if split[p] else tree)
         outputs = self.build_outputs(cached)
         loads, _ = self.scratch(len(self.passes), cached)
@@ -500,12 +504,15 @@ class _RowKernelBuilder:
         for p, reductions in enumerate(self.passes):
             self.compute_row_values(b, state, n, p)
             results = stack_slot(b, ir.ArrayType(I64, len(reductions)))
-            if split[p]:
-                b.call(trees[p], [rowptrs, state, n, results])
+            if fused[p] is not None:
+                with b.if_else(self.in_cache(b, n)) as (short, long):
+                    with short:
+                        b.call(fused[p], [rowptrs, state, i64(0), n, results])
+                    with long:
+                        self.call_tree(b, trees[p], split[p], buffered[p], rowptrs, state, n,
+                                       results)
             else:
-                first = b.select(b.icmp_signed("<", n, i64(BUFFER)), n, i64(BUFFER)) \
-                    if buffered[p] else n
-                b.call(trees[p], [rowptrs, state, i64(0), first, results])
+                self.call_tree(b, trees[p], split[p], buffered[p], rowptrs, state, n, results)
             for j, r in enumerate(reductions):
                 op = self._op(r)
                 ty = llvm_type(op.dtype)
@@ -530,6 +537,24 @@ class _RowKernelBuilder:
                             spec.value_dtype(v))
         b.ret_void()
         return fn
+
+    def call_tree(self, b: ir.IRBuilder, tree: ir.Function, split: bool, buffered: bool,
+                  rowptrs: ir.Value, state: ir.Value, n: ir.Value, results: ir.Value) -> None:
+        """A pass's ``tree`` on the row (``split``: a parallel run's; ``buffered``: its
+        first chunk)."""
+        if split:
+            b.call(tree, [rowptrs, state, n, results])
+        else:
+            first = b.select(b.icmp_signed("<", n, i64(BUFFER)), n, i64(BUFFER)) \
+                if buffered else n
+            b.call(tree, [rowptrs, state, i64(0), first, results])
+
+    def in_cache(self, b: ir.IRBuilder, n: ir.Value) -> ir.Value:
+        """Whether a row of ``n`` elements stays in the cache from pass to pass (i1): its
+        array inputs hold at most FUSED_ROW_BYTES."""
+        itemsize = sum(np.dtype(self.spec.inputs[i].dtype).itemsize for i in self.array_inputs
+                       if i not in self.spec.row_inputs)
+        return b.icmp_signed("<=", b.mul(n, i64(itemsize)), i64(FUSED_ROW_BYTES))
 
     def write_outputs(self, b: ir.IRBuilder, outputs: ir.Function, pointers: list,
                       state: ir.Value, lo: ir.Value, hi: ir.Value, stream: ir.Value) -> None:

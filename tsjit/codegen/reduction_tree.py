@@ -33,14 +33,19 @@ from tsjit.codegen.vmath import FAST_FORMS
 
 F32, F64 = ir.FloatType(), ir.DoubleType()
 
-__all__ = ["NODE", "build_node", "build_tree", "combine_slots"]
+__all__ = ["FUSED_ROW_BYTES", "NODE", "build_node", "build_tree", "combine_slots",
+           "fuses_in_cache"]
 
 # A pass's sums recurse down NumPy's tree to subtrees of at most this many elements, whose
 # operands one loop computes into a stack buffer (a few KB: it stays in L1) for
 # ``pairwise.run_reducer`` to reduce.
 NODE = 1024
+# A row whose array inputs hold at most this many bytes finds them in the L2 cache (512 KiB
+# a core) in every pass after the first that read them: its sums of computed operands
+# may read them at several places at once (``fuses_in_cache``).
+FUSED_ROW_BYTES = 1 << 17
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
-# The element ops a sum may compute where it reads them (``_fusable``), on vectors,
+# The element ops a sum may compute where it reads them (``fuses_in_cache``), on vectors,
 # without NaN selects: each the arithmetic of its exact lowering (``element_ops``), so the
 # same values where no operand is NaN, and the same flags.
 _FUSED = {
@@ -52,7 +57,7 @@ _FUSED = {
 }
 
 
-def build_node(kb, p: int, cached: bool) -> ir.Function:
+def build_node(kb, p: int, cached: bool, fused: bool = False) -> ir.Function:
     """``node(rowptrs, state, start, n, results)``: the pass's reductions of elements
     [start, start + n), n <= NODE, into 8-byte result slots.  A loop computes the
     operands that are not in memory already into node buffers (and the pass's cached
@@ -64,13 +69,17 @@ def build_node(kb, p: int, cached: bool) -> ir.Function:
     Where every fast-form result and every NaN select the loop could leave out reaches a
     reduced operand, NaN reaches its float sum (or max, min) too: the loop runs fast
     without checking an element, and only a node whose sums come out NaN computes its
-    operands again exactly, from the floating-point flags saved before it."""
+    operands again exactly, from the floating-point flags saved before it.
+
+    ``fused`` (where ``fuses_in_cache``): a node of equal blocks computes its operands
+    where its sums read them (``_fused_equal_blocks``), without the node buffers."""
     spec = kb.spec
     reductions = kb.passes[p]
     loads, stores = kb.scratch(p, cached)
     sources = kb.sources(p, cached)
     computed = [kb._op(r).args[0] for r, k in zip(reductions, sources) if k is None]
-    fn = kb.function(f"{kb.name}_node{p}{'c' if cached else ''}", [PTR, PTR, I64, I64, PTR],
+    fn = kb.function(f"{kb.name}_node{p}{'c' if cached else ''}{'f' if fused else ''}",
+                     [PTR, PTR, I64, I64, PTR],
                      computes=kb.needed(computed + list(stores), loads) - set(loads))
     rowptrs, state, start, n, results = fn.args
     b = ir.IRBuilder(fn.append_basic_block())
@@ -87,7 +96,7 @@ def build_node(kb, p: int, cached: bool) -> ir.Function:
     if not (computed or stores):
         _reduce(kb, b, p, cached, pointers, start, n, results, buffers)
     elif not checked:
-        if _fusable(kb, p, cached):
+        if fused:
             _fused_equal_blocks(kb, b, p, cached, pointers, state, start, n, results)
         b.call(_inner(kb, p, cached, True), pointers + [state, start, n, *buffers])
         _reduce(kb, b, p, cached, pointers, start, n, results, buffers)
@@ -112,21 +121,29 @@ def _any_nan(kb, b: ir.IRBuilder, p: int, results: ir.Value) -> ir.Value:
                                     if value.type in (F32, F64)])
 
 
-def _fusable(kb, p: int, cached: bool) -> bool:
+def fuses_in_cache(kb, p: int, cached: bool) -> bool:
     """Whether pass ``p``'s computed operands may be computed where its sums read them
-    (``_fused_equal_blocks``): contiguous rows, no scratch values to store, float
-    reductions of values of their own dtype, computed by float arithmetic alone (_FUSED:
-    each op's flags its instruction raises)."""
+    (``_fused_equal_blocks``) in a row short enough (``FUSED_ROW_BYTES``): contiguous
+    rows, no scratch values to store, float reductions of values of their own dtype,
+    computed by float arithmetic alone (_FUSED: each op's flags its instruction raises),
+    from array inputs an earlier pass of the row has read (so they come from the cache).
+
+    Why only from the cache: the equal blocks read their operands at ``count`` places a
+    block apart, short streams that the hardware prefetchers do not follow from memory,
+    where the buffered path reads its inputs in order (the loss ``np.mean((a - b) ** 2)``
+    of 16M float32: 1.6x the buffered path's time; the first pass of a row kernel,
+    ``((x - 1) ** 2).sum(-1)`` at [4096, 1024]: 1.47x)."""
     loads, stores = kb.scratch(p, cached)
     reductions = [r for r, k in zip(kb.passes[p], kb.sources(p, cached)) if k is None]
-    if kb.spec.strided or stores or not reductions:
+    if kb.spec.strided or kb.spec.full or stores or not reductions:
         return False
     values = kb.needed([kb._op(r).args[0] for r in reductions], loads)
     return all(np.dtype(kb._op(r).dtype) in _FLOATS and
                kb.spec.value_dtype(kb._op(r).args[0]) == np.dtype(kb._op(r).dtype)
                for r in reductions) and \
         all(kb.spec.value_dtype(v) in _FLOATS and (v in loads or kb._op(v) is None or
-                                                   kb._op(v).op in _FUSED) for v in values)
+                                                   kb._op(v).op in _FUSED) for v in values) and \
+        all(kb.first_use[v] < p for v in values if kb._op(v) is None)
 
 
 def _fused_equal_blocks(kb, b: ir.IRBuilder, p: int, cached: bool, pointers: list,
@@ -206,7 +223,10 @@ def _inner(kb, p: int, cached: bool, fast: bool | str,
                 if k is None]
     types = [llvm_type(spec.value_dtype(a)) for a in computed]
     mode = {True: "", False: "_exact", UNCHECKED: "_fast"}[fast]
-    inner = kb.function(f"{kb.name}_node{p}{'c' if cached else ''}_inner{mode}",
+    name = f"{kb.name}_node{p}{'c' if cached else ''}_inner{mode}"
+    if name in kb.module.globals:   # the node's other variant's (``fused``)
+        return kb.module.globals[name]
+    inner = kb.function(name,
                         [PTR] * kb.n_slots + [PTR, I64, I64] + [PTR] * len(computed),
                         inline=True)
     for arg in inner.args:
