@@ -120,6 +120,36 @@ def test_python_op_and_constants_naming_callables(canary, fn):
             "not an object saved code may name")
 
 
+@tsjit.ignore
+def ignored_here(x: np.ndarray) -> np.ndarray:
+    return x + 1.0
+
+
+@pytest.mark.parametrize("name, problem", [
+    ("os, system", "not a function marked"), ("builtins, exec", "not a function marked"),
+    ("copy, deepcopy", "not a function marked"), (f"{__name__}, double", "not a function marked"),
+    ("unittest.__main__, main", "is not imported"), ("venv.__main__, x", "is not imported")])
+def test_python_op_naming_a_function_calls_only_marked_functions(canary, name, problem):
+    """A saved call of a @tsjit.ignore function names it (`Ignored(module, qualname)`):
+    the name is looked up when the call runs, imports nothing, and must lead to a
+    function the loading program marked @tsjit.ignore / @tsjit.unused."""
+    code = json.dumps(CANARY_CODE.format(path=str(canary)))
+    module = name.partition(",")[0]
+    imported = module in sys.modules
+    loaded = tsjit.load(function_graph(f"  %c : str = prim::Constant[value={code}]()\n"
+                                       f"  %r : Any = prim::PythonOp[fn=Ignored({name})](%c)\n"))
+    with pytest.raises(LookupError, match=problem):
+        loaded(np.ones(2))
+    assert (module in sys.modules) == imported, "loading or calling imported the module"
+
+
+def test_python_op_naming_a_marked_function_calls_it():
+    loaded = tsjit.load(function_graph(
+        f"  %r : Tensor = prim::PythonOp[fn=Ignored({__name__}, ignored_here)](%x)\n",
+        result="%r"))
+    assert_same(loaded(np.arange(3.0)), ignored_here(np.arange(3.0)))
+
+
 def test_raise_exception_with_os_system_as_class(canary):
     command = json.dumps(f"touch {canary}")
     refused(function_graph(f"  %c : str = prim::Constant[value={command}]()\n"

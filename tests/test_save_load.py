@@ -128,6 +128,19 @@ def uses_ignored(x: float) -> float:
     return python_log(x) + 1.0
 
 
+class CallsIgnored(tsjit.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = np.ones(3)
+
+    @tsjit.ignore
+    def helper(self, x: np.ndarray) -> np.ndarray:
+        return x * 2.0 + self.weight
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        return self.helper(x) - 1.0
+
+
 class Point:
     def __init__(self, x: float):
         self.x = x
@@ -347,9 +360,46 @@ def test_shared_array_stays_shared(program, tmp_path):
     assert loaded.head.weight is loaded.layers[0].weight
 
 
-def test_program_functions_cannot_be_saved(program, tmp_path):
-    scripted = tsjit.script(program.uses_ignored)
-    with pytest.raises(SerializationError, match="python_log"):
+def test_calls_of_ignored_functions_are_saved_by_name(program, tmp_path):
+    """A function or module calling a @tsjit.ignore function saves (it was refused); the
+    loaded code calls the function of that name, found in the modules already imported
+    (see ir/ignored_functions.py and test_load_untrusted.py for what else it refuses)."""
+    tsjit.script(program.uses_ignored).save(tmp_path / "f.tsjit")
+    loaded = load(tmp_path / "f.tsjit")
+    assert "Ignored(saved_program_under_test, python_log)" in str(loaded.graph)
+    for x in (2.5, -1.0, 0.0):
+        assert_same(loaded(x), program.uses_ignored(x))
+    module = program.CallsIgnored()
+    tsjit.script(module).save(tmp_path / "m.tsjit")
+    x = np.arange(3.0)
+    assert_same(load(tmp_path / "m.tsjit")(x), module(x))
+
+
+def test_calls_of_ignored_functions_need_their_module_imported(program, tmp_path):
+    path = tmp_path / "f.tsjit"
+    tsjit.script(program.uses_ignored).save(path)
+    child = subprocess.run(
+        [sys.executable, "-c", "import sys, tsjit\nf = tsjit.load(sys.argv[1])\n"
+         "try:\n    f(1.5)\nexcept LookupError as e:\n    print(e)\n", str(path)],
+        env=child_environment(), capture_output=True, text=True, timeout=120)
+    assert child.returncode == 0, child.stderr
+    assert "module 'saved_program_under_test' is not imported" in child.stdout
+
+
+def local_ignored_call():
+    @tsjit.ignore
+    def local(x: float) -> float:
+        return x
+
+    def calls_local(x: float) -> float:
+        return local(x) + 1.0
+    return calls_local
+
+
+def test_calls_of_local_ignored_functions_cannot_be_saved(tmp_path):
+    scripted = tsjit.script(local_ignored_call())
+    with pytest.raises(SerializationError, match="'local_ignored_call.<locals>.local'.*top "
+                                                 "level"):
         scripted.save(tmp_path / "f.tsjit")
 
 

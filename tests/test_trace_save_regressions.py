@@ -151,14 +151,15 @@ def test_damaged_array_data_is_refused():
 
 
 def test_a_graph_calling_python_is_refused():
-    """Save never writes prim::PythonOp (it refuses @tsjit.ignore'd functions), so a graph
-    that has one was edited: it would call any standard-library function it names."""
+    """Save writes prim::PythonOp only as a call of a @tsjit.ignore function by name
+    (`fn=Ignored(module, qualname)`), so a graph whose PythonOp holds an object was edited:
+    it would call any standard-library function it names."""
     files = archive_of(tsjit.script(double))
     files["code/function.ir"] = (
         b"graph(%x : Tensor):\n"
         b"  %0 : Tensor = prim::PythonOp[fn=Py(copy.deepcopy)](%x)\n"
         b"  return (%0)\n")
-    with pytest.raises(tsjit.SerializationError, match="calls Python"):
+    with pytest.raises(tsjit.SerializationError, match="not an object saved code may name"):
         tsjit.load(zipped(files))
 
 

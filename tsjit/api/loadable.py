@@ -5,6 +5,9 @@ binds the objects its attributes hold.  So a loaded graph may hold only
   - ops of the registry that saved code has (calls of Python functions and the
     executor's own ops are never saved), each with only the attributes that op takes, of
     the kinds it takes;
+  - calls of Python functions only by name, of functions the loading program marked
+    `@tsjit.ignore` (`ir/ignored_functions.py`: looked up when first called, in modules
+    already imported);
   - Python objects of a small allow-list (`allowed_object`): NumPy scalar types and
     ufuncs, builtin exception classes and scalar types.  They are looked up in modules
     tsjit has already imported: loading imports nothing;
@@ -29,18 +32,19 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from ..ir.graph import Graph, Node
+from ..ir.ignored_functions import IgnoredFunction
 from ..ir.types import ClassType, EnumType, TupleType, Type, is_subtype
 from ..ops.python_calls import KEYWORDS
 from ..ops.registry import OPS
 from .argument_check import value_has_type
 
 # Ops that never appear in saved code: calls of compiled or Python functions (save
-# inlines every script call and refuses @tsjit.ignore'd functions) and the ops the
-# executor adds to optimized graphs.
+# inlines every script call; a call of a @tsjit.ignore'd function is a prim::PythonOp
+# that names it, see ir/ignored_functions.py) and the ops the executor adds to optimized
+# graphs.
 NOT_SAVED = {
     "prim::CallFunction": "calls Python code",
     "prim::CallMethod": "calls Python code",
-    "prim::PythonOp": "calls Python code",
     "prim::profile": "belongs to the executor's optimized graphs",
     "prim::TypeCheck": "belongs to the executor's optimized graphs",
     "prim::FusionGroup": "belongs to the executor's optimized graphs",
@@ -72,9 +76,10 @@ def allowed_object(qualified_name: str) -> object:
     if obj is None:
         raise LookupError(
             f"'{qualified_name}' is not an object saved code may name (NumPy scalar types "
-            "and ufuncs, builtin exceptions and scalar types): script classes, "
-            "@tsjit.ignore'd functions, enums, named tuples and other objects of the "
-            "program's own code or of other modules cannot be saved")
+            "and ufuncs, builtin exceptions and scalar types): script classes, enums, "
+            "named tuples and other objects of the program's own code or of other modules "
+            "cannot be saved as objects (a call of a @tsjit.ignore function names it: "
+            "Ignored(module, qualname))")
     return obj
 
 
@@ -133,6 +138,7 @@ _ATTRIBUTES: dict[str, dict[str, Callable[[object], bool]]] = {
     "prim::RaiseException": {"cls": _exception_class},
     "prim::isinstance": {"types": _types},
     "prim::FormatValue": {"conversion": _conversion},
+    "prim::PythonOp": {"fn": lambda value: type(value) is IgnoredFunction},
     "aten::format": {KEYWORDS: _keyword_names},
     "aten::__getitem__": {"index": _tuple_index, "slice": _flag},
     "aten::__setitem__": {"index": _tuple_index, "slice": _flag},

@@ -29,6 +29,7 @@ from ..frontend.compiler import CompiledCallable
 from ..frontend.errors import CompilationError
 from ..interpreter.helpers import value_matches
 from ..ir.graph import Graph
+from ..ir.ignored_functions import IgnoredFunction
 from ..ir.parser import IRParseError, parse_ir, parse_type
 from ..ir.printer import print_graph
 from ..ir.types import _TYPE_ATTRIBUTE, ClassType, Type, is_subtype, qualified_name
@@ -235,6 +236,7 @@ class _Encoder(ValueEncoder):
         program's code: every class it names is a saved module type or program class, it
         passes the loader's rules (ops, attributes, allowed objects), and reading the text
         gives the text again."""
+        _check_ignored_calls(compiled)
         text = print_graph(compiled.graph)
         _check_class_names(text, compiled.name, self.class_types)
         try:
@@ -280,6 +282,24 @@ def _module_type(instance: Module) -> ClassType:
     type in their parent's type)."""
     from .script import _compiler
     return _compiler.module_type_of(instance)
+
+
+def _check_ignored_calls(compiled: CompiledCallable) -> None:
+    """Saved code calls a @tsjit.ignore function by its name (ir/ignored_functions.py):
+    the name must lead back to the function."""
+    for node in compiled.graph.block.walk():
+        fn = node.attrs.get("fn") if node.kind == "prim::PythonOp" else None
+        if fn is None or isinstance(fn, IgnoredFunction):
+            continue
+        try:
+            found = IgnoredFunction.of(fn).resolve()
+        except (LookupError, ValueError) as e:
+            found = e
+        if found is not fn:
+            raise SerializationError(
+                f"cannot save '{compiled.name}': it calls the @tsjit.ignore function "
+                f"'{fn.__qualname__}', which saved code names by module and qualified name: "
+                f"define it at the top level of its module or of a class ({found})")
 
 
 def _check_class_names(text: str, owner: str, class_types: dict[str, ClassType]) -> None:

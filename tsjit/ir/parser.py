@@ -24,6 +24,7 @@ from typing import Protocol
 import numpy as np
 
 from .graph import Block, Graph, Node, Value
+from .ignored_functions import IgnoredFunction
 from .printer import SUBGRAPH
 from .types import (
     AnyType,
@@ -427,13 +428,18 @@ class _Parser:
             raise self.error(f"{head.text}(...) cannot hold {value!r:.80}: {e}", head) from None
 
     def wrapped_value(self, head: _Token) -> object:
-        """`Type(...)`, `dtype(...)`, `Enum(...)`, `Py(...)`, `Array(...)`, `bytes("6869")`,
-        `float32(2.5)`."""
+        """`Type(...)`, `dtype(...)`, `Enum(...)`, `Py(...)`, `Ignored(...)`, `Array(...)`,
+        `bytes("6869")`, `float32(2.5)`."""
         form = head.text
         if form == "Type":
             value = self.type()
         elif form == "dtype":
             value = self.numpy_dtype()
+        elif form == "Ignored":                 # Ignored(module, qualname): a name, not code
+            module, tok = self.qualified_name()
+            self.expect(",")
+            qualname, _ = self.qualified_name()
+            value = self.converted(lambda name: IgnoredFunction(*name), (module, qualname), tok)
         elif form in ("Enum", "Py"):
             qualname, tok = self.qualified_name()
             if self.peek().text == "(":

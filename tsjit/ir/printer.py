@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from .graph import Block, Graph, Node, Value
+from .ignored_functions import IgnoredFunction, is_ignored_function
 from .types import Type, qualified_name
 
 
@@ -75,6 +76,10 @@ def format_attr(value: object) -> str:
         return f"Enum({qualified_name(type(value))}.{value.name})"
     if isinstance(value, np.ndarray):
         return f"Array({value.dtype}, {format_attr(value.tolist())})"
+    if is_ignored_function(value) and IgnoredFunction.can_name(value):
+        value = IgnoredFunction.of(value)
+    if isinstance(value, IgnoredFunction):
+        return f"Ignored({value.module}, {value.qualname})"
     if hasattr(value, "__qualname__") and hasattr(value, "__module__"):
         return f"Py({value.__module__}.{value.__qualname__})"
     return f"Py({type(value).__module__}.{type(value).__qualname__}(...))"
