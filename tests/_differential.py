@@ -17,6 +17,7 @@ import numpy as np
 import tsjit
 
 DICT_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
+ITERATORS = (zip, enumerate, type(reversed([])), type(reversed(range(0))), reversed)
 
 
 def assert_same(got: object, want: object, where: str = "result", ulps: int = 0) -> None:
@@ -44,8 +45,10 @@ def assert_same(got: object, want: object, where: str = "result", ulps: int = 0)
         assert list(got) == list(want), f"{where}: keys {list(got)} != {list(want)}"
         for k in want:
             assert_same(got[k], want[k], f"{where}[{k!r}]", ulps)
-    elif isinstance(want, DICT_VIEWS):      # the same class of view, holding the same items
+    elif isinstance(want, DICT_VIEWS + ITERATORS):  # the same class, the same items left
         assert_same(list(got), list(want), f"list({where})", ulps)
+    elif isinstance(want, range):
+        assert got == want, f"{where}: {got!r} != {want!r}"
     elif isinstance(want, int | complex | str | bytes | enum.Enum) or want is None:
         assert got == want, f"{where}: {got!r} != {want!r}"
     else:                                   # a script-class instance: compare its state

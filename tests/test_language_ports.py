@@ -162,3 +162,55 @@ def test_indexing_a_view_is_refused_where_python_raises():
     with pytest.raises(tsjit.CompilationError, match=r"(?s)not subscriptable.*d\.keys\(\)\[0\]"
                        r".*~~~~ <--- HERE"):
         tsjit.script(indexes_a_view)
+
+
+def iterables_returned(n: int, xs: list[int]):
+    return range(n), range(1, n, 2)[1:], zip(xs, xs), enumerate(xs, 5), reversed(xs)
+
+
+def iterators_are_exhausted_once(xs: list[int], names: list[str]):
+    z, e, r = zip(xs, names), enumerate(names), reversed(xs)
+    return list(z), list(z), list(e), list(e), list(r), list(r)
+
+
+def range_attributes(start: int, stop: int, step: int):
+    r = range(start, stop, step)
+    return (r.start, r.stop, r.step, range(start).stop, len(r), start in r, r == range(0, 0),
+            str(r), r[-1] if len(r) > 0 else -1, list(r[::-1]))
+
+
+def range_as_numpy_data(n: int):
+    return np.array(range(n)), np.sum(range(1, n)), np.asarray(range(2, n)).dtype.name
+
+
+def reversed_in_loops(xs: list[int], s: str, a: np.ndarray):
+    out: list[int] = []
+    for i in reversed(range(1, len(xs) + 3, 2)):
+        out.append(i)
+    for x in reversed(xs):
+        out.append(x)
+        if len(out) == 4:
+            xs.pop()                # a list shrunk below the index ends the loop
+            xs.pop()
+    text = ""
+    for i, c in enumerate(reversed(s)):
+        text += c + str(i)
+    rows = np.zeros(a.shape[1:])
+    for row in reversed(a):
+        rows = rows * 2 + row
+    return out, xs, text, rows, [k for k in reversed({"a": 1, "b": 2})]
+
+
+def test_range_zip_enumerate_reversed_are_python_objects():
+    # As values they were lists (TorchScript's materialization): a scripted function
+    # returned [0, 1, 2] for range(3) and a list for zip(...); a zip, enumerate or
+    # reversed iterator consumed twice gave its elements twice (eager: then nothing);
+    # r.start was refused.
+    xs, names = [3, 1, 4], ["a", "b"]
+    check(iterables_returned, (3, xs), (0, []), (6, xs))
+    check(iterators_are_exhausted_once, (xs, names), ([], []), (xs, ["c", "d", "e", "f"]))
+    check(range_attributes, (1, 10, 2), (3, -5, -2), (0, 0, 1), (0, 5, 0))
+    check(range_as_numpy_data, (4,), (0,), (3,))
+    a = np.arange(6.0).reshape(3, 2)
+    check(reversed_in_loops, ([1, 2, 3, 4, 5], "abc", a), ([], "", a[:0]),
+          ([7, 8], "x", a.astype(np.float32)), ([1, 2, 3], "ab", np.arange(4).reshape(2, 2)))

@@ -41,9 +41,10 @@ from .control_flow import ControlFlowMixin, contains_statement
 from .environment import RAISED, RETURNED, Frame, undefined
 from .errors import CompilationError
 from .expressions import BINARY, MAGIC, ExpressionMixin, constant_bool
+from .loops import LoopMixin
 from .resolution import Resolver
 from .source import ParsedSource
-from .sugared import CompileTimeTuple, Sugared
+from .sugared import CompileTimeTuple, IterableForm, Sugared
 
 if TYPE_CHECKING:
     from .compiler import Compiler
@@ -87,7 +88,7 @@ def constant_type(value: object) -> Type:
     return AnyType
 
 
-class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
+class FunctionEmitter(CallMixin, LoopMixin, ExpressionMixin, ControlFlowMixin):
     def __init__(self, compiler: Compiler, fn: object, source: ParsedSource,
                  self_type: ClassType | None = None, self_value: object = None):
         self.compiler = compiler
@@ -325,6 +326,8 @@ class FunctionEmitter(CallMixin, ExpressionMixin, ControlFlowMixin):
         return self.insert("aten::annotate", [value], [declared], src=src).output
 
     def assign_target(self, target: ast.expr, value, src: SourceRange) -> None:
+        if isinstance(value, IterableForm) and value.is_iterator():
+            value = value.as_value(self, src)   # one object, which its first consumer exhausts
         if isinstance(target, ast.Name):
             if isinstance(value, Value) and value.name is None and "'" not in target.id:
                 value.name = target.id

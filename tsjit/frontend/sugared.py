@@ -87,6 +87,9 @@ class OpFunction(Sugared):
         if len(args) == 1 and not kwargs and isinstance(args[0], Value) and isinstance(
                 args[0].type, ClassType) and self.obj in _CONVERSION_METHODS:
             return em.converted_object(self.obj, args[0], _CONVERSION_METHODS[self.obj], src)
+        if _is_numpy(self.obj):     # NumPy reads a range as its ints: the list of them
+            args = [em.call_builtin(list, [a.as_value(em, src)], src) if isinstance(
+                a, IterableForm) and a.kind == "range" else a for a in args]
         return em.call_op(self.op, args, kwargs, src, self.name)
 
     def as_value(self, em, src):
@@ -96,6 +99,11 @@ class OpFunction(Sugared):
 
     def makes_array_of(self, position, keyword):
         return self.obj in _ARRAY_CONSTRUCTORS and (position == 0 or keyword in ("object", "a"))
+
+
+def _is_numpy(obj: object) -> bool:
+    return isinstance(obj, np.ufunc) or getattr(obj, "__module__", "").partition(".")[0] \
+        == "numpy"
 
 
 # int(obj), float(obj), ... of a script-class instance: the methods Python tries, in order
@@ -160,7 +168,8 @@ class SpecialForm(Sugared):
 
 
 class IterableForm(Sugared):
-    """range(...), enumerate(...), zip(...) as loop iterables (not first-class values)."""
+    """range(...), enumerate(...), zip(...), reversed(...): a loop steps an index through
+    them; as values they are the Python objects."""
 
     def __init__(self, kind: str, parts: list):
         self.kind, self.parts = kind, parts
@@ -169,12 +178,28 @@ class IterableForm(Sugared):
         return f"{self.kind}(...)"
 
     def as_value(self, em, src):
-        return em.materialize_iterable(self, src)
+        return em.iterable_value(self, src)
+
+    def attr(self, em, name, src):
+        if self.kind == "range" and name in ("start", "stop", "step"):
+            return self.parts[("start", "stop", "step").index(name)]
+        return super().attr(em, name, src)
+
+    def is_iterator(self) -> bool:
+        """Whether this is an iterator made of runtime values (not a range, nor a form
+        over compile-time sequences, which loops unroll)."""
+        return self.kind != "range" and all(
+            isinstance(p, Value) or (isinstance(p, IterableForm) and p.kind == "range")
+            or (isinstance(p, IterableForm) and p.is_iterator()) for p in self.parts)
 
     def unroll(self, em, src):
-        """enumerate/zip of compile-time sequences (a ModuleList, a tuple) unroll too."""
+        """enumerate/zip/reversed of compile-time sequences (a ModuleList, a tuple)
+        unroll too."""
         if self.kind == "range":
             return None
+        if self.kind == "reversed":
+            items = em.unrolled_items(self.parts[0], src)
+            return None if items is None else items[::-1]
         if self.kind == "enumerate":
             inner, start = self.parts
             items = em.unrolled_items(inner, src)

@@ -85,10 +85,21 @@ _STRUCTURED_CHECKS = {
     OptionalType: lambda v, t: v is None or value_matches(v, t.elem),
     UnionType: lambda v, t: any(value_matches(v, o) for o in t.options),
     ClassType: lambda v, t: isinstance(v, t.py_class),
-    IterableType: lambda v, t: isinstance(v, Stepper) if t.kind == "iterator" else (
-        type(v).__name__ == t.kind and _all_match(v, t.elem)),
+    IterableType: lambda v, t: _iterable_matches(v, t),
     EnumType: lambda v, t: isinstance(v, t.py_class),
 }
+
+
+def _iterable_matches(value: object, t: IterableType) -> bool:
+    """A dict view or range of `t`'s elements, or an iterator of `t`'s kind (whose
+    elements are not looked at: that would consume them)."""
+    if t.kind == "iterator":
+        return isinstance(value, Stepper)
+    if t.kind == "reversed":
+        return type(value).__name__.endswith(("reverseiterator", "reversed", "range_iterator"))
+    if t.kind in IterableType.ITERATORS:
+        return type(value).__name__ == t.kind
+    return type(value).__name__ == t.kind and _all_match(value, t.elem)
 
 
 def value_matches(value: object, t: Type) -> bool:

@@ -287,12 +287,12 @@ register_function("aten::ord", ord, "c", _ord_rule)
 register_function("aten::hash", hash, "obj", _hash_rule)
 register_function("aten::chr", chr, "i", signature_rule("chr", (INDEX,), StrType))
 
-# Containers built from iterables.  reversed() gives a list (the language has no iterator
-# type): loops over it, list(reversed(x)), len and `in` behave as in Python.
+# Containers built from iterables, and reversed(), Python's reverse iterator (the front
+# end's loops over reversed(...) index the sequence instead)
 register_function("aten::sorted", sorted, "iterable, *, reverse=False", _sorted_rule,
                   views=True)
-register("aten::reversed", "seq", _list_rule, "list(reversed({0}))", python=(reversed,),
-         views=True)
+register("aten::reversed", "seq", lambda types, attrs: IterableType(
+    "reversed", iterated_type(types[0])), "reversed({0})", python=(reversed,), views=True)
 register_function("aten::list", list, "iterable", _list_rule, views=True)
 register_function("aten::tuple", tuple, "iterable", _tuple_rule, views=True)
 register_function("aten::dict", dict, "mapping", _dict_rule, views=True)

@@ -259,6 +259,8 @@ def getitem_rule(types, attrs):
         return StrType
     if isinstance(seq, ListType):
         return seq if is_slice else seq.elem
+    if isinstance(seq, IterableType) and seq.kind == "range":
+        return seq if is_slice else IntType
     if isinstance(seq, VarTupleType):
         return seq if is_slice else seq.elem
     if isinstance(seq, TupleType):

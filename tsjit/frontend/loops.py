@@ -1,0 +1,348 @@
+"""for loops and comprehensions: how a loop steps through what it iterates over.
+
+A loop over a compile-time sequence (a tuple, a ModuleList, enumerate/zip of them) is
+unrolled.  A loop over `range`, `enumerate`, `zip` or `reversed` of sequences steps an
+index (so native code can run it); a list's length is read at every step, as Python's
+list iterator does.  A loop over any other iterable object (a dict, a view, a range
+or zip object held in a variable) steps Python's own iterator over it.  Used as values,
+range(...), zip(...), enumerate(...) and reversed(...) are the Python objects (a range,
+a zip iterator ...), which a scripted function returns as eager Python does.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+from collections.abc import Callable
+from typing import NamedTuple
+
+from ..ir.graph import SourceRange, Value
+from ..ir.types import (
+    TENSOR,
+    AnyType,
+    DictType,
+    IterableType,
+    ListType,
+    StrType,
+    TensorType,
+    TupleType,
+    Type,
+    UninitializedType,
+    VarTupleType,
+)
+from ..ops.registry import lookup_method
+from .control_flow import contains_statement
+from .environment import BROKE, RETURNED
+from .errors import CompilationError
+from .sugared import IterableForm, Sugared
+
+
+class Iteration(NamedTuple):
+    """How a loop steps through an iterable: at most `trip` steps, `element(i)` the i-th
+    element, and `has(i)` (when the length may change during the loop) whether there is
+    still an i-th element."""
+    trip: Value
+    element: Callable[[Value], Value]
+    has: Callable[[Value], Value] | None = None
+
+
+# the op that makes the object of each iterable form but range
+_VALUE_OPS = {"enumerate": "prim::enumerate", "zip": "prim::zip", "reversed": "aten::reversed"}
+
+
+class LoopMixin:
+    # ---- for loops
+    def emit_for(self, target: ast.expr, iter_node: ast.expr, body: list[ast.stmt],
+                 src: SourceRange) -> None:
+        iterable = self.sugared_expr(iter_node)
+        items = self.unrolled_items(iterable, src)
+        if items is not None:
+            return self.unrolled_for(target, items, body, src)
+        self.loop_over(iterable, lambda element: self.assign_target(target, element, src), body,
+                       src, target)
+
+    def loop_over(self, iterable, bind_element: Callable[[Value], object],
+                  body: list[ast.stmt], src: SourceRange, target: ast.expr | None = None) -> None:
+        """A prim::Loop over a runtime iterable: `bind_element(element)`, then `body`, per
+        element.  A list's length is read again before every step, so the loop sees
+        appends and removals made while it runs, as Python's list iterator does."""
+        it = self.iteration(iterable, src)
+        index: list[Value] = []
+
+        def bind(i: Value) -> None:
+            index.append(i)
+            bind_element(it.element(i))
+
+        def has_next() -> Value:
+            return it.has(self.emit_op("aten::add", [index[-1], self.const(1, src)], src=src))
+
+        if it.has is None:
+            self.emit_loop(it.trip, self.const(True, src), body, bind, None, src, target=target)
+        else:
+            self.emit_loop(it.trip, it.has(self.const(0, src)), body, bind, has_next, src,
+                           target=target)
+
+    def unrolled_items(self, iterable, src: SourceRange) -> list | None:
+        """The elements of an iterable known at compile time (tuples, ModuleLists, enums,
+        enumerate/zip of them): loops over it are unrolled.  None: iterate at run time."""
+        iterable = self.compiler.module_container(self, iterable, src)
+        if isinstance(iterable, Sugared):
+            items = iterable.unroll(self, src)
+            return None if items is None else list(items)
+        if isinstance(iterable.type, TupleType):
+            return list(self.insert("prim::TupleUnpack", [iterable], list(iterable.type.elems),
+                                    src=src).outputs)
+        return None
+
+    def iteration(self, iterable, src: SourceRange) -> Iteration:
+        """How a loop steps through a runtime iterable."""
+        if isinstance(iterable, IterableForm):
+            return self.form_iteration(iterable, src)
+        value = self.as_value(iterable, src)
+        t = value.type
+        if isinstance(t, (DictType, IterableType)):
+            return self.stepped_iteration(value, src)
+        if not (isinstance(t, (ListType, VarTupleType, TensorType)) or t == StrType):
+            hint = (" (its element type is unknown: annotate the value, e.g. "
+                    "tsjit.annotate(List[float], x.tolist()))") if t == AnyType else ""
+            raise CompilationError(f"cannot iterate over a value of type {t.annotation}{hint}",
+                                   src)
+
+        def element(i: Value) -> Value:
+            return self.emit_op("aten::__getitem__", [value, i], src=src)
+        if isinstance(t, ListType):       # may change length while the loop runs
+            return Iteration(self.trip_count_forever(src), element, lambda i: self.emit_op(
+                "aten::lt", [i, self.call_builtin(len, [value], src)], src=src))
+        return Iteration(self.call_builtin(len, [value], src), element)
+
+    def form_iteration(self, form: IterableForm, src: SourceRange) -> Iteration:
+        """range / enumerate / zip / reversed in a loop: index arithmetic over the parts."""
+        if form.kind == "range":
+            start, stop, step = form.parts
+            trip = self.emit_op("aten::__range_length", [start, stop, step], src=src)
+            return Iteration(trip, lambda i: self.emit_op(
+                "aten::__derive_index", [i, start, step], src=src))
+        if form.kind == "enumerate":
+            inner, start = form.parts
+            it = self.iteration(inner, src)
+            return Iteration(it.trip, lambda i: self.emit_op("prim::TupleConstruct", [
+                self.emit_op("aten::add", [start, i], src=src), it.element(i)], src=src),
+                it.has)
+        if form.kind == "zip":
+            its = [self.iteration(p, src) for p in form.parts]
+            trip = its[0].trip
+            for other in its[1:]:
+                trip = self.call_builtin(builtins.min, [trip, other.trip], src)
+            checks = [it.has for it in its if it.has is not None]
+            return Iteration(trip, lambda i: self.emit_op(
+                "prim::TupleConstruct", [it.element(i) for it in its], src=src),
+                self.all_of(checks, src) if checks else None)
+        return self.reversed_iteration(form, src)
+
+    def reversed_iteration(self, form: IterableForm, src: SourceRange) -> Iteration:
+        """reversed(x): a range counts down; a sequence is indexed from the length it had
+        when the loop started, and a list that has since shrunk below the index ends the
+        loop, as Python's reverse iterator does; anything else steps Python's iterator."""
+        (inner,) = form.parts
+        if isinstance(inner, IterableForm) and inner.kind == "range":
+            start, stop, step = inner.parts
+            trip = self.emit_op("aten::__range_length", [start, stop, step], src=src)
+            return Iteration(trip, lambda i: self.emit_op(
+                "aten::__derive_index", [self.from_end(trip, i, src), start, step], src=src))
+        seq = None if isinstance(inner, IterableForm) else self.as_value(inner, src)
+        if seq is None or not (isinstance(seq.type, (ListType, VarTupleType, TensorType))
+                               or seq.type == StrType):
+            return self.stepped_iteration(self.iterable_value(form, src), src)
+        trip = self.call_builtin(len, [seq], src)
+
+        def element(i: Value) -> Value:
+            return self.emit_op("aten::__getitem__", [seq, self.from_end(trip, i, src)], src=src)
+        if not isinstance(seq.type, ListType):
+            return Iteration(trip, element)
+        return Iteration(trip, element, lambda i: self.emit_op("aten::lt", [
+            self.from_end(trip, i, src), self.call_builtin(len, [seq], src)], src=src))
+
+    def from_end(self, length: Value, i: Value, src: SourceRange) -> Value:
+        """length - 1 - i: the index of the i-th element counted from the end."""
+        last = self.emit_op("aten::sub", [length, self.const(1, src)], src=src)
+        return self.emit_op("aten::sub", [last, i], src=src)
+
+    def stepped_iteration(self, value: Value, src: SourceRange) -> Iteration:
+        """A loop over a dict, a dict view or another iterable object steps Python's own
+        iterator over it, so it sees what eager Python's loop sees (a RuntimeError at the
+        first step after the body changed a dict's size or keys; a zip object already
+        consumed gives nothing)."""
+        stepper = self.emit_op("prim::IterStart", [value], src=src)
+        return Iteration(self.trip_count_forever(src), lambda i: self.emit_op(
+            "prim::IterItem", [stepper], src=src), lambda i: self.emit_op(
+            "prim::IterNext", [stepper], src=src))
+
+    def all_of(self, checks: list[Callable[[Value], Value]], src: SourceRange):
+        """i -> whether every check holds at i (zip: every list still has an element)."""
+        def has(i: Value) -> Value:
+            result = checks[0](i)
+            for check in checks[1:]:
+                result = self.emit_op("aten::and", [result, check(i)], src=src)
+            return result
+        return has
+
+    def unrolled_for(self, target, items: list, body: list[ast.stmt], src) -> None:
+        """Loops over tuples and ModuleLists: one copy of the body per element.  break and
+        continue set their flags as in a prim::Loop; the copies after a break (or a
+        return) run under `if not flag`."""
+        self.loop_depth += 1
+        try:
+            if contains_statement(body, (ast.Break,), into_loops=False):
+                self.frame.assign(f"$brk{self.loop_depth}", self.const(False, src), src)
+            self.unrolled_copies(target, items, body, src)
+        finally:
+            self.loop_depth -= 1
+        if self.frame.exited == BROKE:          # a break leaves this loop only
+            self.frame.exited = None
+
+    def unrolled_copies(self, target, items: list, body: list[ast.stmt], src) -> None:
+        if not items:
+            return
+        depth = self.loop_depth
+        if contains_statement(body, (ast.Continue,), into_loops=False):
+            self.frame.assign(f"$cont{depth}", self.const(False, src), src)
+        self.assign_target(target, items[0], src)
+        self.emit_statements(body)
+        if self.frame.exited == BROKE:          # continue: on to the next copy
+            self.frame.exited = None
+        rest = items[1:]
+        if not rest or self.frame.exited:
+            return
+        flags = [flag for flag, kind, into_loops in (("$ret", ast.Return, True),
+                                                     (f"$brk{depth}", ast.Break, False))
+                 if contains_statement(body, (kind,), into_loops)]
+        if not flags:
+            return self.unrolled_copies(target, rest, body, src)
+        self.emit_if(self.any_flag(flags, src), lambda: None,
+                     lambda: self.unrolled_copies(target, rest, body, src), src,
+                     then_exited=RETURNED if flags == ["$ret"] else BROKE)
+
+    def iterable_value(self, form: IterableForm, src: SourceRange) -> Value:
+        """range(...), enumerate(...), zip(...) or reversed(...) used as a value: the
+        Python object (a range, or an iterator the first consumer exhausts)."""
+        if form.kind == "range":
+            return self.emit_op("prim::range", form.parts, src=src)
+        parts = [self.as_value(p, src) for p in form.parts]
+        return self.emit_op(_VALUE_OPS[form.kind], parts, src=src)
+
+    # ---- comprehensions
+    def expr_ListComp(self, node: ast.ListComp) -> Value:
+        return self.comprehension_of(node)
+
+    def expr_DictComp(self, node: ast.DictComp) -> Value:
+        return self.comprehension_of(node)
+
+    def comprehension_of(self, node: ast.ListComp | ast.DictComp,
+                         annotated: Type | None = None) -> Value:
+        """A list or dict comprehension, typed by its first element unless `annotated`
+        (`xs: List[float] = [x[i].item() for i in ...]`)."""
+        if isinstance(node, ast.ListComp):
+            return self.comprehension(node, [node.elt], "list", annotated)
+        return self.comprehension(node, [node.key, node.value], "dict", annotated)
+
+    def comprehension(self, node, parts: list[ast.expr], kind: str,
+                      annotated: Type | None) -> Value:
+        """[elt for x in xs if c]: a loop appending to a fresh list (or dict).
+
+        The loop variables are renamed so that they do not leak into (or clobber)
+        the enclosing function's variables, as in Python 3."""
+        src = self.src(node)
+        renamed = _rename_targets(node.generators, parts, self.next_comprehension_id())
+        generators, parts = renamed
+        result_type = annotated or (ListType(UninitializedType) if kind == "list" else DictType(
+            UninitializedType, UninitializedType))
+        ctor = "prim::ListConstruct" if kind == "list" else "prim::DictConstruct"
+        result = self.insert(ctor, [], [result_type], src=src).output
+
+        def innermost():
+            if annotated is None:
+                values = [self.expr(p) for p in parts]
+            else:   # the annotation types the elements too ([[] for _ in range(n)])
+                hints = (annotated.elem,) if kind == "list" else (annotated.key, annotated.value)
+                values = [self.typed_expr(p, hint, "an element") for p, hint in zip(parts, hints)]
+            if kind == "list":
+                if result.type.elem == UninitializedType:
+                    result.type = ListType(values[0].type)
+                self.call_op(lookup_method(result.type, "append"), [result, values[0]], {}, src,
+                             "append")
+            else:
+                if result.type.key == UninitializedType:
+                    self.check_dict_key(values[0].type, src)
+                    result.type = DictType(values[0].type, values[1].type)
+                self.emit_op("aten::__setitem__", [result, *values], src=src)
+
+        # `:=` in a condition or an element binds in the enclosing scope (PEP 572): each
+        # loop of the comprehension carries what the whole comprehension may assign
+        rebinding = ast.Tuple(elts=[*parts, *(n for g in generators for n in (g.iter, *g.ifs))],
+                              ctx=ast.Load())
+        self.emit_generators(generators, innermost, src, rebinding)
+        if UninitializedType in result.type.contained():
+            result.type = ListType(TENSOR) if kind == "list" else DictType(StrType, TENSOR)
+        return result
+
+    def emit_generators(self, generators: list[ast.comprehension], innermost, src,
+                        rebinding: ast.expr) -> None:
+        first, rest = generators[0], generators[1:]
+
+        def body():
+            conds = list(first.ifs)
+
+            def guarded(conds):
+                if not conds:
+                    if rest:
+                        self.emit_generators(rest, innermost, src, rebinding)
+                    else:
+                        innermost()
+                    return
+                cond, refine = self.condition(conds[0])
+                self.emit_if(cond, lambda: guarded(conds[1:]), lambda: None, src, refine)
+            guarded(conds)
+
+        iterable = self.sugared_expr(first.iter)
+        items = self.unrolled_items(iterable, src)
+        if items is not None:
+            for item in items:
+                self.assign_target(first.target, item, src)
+                body()
+            return
+        self.loop_over(iterable, lambda element: (self.assign_target(first.target, element, src),
+                                                  body()), [], src,
+                       ast.Tuple(elts=[first.target, rebinding], ctx=ast.Load()))
+
+    def next_comprehension_id(self) -> int:
+        self.comprehension_count = getattr(self, "comprehension_count", 0) + 1
+        return self.comprehension_count
+
+
+class _Renamer(ast.NodeTransformer):
+    def __init__(self, names: dict[str, str]):
+        self.names = names
+
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        if node.id in self.names:
+            return ast.copy_location(ast.Name(self.names[node.id], node.ctx), node)
+        return node
+
+
+def _rename_targets(generators, parts, unique: int):
+    names = {}
+    for g in generators:
+        for n in ast.walk(g.target):
+            if isinstance(n, ast.Name):
+                names[n.id] = f"{n.id}'{unique}"
+    renamer = _Renamer(names)
+    new_generators = []
+    for g in generators:
+        g2 = copy.deepcopy(g)
+        g2.target = renamer.visit(g2.target)
+        g2.ifs = [renamer.visit(c) for c in g2.ifs]
+        new_generators.append(g2)
+    # the first iterable is evaluated in the enclosing scope; later ones see earlier targets
+    for g2, g in zip(new_generators[1:], generators[1:]):
+        g2.iter = renamer.visit(copy.deepcopy(g.iter))
+    return new_generators, [renamer.visit(copy.deepcopy(p)) for p in parts]
