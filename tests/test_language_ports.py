@@ -214,3 +214,22 @@ def test_range_zip_enumerate_reversed_are_python_objects():
     a = np.arange(6.0).reshape(3, 2)
     check(reversed_in_loops, ([1, 2, 3, 4, 5], "abc", a), ([], "", a[:0]),
           ([7, 8], "x", a.astype(np.float32)), ([1, 2, 3], "ab", np.arange(4).reshape(2, 2)))
+
+
+def repeated_tuples(t: tuple[int, int, int], n: int):
+    return (t * 2, 2 * t, t * n, (0,) * n, () * 3, t * 0, t * -1, (1.5,) * True,
+            (1, "a") * 2, tuple([n]) * 2)
+
+
+def loop_over_repeated(n: int) -> int:
+    s = 0
+    for v in (1, 2) * n:
+        s += v
+    return s
+
+
+def test_tuple_repetition():
+    # Numba's and PyTorch's tuple tests: `t * 2` was refused ("unsupported operand types
+    # for *: 'Tuple[int, int, int]' and 'int'").
+    check(repeated_tuples, ((1, 2, 3), 2), ((0, 0, 1), 0), ((5, 6, 7), -3))
+    check(loop_over_repeated, (3,), (0,), (1,))

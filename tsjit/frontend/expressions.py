@@ -136,7 +136,21 @@ class ExpressionMixin:
     def binary(self, name: str, a: Value, b: Value, src: SourceRange) -> Value:
         if name in MAGIC and (isinstance(a.type, ClassType) or isinstance(b.type, ClassType)):
             return self.magic_binary(name, a, b, src)
+        if name == "mul":
+            repeated = self.repeated_tuple(a, b, src) or self.repeated_tuple(b, a, src)
+            if repeated is not None:
+                return repeated
         return self.emit_op(f"aten::{name}", [a, b], src=src)
+
+    def repeated_tuple(self, t: Value, n: Value, src: SourceRange) -> Value | None:
+        """`t * 2` of a tuple by a constant: a tuple of known element types (which mixed
+        elements need); by a count known only when it runs it is `aten::mul`."""
+        count = n.node.attrs.get("value") if n.node.kind == "prim::Constant" else None
+        if not (isinstance(t.type, TupleType) and t.type.py_class is None
+                and type(count) in (int, bool) and len(t.type.elems) * count <= 256):
+            return None
+        items = self.insert("prim::TupleUnpack", [t], list(t.type.elems), src=src).outputs
+        return self.emit_op("prim::TupleConstruct", list(items) * max(count, 0), src=src)
 
     def magic_binary(self, name: str, a: Value, b: Value, src: SourceRange) -> Value:
         """An operator on a script-class instance, with Python's fallbacks: the right

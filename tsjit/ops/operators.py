@@ -119,8 +119,16 @@ def _sequence_result(name: str, a: Type, b: Type) -> Type | None:
             return TupleType(a.elems + b.elems)
     if name == "mul":
         seq, n = (a, b) if b in (IntType, BoolType) else (b, a)
-        if n in (IntType, BoolType) and (seq == StrType or isinstance(seq, ListType)):
+        if n in (IntType, BoolType) and (seq == StrType or isinstance(seq, (ListType,
+                                                                              VarTupleType))):
             return seq
+        if n in (IntType, BoolType) and isinstance(seq, TupleType) and seq.py_class is None:
+            if not seq.elems:
+                return seq
+            if all(e == seq.elems[0] for e in seq.elems):    # (0,) * n: a length known
+                return VarTupleType(seq.elems[0])           # when it runs
+            raise OpTypeError(f"a {seq.annotation} repeated a number of times known only "
+                              "when it runs mixes element types")
     if name == "mod" and a == StrType:
         return StrType
     return None
