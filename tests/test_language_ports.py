@@ -233,3 +233,45 @@ def test_tuple_repetition():
     # for *: 'Tuple[int, int, int]' and 'int'").
     check(repeated_tuples, ((1, 2, 3), 2), ((0, 0, 1), 0), ((5, 6, 7), -3))
     check(loop_over_repeated, (3,), (0,), (1,))
+
+
+def returns_keys_as_list(d: dict[str, int]) -> list[str]:
+    return d.keys()
+
+
+def test_a_view_returned_as_a_list_says_how_to_convert_it():
+    # TorchScript accepts this (its keys() is a List); eager returns a dict_keys
+    with pytest.raises(tsjit.CompilationError, match=r"dict_keys object here, not a list or "
+                                                     r"tuple: convert it with list\(\.\.\.\)"):
+        tsjit.script(returns_keys_as_list)
+
+
+def iter_and_next(xs: list[int]):
+    it = iter(xs)
+    first = next(it, -1)
+    second = next(it, -1)
+    return first, second, list(it), next(iter(xs))         # StopIteration on []: as eager
+
+
+def zip_stops_before_advancing_later_iterators(xs: list[int]):
+    it = iter(xs)
+    out: list[int] = []
+    for a, b in zip(range(2), it):
+        out.append(a + b)
+    for a, b in zip(it, range(1)):
+        out.append(a * 10 + b)
+    front = list(zip(range(1), it))
+    return out, front, list(it)
+
+
+def int_with_base_keyword(text: str, base: int) -> int:
+    return int(text, base=base)
+
+
+def test_iter_next_and_int_base_keyword():
+    # Numba's test_builtins: iter() / next() were refused, int(x, base=b) too; a loop over
+    # zip(range(2), it) took a third element from `it` after the range ran out (eager
+    # zip stops at its first exhausted part without advancing the later ones).
+    check(iter_and_next, ([1, 2, 3],), ([5],), ([],))
+    check(zip_stops_before_advancing_later_iterators, ([1, 2, 3, 4, 5, 6],), ([],), ([7],))
+    check(int_with_base_keyword, ("ff", 16), ("0x1f", 0), ("12", 3), ("z", 10))

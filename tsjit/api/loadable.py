@@ -139,7 +139,8 @@ _ATTRIBUTES: dict[str, dict[str, Callable[[object], bool]]] = {
     "prim::isinstance": {"types": _types},
     "prim::FormatValue": {"conversion": _conversion},
     "prim::PythonOp": {"fn": lambda value: type(value) is IgnoredFunction},
-    "aten::format": {KEYWORDS: _keyword_names},
+    **{kind: {KEYWORDS: _keyword_names} for kind, op in OPS.items()
+       if any(p.kwvariadic for p in op.params)},     # str.format(**kwargs), int(x, base=b)
     "aten::__getitem__": {"index": _tuple_index, "slice": _flag},
     "aten::__setitem__": {"index": _tuple_index, "slice": _flag},
     **{kind: {"ufunc": _ufunc} for kind in OPS if kind.startswith("ufunc::")},

@@ -24,6 +24,7 @@ from ..ir.types import (
     EnumType,
     FloatType,
     IntType,
+    IterableType,
     ListType,
     NoneType,
     StrType,
@@ -321,6 +322,9 @@ class FunctionEmitter(CallMixin, LoopMixin, ExpressionMixin, ControlFlowMixin):
             if isinstance(value.type, TensorType) and declared in (FloatType, IntType, BoolType):
                 hint = (f" (a NumPy scalar such as x[i] or x.sum() is a Tensor in script code: "
                         f"convert it with {declared.annotation}(...))")
+            elif isinstance(value.type, IterableType):
+                hint = (f" (Python gives a {value.type.kind} object here, not a list or "
+                        "tuple: convert it with list(...) or tuple(...))")
             raise CompilationError(f"{what} has type {value.type.annotation}, but "
                                    f"{declared.annotation} was expected{hint}", src)
         return self.insert("aten::annotate", [value], [declared], src=src).output

@@ -129,6 +129,10 @@ class LoopMixin:
                 self.emit_op("aten::add", [start, i], src=src), it.element(i)], src=src),
                 it.has)
         if form.kind == "zip":
+            if not all(self.indexed(p) for p in form.parts):
+                # Python's zip stops at the first exhausted part without advancing the
+                # later ones: an iterator part is stepped by the zip object itself
+                return self.stepped_iteration(self.iterable_value(form, src), src)
             its = [self.iteration(p, src) for p in form.parts]
             trip = its[0].trip
             for other in its[1:]:
@@ -138,6 +142,19 @@ class LoopMixin:
                 "prim::TupleConstruct", [it.element(i) for it in its], src=src),
                 self.all_of(checks, src) if checks else None)
         return self.reversed_iteration(form, src)
+
+    def indexed(self, iterable) -> bool:
+        """Whether a loop steps through `iterable` by an index (not Python's iterator)."""
+        if isinstance(iterable, Value):
+            return not isinstance(iterable.type, (DictType, IterableType))
+        if not isinstance(iterable, IterableForm) or iterable.kind == "range":
+            return True                     # compile-time sequences unroll
+        if iterable.kind == "enumerate":
+            return self.indexed(iterable.parts[0])
+        if iterable.kind == "zip":
+            return all(self.indexed(p) for p in iterable.parts)
+        inner = iterable.parts[0]           # reversed(...)
+        return inner.kind == "range" if isinstance(inner, IterableForm) else self.indexed(inner)
 
     def reversed_iteration(self, form: IterableForm, src: SourceRange) -> Iteration:
         """reversed(x): a range counts down; a sequence is indexed from the length it had

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -95,8 +96,8 @@ def _iterable_matches(value: object, t: IterableType) -> bool:
     elements are not looked at: that would consume them)."""
     if t.kind == "iterator":
         return isinstance(value, Stepper)
-    if t.kind == "reversed":
-        return type(value).__name__.endswith(("reverseiterator", "reversed", "range_iterator"))
+    if t.kind in ("reversed", "iter"):      # the classes vary with what was iterated
+        return isinstance(value, Iterator)
     if t.kind in IterableType.ITERATORS:
         return type(value).__name__ == t.kind
     return type(value).__name__ == t.kind and _all_match(value, t.elem)

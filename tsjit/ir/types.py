@@ -174,19 +174,20 @@ class VarTupleType(Type):
 class IterableType(Type):
     """A Python object script code iterates over but does not build as a container: a
     dict view (`d.keys()` is a `dict_keys`, which follows later changes of the dict and
-    is no list), a range, the iterators zip(), enumerate() and reversed() make, or the
-    iterator a loop steps through one of them (`iterator`).  `kind` names the Python
-    class (any reverse iterator is `reversed`); the value at run time is that object
-    itself, so what the program returns or prints is what eager Python gives."""
+    is no list), a range, the iterators zip(), enumerate(), reversed() and iter() make,
+    or the iterator a loop steps through one of them (`iterator`).  `kind` names the
+    Python class (any reverse iterator is `reversed`, any iter() result `iter`); the
+    value at run time is that object itself, so what the program returns or prints is
+    what eager Python gives."""
 
     kind: str
     elem: Type
 
     KINDS: ClassVar[tuple[str, ...]] = ("dict_keys", "dict_values", "dict_items", "range",
-                                        "zip", "enumerate", "reversed", "iterator")
+                                        "zip", "enumerate", "reversed", "iter", "iterator")
     SIZED: ClassVar[tuple[str, ...]] = ("dict_keys", "dict_values", "dict_items", "range")
     # one-shot iterators: iterating over one consumes it
-    ITERATORS: ClassVar[tuple[str, ...]] = ("zip", "enumerate", "reversed", "iterator")
+    ITERATORS: ClassVar[tuple[str, ...]] = ("zip", "enumerate", "reversed", "iter", "iterator")
 
     def contained(self) -> tuple[Type, ...]:
         return (self.elem,)

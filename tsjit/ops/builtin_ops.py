@@ -44,10 +44,13 @@ from ..ir.types import (
     UnionType,
     VarTupleType,
     is_number,
+    make_union,
+    unify,
 )
 from .operators import binary_rule, numeric_result
 from .python_calls import (
     INDEX,
+    KEYWORDS,
     OBJECT,
     REAL,
     STR,
@@ -159,6 +162,11 @@ def _pow_rule(types, attrs):
 
 def _int_rule(types, attrs):
     x, *base = types
+    if attrs.get(KEYWORDS, ()) not in ((), ("base",)):
+        raise OpTypeError(f"int() got an unexpected keyword argument "
+                          f"'{next(k for k in attrs[KEYWORDS] if k != 'base')}'")
+    if len(base) > 1:
+        raise OpTypeError("int() got multiple values for argument 'base'")
     if base:
         check_args("int", types, (STR, INDEX))
     elif not (REAL(x) or x == StrType):
@@ -214,6 +222,17 @@ def _sorted_rule(types, attrs):
 
 def _list_rule(types, attrs):
     return ListType(iterated_type(types[0]))
+
+
+def _next_rule(types, attrs):
+    """next(it) is an element; next(it, default) may be the default instead."""
+    it, *default = types
+    if not (isinstance(it, IterableType) and it.kind in IterableType.ITERATORS):
+        raise OpTypeError(f"'{it.annotation}' object is not an iterator")
+    if len(default) > 1:
+        raise OpTypeError(f"next expected at most 2 arguments, got {len(types)}")
+    return unify(it.elem, default[0]) or make_union([it.elem, default[0]]) if default \
+        else it.elem
 
 
 def _tuple_rule(types, attrs):
@@ -272,8 +291,9 @@ register_function("prim::pow", pow, "base, exp, mod=None", _pow_rule)
 register_function("prim::any", any, "iterable", _truth_of_elements_rule)
 register_function("prim::all", all, "iterable", _truth_of_elements_rule)
 
-# Casts and conversions to str; `int(x, *base)` because int(2.5, 10) is a TypeError
-register_function("aten::Int", int, "x, *base", _int_rule)
+# Casts and conversions to str; `int(x, *base)` because int(2.5, 10) is a TypeError (and
+# `int(s, base=16)` passes base as its only keyword)
+register_function("aten::Int", int, "x, *base, **kwargs", _int_rule)
 register_function("aten::Float", float, "x", _float_rule)
 register_function("aten::Bool", bool, "x", lambda types, attrs: BoolType)
 register_function("aten::str", str, "x", _to_str_rule)
@@ -294,5 +314,9 @@ register_function("aten::sorted", sorted, "iterable, *, reverse=False", _sorted_
 register("aten::reversed", "seq", lambda types, attrs: IterableType(
     "reversed", iterated_type(types[0])), "reversed({0})", python=(reversed,), views=True)
 register_function("aten::list", list, "iterable", _list_rule, views=True)
+register_function("aten::iter", iter, "iterable", lambda types, attrs: IterableType(
+    "iter", iterated_type(types[0])), views=True)
+register_function("aten::next", next, "iterator, *default", _next_rule, writes=(0,),
+                  views=True)
 register_function("aten::tuple", tuple, "iterable", _tuple_rule, views=True)
 register_function("aten::dict", dict, "mapping", _dict_rule, views=True)
