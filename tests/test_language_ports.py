@@ -264,8 +264,8 @@ def zip_stops_before_advancing_later_iterators(xs: list[int]):
     return out, front, list(it)
 
 
-def int_with_base_keyword(text: str, base: int) -> int:
-    return int(text, base=base)
+def int_with_base_keyword(text: str, base: int) -> tuple[int, int, int]:
+    return int(text, base=base), int(text, 36), int(float(base))
 
 
 def test_iter_next_and_int_base_keyword():
@@ -275,3 +275,5 @@ def test_iter_next_and_int_base_keyword():
     check(iter_and_next, ([1, 2, 3],), ([5],), ([],))
     check(zip_stops_before_advancing_later_iterators, ([1, 2, 3, 4, 5, 6],), ([],), ([7],))
     check(int_with_base_keyword, ("ff", 16), ("0x1f", 0), ("12", 3), ("z", 10))
+    restored = pickle.loads(pickle.dumps(tsjit.script(int_with_base_keyword)))
+    assert restored("ff", 16) == int_with_base_keyword("ff", 16)

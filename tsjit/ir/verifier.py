@@ -160,7 +160,7 @@ class _Verifier:
             self.check_types(node, op)
 
     def check_arity(self, node: Node, op: OpDef) -> None:
-        fixed = sum(not p.variadic for p in op.params)
+        fixed = sum(not (p.variadic or p.kwvariadic) for p in op.params)
         variadic = len(op.params) > fixed
         if len(node.inputs) < fixed or (not variadic and len(node.inputs) > fixed):
             expected = f"at least {fixed}" if variadic else str(fixed)
