@@ -277,3 +277,18 @@ def test_iter_next_and_int_base_keyword():
     check(int_with_base_keyword, ("ff", 16), ("0x1f", 0), ("12", 3), ("z", 10))
     restored = pickle.loads(pickle.dumps(tsjit.script(int_with_base_keyword)))
     assert restored("ff", 16) == int_with_base_keyword("ff", 16)
+
+
+def narrowed_by_walrus(d: dict[str, int], k: str) -> int:
+    if (v := d.get(k)) is not None:
+        return v * 2
+    if w := d.get(k + k):
+        return w + 1
+    return 0
+
+
+def test_an_assignment_expression_in_a_none_test_narrows_its_target():
+    # `(v := d.get(k)) is not None` did not narrow v: v * 2 was refused
+    # ("unsupported operand types for *: 'Optional[int]' and 'int'")
+    check(narrowed_by_walrus, ({"a": 2}, "a"), ({"a": 0, "aa": 4}, "a"), ({}, "b"),
+          ({"bb": 0}, "b"))

@@ -370,6 +370,8 @@ class ExpressionMixin:
         refine_true: dict = {}
         refine_false: dict = {}
         for value, node, other in ((a, a_node, b), (b, b_node, a)):
+            if isinstance(node, ast.NamedExpr):    # `(v := d.get(k)) is not None` narrows v
+                node = node.target
             if other.type == NoneType and isinstance(node, ast.Name) and \
                     NoneType in union_options(value.type):
                 rest = [t for t in union_options(value.type) if t != NoneType]
@@ -390,11 +392,12 @@ class ExpressionMixin:
             return self.negate(inner, self.src(node)), refine[::-1]
         elif isinstance(node, ast.Call) and self.is_isinstance_call(node):
             value, refine = self.isinstance_call(node, self.src(node))
-        elif isinstance(node, ast.Name):
+        elif isinstance(node, (ast.Name, ast.NamedExpr)):
             value = self.expr(node)
             refine = NO_REFINEMENT
+            name = node.id if isinstance(node, ast.Name) else node.target.id
             if isinstance(value.type, OptionalType):     # `if x:` narrows like `x is not None`
-                refine = ({node.id: value.type.elem}, {})
+                refine = ({name: value.type.elem}, {})
         else:
             value, refine = self.expr(node), NO_REFINEMENT
         return self.truth(value, self.src(node)), refine
