@@ -292,3 +292,16 @@ def test_an_assignment_expression_in_a_none_test_narrows_its_target():
     # ("unsupported operand types for *: 'Optional[int]' and 'int'")
     check(narrowed_by_walrus, ({"a": 2}, "a"), ({"a": 0, "aa": 4}, "a"), ({}, "b"),
           ({"bb": 0}, "b"))
+
+
+def extended_shapes(x: np.ndarray):
+    s = x.shape + (1,)
+    return (np.zeros(x.shape + (3,)).shape, x.reshape(s).shape, (2,) + x.shape,
+            x.shape + x.shape, x.shape[:-1] + (x.shape[-1] * 2,))
+
+
+def test_a_shape_plus_a_tuple_is_a_shape():
+    # JAX's lax_numpy tests build shapes as x.shape + (1,): refused ("unsupported operand
+    # types for +: 'Tuple[int, ...]' and 'Tuple[int]'")
+    check(extended_shapes, (np.ones((2, 3)),), (np.ones(4, np.float32),),
+          (np.ones((1, 2, 3)),))

@@ -117,6 +117,11 @@ def _sequence_result(name: str, a: Type, b: Type) -> Type | None:
             return a
         if isinstance(a, TupleType) and isinstance(b, TupleType):
             return TupleType(a.elems + b.elems)
+        if isinstance(a, (TupleType, VarTupleType)) and isinstance(b, (TupleType, VarTupleType)):
+            elems = {e for t in (a, b) for e in (t.elems if isinstance(t, TupleType) else
+                                                 (t.elem,))}
+            if len(elems) == 1:             # x.shape + (1,): a Tuple[int, ...]
+                return VarTupleType(elems.pop())
     if name == "mul":
         seq, n = (a, b) if b in (IntType, BoolType) else (b, a)
         if n in (IntType, BoolType) and (seq == StrType or isinstance(seq, (ListType,
