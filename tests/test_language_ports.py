@@ -305,3 +305,19 @@ def test_a_shape_plus_a_tuple_is_a_shape():
     # types for +: 'Tuple[int, ...]' and 'Tuple[int]'")
     check(extended_shapes, (np.ones((2, 3)),), (np.ones(4, np.float32),),
           (np.ones((1, 2, 3)),))
+
+
+def arithmetic_on_unions(x: int | float | str, y: int | bool):
+    if isinstance(x, (int, float)):
+        a = x * 2
+        b = -x
+        c = x + y
+        c += 1
+        return str(a) + str(b) + str(c) + str(x / 2) + str(x // 3) + str(x ** 2)
+    return x
+
+
+def test_arithmetic_on_a_union_of_numbers():
+    # TorchScript's isinstance(x, (int, float)) refinement leaves a Union[int, float]:
+    # x * 2 was refused (unsupported operand types for *: 'Union[int, float]' and 'int')
+    check(arithmetic_on_unions, (3, 2), (1.5, True), (-0.0, False), ("s", 1))

@@ -7,6 +7,7 @@ semantics (floor division of negatives, ZeroDivisionError, NumPy promotion).
 """
 from __future__ import annotations
 
+import itertools
 import operator
 
 import numpy as np
@@ -26,9 +27,12 @@ from ..ir.types import (
     TensorType,
     TupleType,
     Type,
+    UnionType,
     VarTupleType,
     is_number,
     is_subtype,
+    make_union,
+    union_options,
 )
 from .python_calls import storable
 from .registry import OpTypeError, register
@@ -144,6 +148,8 @@ def binary_rule(name: str):
 
     def infer(types, attrs):
         a, b = types
+        if isinstance(a, UnionType) or isinstance(b, UnionType):
+            return _per_option(infer, types, attrs)
         if name == "mod" and a == StrType:          # "%s" % value: any value formats
             return StrType
         if isinstance(a, TensorType) or isinstance(b, TensorType):
@@ -216,9 +222,18 @@ for _name, _sym in {"lt": "<", "le": "<=", "gt": ">", "ge": ">="}.items():
              python=(getattr(operator, _name),), **_elementwise(_name))
 
 
+def _per_option(infer, types, attrs) -> Type:
+    """An operator on a Union (`isinstance(x, (int, float))` narrows x to one): each
+    alternative must take it, and the result is the union of their results."""
+    return make_union([infer(list(combination), attrs)
+                       for combination in itertools.product(*map(union_options, types))])
+
+
 def unary_rule(symbol: str):
     def infer(types, attrs):
         (a,) = types
+        if isinstance(a, UnionType):
+            return _per_option(infer, types, attrs)
         if isinstance(a, TensorType) or a == AnyType:
             return a
         if a in (FloatType, ComplexType) and symbol != "~":
