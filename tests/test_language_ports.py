@@ -321,3 +321,14 @@ def test_arithmetic_on_a_union_of_numbers():
     # TorchScript's isinstance(x, (int, float)) refinement leaves a Union[int, float]:
     # x * 2 was refused (unsupported operand types for *: 'Union[int, float]' and 'int')
     check(arithmetic_on_unions, (3, 2), (1.5, True), (-0.0, False), ("s", 1))
+
+
+def folded_specials():
+    return float("inf") > 1e308, float("-inf"), -0.0 == 0.0, str(-0.0), 2 ** -1, 10 ** 20
+
+
+def test_a_folded_constant_keeps_its_static_type():
+    # constant propagation folded 2 ** -1 (typed int, the usual case) into the constant
+    # 0.5, which save then refused as a constant not of its type
+    scripted = check(folded_specials, (), ())
+    assert pickle.loads(pickle.dumps(scripted))() == folded_specials()

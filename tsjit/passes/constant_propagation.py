@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 
-from ..interpreter.helpers import namespace
+from ..interpreter.helpers import namespace, value_matches
 from ..interpreter.rendering import Renderer
 from ..ir.graph import NOT_CONSTANT, Block, Graph, Node, constant_value
 from ..ir.types import AnyType, NoneType, NoReturnType, Type, UninitializedType, union_options
@@ -118,7 +118,10 @@ def _folded_values(node: Node) -> list[object] | None:
         values = list(result)
     else:
         return None
-    return values if all(is_immutable_constant(v) and _small(v) for v in values) else None
+    # a value the static type does not describe (2 ** -1 is 0.5, typed int: the rule gives
+    # the usual case's type) stays a computation: a constant is taken at its type
+    return values if all(is_immutable_constant(v) and _small(v) and value_matches(v, out.type)
+                         for v, out in zip(values, node.outputs)) else None
 
 
 def _evaluate(op: OpDef, args: list[object], attrs: dict) -> object:
