@@ -332,3 +332,30 @@ def test_a_folded_constant_keeps_its_static_type():
     # 0.5, which save then refused as a constant not of its type
     scripted = check(folded_specials, (), ())
     assert pickle.loads(pickle.dumps(scripted))() == folded_specials()
+
+
+def appends_to_empty_literals(n: int, s: str):
+    squares = []
+    for i in range(n):
+        squares.append(i * i)
+    rows = []
+    for i in range(n):
+        row = []
+        for j in range(i):
+            row.append(j * 1.5)
+        rows.append(row)
+    words = []
+    words.extend(s.split())
+    words.insert(0, "first")
+    nested = []
+    nested.append([])
+    nested[0].append(np.ones(1))
+    empty = []
+    return squares, rows, words, nested, len(empty), empty, [[] for _ in range(n)]
+
+
+def test_an_empty_list_takes_the_type_of_what_is_first_stored_in_it():
+    # Numba's list tests build lists as `l = []; l.append(42)`: refused, `[]` was a
+    # List[Tensor] (TorchScript's rule, which still holds for an empty list used first
+    # in any other way)
+    check(appends_to_empty_literals, (3, "a b"), (0, ""), (1, "x"))

@@ -31,10 +31,12 @@ from ..ir.types import (
     TensorType,
     TupleType,
     Type,
+    UninitializedType,
     VarTupleType,
     is_subtype,
     make_union,
 )
+from ..ops.python_calls import iterated_type
 from ..ops.registry import OpTypeError, infer_types, op
 from .annotations import AnnotationError, evaluate, to_type
 from .calls import CallMixin, literal_hint
@@ -51,6 +53,7 @@ if TYPE_CHECKING:
     from .compiler import Compiler
 
 MUTABLE_IN_PLACE = (TensorType, ListType)     # `x += y` mutates these in place
+EMPTY_LIST = ListType(UninitializedType)      # `[]` until its first store or use
 
 
 def _holds_str(t: Type) -> bool:
@@ -119,12 +122,14 @@ class FunctionEmitter(CallMixin, LoopMixin, ExpressionMixin, ControlFlowMixin):
 
     def insert(self, kind: str, inputs: list[Value], types: list[Type] | None = None,
                attrs: dict | None = None, src: SourceRange | None = None) -> Node:
+        self.settle(inputs)
         node = self.graph.create(kind, inputs, types or [], attrs, src)
         return self.frame.block.append(node)
 
     def emit_op(self, kind: str, inputs: list[Value], attrs: dict | None = None,
                 src: SourceRange | None = None) -> Value | None:
         """Insert an op whose output types come from its type rule."""
+        self.settle(inputs)
         formatted = _formatted_value(kind, inputs)
         self.check_unannotated_use([v for v in inputs if v is not formatted], src)
         try:
@@ -133,6 +138,35 @@ class FunctionEmitter(CallMixin, LoopMixin, ExpressionMixin, ControlFlowMixin):
             raise CompilationError(f"{e}{self.unannotated_hint(inputs)}", src) from None
         node = self.insert(kind, inputs, types, attrs, src)
         return node.outputs[0] if node.outputs else None
+
+    @staticmethod
+    def settle(values: list, wanted: Type | None = None) -> None:
+        """An empty list literal (`xs = []`) takes the element type of what is first
+        stored in it (`xs.append(1)`: a List[int], as Numba infers it); any other first
+        use gives it `wanted` (an annotation it meets), else TorchScript's List[Tensor]."""
+        for v in values:
+            if isinstance(v, Value) and v.type == EMPTY_LIST:
+                v.type = wanted if isinstance(wanted, ListType) else ListType(TENSOR)
+
+    def type_empty_list(self, xs: Value, method: str, args: list, src: SourceRange) -> None:
+        """`xs.append(v)` / `insert(i, v)` / `extend(vs)` as the first use of an empty
+        list literal: the list holds v's type (args[k] becomes its value)."""
+        position = 1 if method == "insert" else 0
+        if xs.type != EMPTY_LIST or len(args) <= position:
+            return
+        args[position] = value = self.as_value(args[position], src)
+        if method != "extend":
+            self.settle([value])        # xs.append([]): a List[List[Tensor]]
+        elem = value.type
+        if method == "extend":
+            if value.type == EMPTY_LIST:
+                return
+            try:
+                elem = iterated_type(value.type)
+            except OpTypeError:
+                return                  # refused by extend's own rule
+        if elem != UninitializedType:
+            xs.type = ListType(elem)
 
     def at_entry(self, emit):
         """Run `emit()` with its nodes placed at the start of the function, where they run
@@ -314,6 +348,7 @@ class FunctionEmitter(CallMixin, LoopMixin, ExpressionMixin, ControlFlowMixin):
         return self.coerce(value, declared, src, what)
 
     def coerce(self, value: Value, declared: Type, src: SourceRange, what: str) -> Value:
+        self.settle([value], declared)
         if value.type == declared:
             return value
         if not is_subtype(value.type, declared) and value.type != AnyType:
@@ -540,6 +575,7 @@ class FunctionEmitter(CallMixin, LoopMixin, ExpressionMixin, ControlFlowMixin):
             value = self.typed_expr(value_node, self.return_type, "the return value")
         else:
             value = self.expr(value_node)
+        self.settle([value], self.return_type)
         if self.return_type is not None and value.type != self.return_type:
             if not is_subtype(value.type, self.return_type):
                 raise CompilationError(

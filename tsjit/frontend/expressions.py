@@ -20,6 +20,7 @@ from ..ir.types import (
     TensorType,
     TupleType,
     Type,
+    UninitializedType,
     UnionType,
     unify,
     union_options,
@@ -433,6 +434,7 @@ class ExpressionMixin:
         return self.list_literal(items, annotated, src)
 
     def list_literal(self, items: list[Value], annotated: Type | None, src) -> Value:
+        self.settle(items, annotated.elem if isinstance(annotated, ListType) else None)
         if annotated is not None:
             if not isinstance(annotated, ListType):
                 raise CompilationError(f"a list literal cannot be {annotated.annotation}", src)
@@ -440,7 +442,7 @@ class ExpressionMixin:
             for v in items:
                 self.check_assignable(v.type, elem, src, "list element")
         elif not items:
-            elem = TENSOR
+            elem = UninitializedType    # typed by its first store or use (see settle)
         else:
             elem = items[0].type
             for v in items[1:]:
@@ -486,6 +488,7 @@ class ExpressionMixin:
             raise CompilationError("dict unpacking (**) is not supported", src)
         keys = [self.expr(k) for k in node.keys]
         values = [self.expr(v) for v in node.values]
+        self.settle(values, annotated.value if isinstance(annotated, DictType) else None)
         if annotated is not None:
             if not isinstance(annotated, DictType):
                 raise CompilationError(f"a dict literal cannot be {annotated.annotation}", src)

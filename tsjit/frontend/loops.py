@@ -279,6 +279,7 @@ class LoopMixin:
         def innermost():
             if annotated is None:
                 values = [self.expr(p) for p in parts]
+                self.settle(values)         # [[] for _ in xs]: a List[List[Tensor]]
             else:   # the annotation types the elements too ([[] for _ in range(n)])
                 hints = (annotated.elem,) if kind == "list" else (annotated.key, annotated.value)
                 values = [self.typed_expr(p, hint, "an element") for p, hint in zip(parts, hints)]

@@ -122,6 +122,10 @@ class BoundMethod(Sugared):
         return f"method '{self.name}' of {self.receiver.type.annotation}"
 
     def call(self, em, args, kwargs, src):
+        if self.name in ("append", "insert", "extend") and isinstance(self.receiver.type,
+                                                                      ListType):
+            args = list(args)
+            em.type_empty_list(self.receiver, self.name, args, src)
         return em.call_op(self.op, [self.receiver, *args], kwargs, src, self.name)
 
     def argument_type(self, position, keyword):
