@@ -359,3 +359,18 @@ def test_an_empty_list_takes_the_type_of_what_is_first_stored_in_it():
     # List[Tensor] (TorchScript's rule, which still holds for an empty list used first
     # in any other way)
     check(appends_to_empty_literals, (3, "a b"), (0, ""), (1, "x"))
+
+
+def extended_in_place(n: int, xs: list[str]):
+    found = []
+    found += [n]
+    found += (n * 2, n * 3)
+    letters = ["z"]
+    letters += "ab"
+    return found, letters, "".join([]), "-".join(xs)
+
+
+def test_augmented_list_extension_and_empty_joins():
+    # `xs += "ab"` (list.__iadd__ takes any iterable) and `found = []; found += [n]` were
+    # refused, and so was "".join([]) ([] was a List[Tensor])
+    check(extended_in_place, (1, ["a", "b"]), (0, []), (-3, ["x"]))

@@ -37,7 +37,7 @@ from ..ir.types import (
     make_union,
 )
 from ..ops.python_calls import iterated_type
-from ..ops.registry import OpTypeError, infer_types, op
+from ..ops.registry import OpTypeError, infer_types, lookup_method, op
 from .annotations import AnnotationError, evaluate, to_type
 from .calls import CallMixin, literal_hint
 from .control_flow import ControlFlowMixin, contains_statement
@@ -504,6 +504,13 @@ class FunctionEmitter(CallMixin, LoopMixin, ExpressionMixin, ControlFlowMixin):
             raise CompilationError("unsupported augmented assignment target", src)
 
     def augmented(self, name: str, current: Value, rhs: Value, src: SourceRange) -> Value:
+        if name == "add" and current.type == EMPTY_LIST:    # xs = []; xs += [1]: an extend
+            self.type_empty_list(current, "extend", [rhs], src)
+        if name == "add" and isinstance(current.type, ListType) and not isinstance(
+                rhs.type, ListType):        # list.__iadd__ extends by any iterable: xs += "ab"
+            self.call_op(lookup_method(current.type, "extend"), [current, rhs], {}, src,
+                         "extend")
+            return current
         if isinstance(current.type, MUTABLE_IN_PLACE):
             result = self.emit_op(f"aten::i{name}", [current, rhs], src=src)
             if isinstance(current.type, ListType) and result.type != current.type:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..ir.graph import SourceRange, Value
-from ..ir.types import ClassType, DictType, ListType, Type
+from ..ir.types import ClassType, DictType, ListType, StrType, Type
 from ..ops.registry import OpDef
 from .errors import CompilationError
 
@@ -145,6 +145,7 @@ _STORED_ARGUMENTS = {
     (ListType, "append"): (0, "value", lambda xs: xs.elem),
     (ListType, "insert"): (1, "value", lambda xs: xs.elem),
     (ListType, "extend"): (0, "iterable", lambda xs: xs),
+    (type(StrType), "join"): (0, "iterable", lambda s: ListType(StrType)),   # "".join([])
 }
 
 
