@@ -374,3 +374,14 @@ def test_augmented_list_extension_and_empty_joins():
     # `xs += "ab"` (list.__iadd__ takes any iterable) and `found = []; found += [n]` were
     # refused, and so was "".join([]) ([] was a List[Tensor])
     check(extended_in_place, (1, ["a", "b"]), (0, []), (-3, ["x"]))
+
+
+def consumed_twice(xs: list[int]):
+    it = iter(xs)
+    z = zip(xs, xs)
+    return sum(it), sum(it), len(list(z)), len(list(z))
+
+
+def test_reading_an_iterator_twice_is_not_one_read():
+    # CSE merged the two sum(it): (6, 6) where eager gives (6, 0)
+    check(consumed_twice, ([1, 2, 3],), ([],), ([5],))

@@ -23,6 +23,7 @@ from ..ir.types import (
     EnumType,
     FloatType,
     IntType,
+    IterableType,
     NoneType,
     NoReturnType,
     OptionalType,
@@ -45,16 +46,24 @@ _IMMUTABLE_SCALARS = (bool, int, float, complex, str, bytes, type(None))
 def is_pure(node: Node) -> bool:
     """The node's own op neither writes, has side effects, nor raises (nested blocks aside)."""
     op = OPS.get(node.kind)
-    return op is not None and op.is_pure_on([v.type for v in node.inputs])
+    return op is not None and op.is_pure_on([v.type for v in node.inputs]) and not \
+        _takes_iterator(node)
 
 
 def has_effects(node: Node) -> bool:
     """Writes or other side effects in the node or anywhere in its blocks: such a node
     must keep its place relative to other effects and to reads of mutable values."""
     op = OPS.get(node.kind)
-    if op is None or op.has_effects:
+    if op is None or op.has_effects or _takes_iterator(node):
         return True
     return any(has_effects(inner) for block in node.blocks for inner in block.nodes)
+
+
+def _takes_iterator(node: Node) -> bool:
+    """Whatever reads a one-shot iterator (zip(...), iter(xs): `sum(it)`, `list(it)`)
+    advances it: a write, whatever its op declares (two `sum(it)` are not one)."""
+    return any(isinstance(v.type, IterableType) and v.type.kind in IterableType.ITERATORS
+               for v in node.inputs)
 
 
 def is_mutable_type(t: Type) -> bool:
