@@ -310,3 +310,49 @@ def test_an_earlier_rows_invalid_flag_stays_raised():
         got = scripted(x)
     with np.errstate(invalid="ignore"):
         assert_same(got, minus_max(x))
+
+
+def read_as_is(x):
+    """The reductions read ``x`` itself (NumPy reduces the view as it is), beside a
+    product that fuses them."""
+    return x * 1.0, np.max(x, axis=-1), x.min(axis=-1, keepdims=True)
+
+
+def read_whole_as_is(x):
+    return x * 1.0, np.max(x), np.min(x, keepdims=True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_view_reduced_as_it_is_follows_numpys_unrolled_loop(dtype):
+    """NumPy keeps a view's negative strides in a reduction: a reversed or every-other-
+    element run goes to its scalar loop unrolled by eight (numpy_minmax), not the SIMD
+    loop of contiguous runs. The first fuzz find: a float32 (3, 3) x[::-1, ::-1] whose NaN
+    came out as NumPy's default NaN (the SIMD loop's) where NumPy keeps the NaN's bits."""
+    rng = np.random.default_rng(13)
+    assert dtype == np.float16 or numpy_minmax.unrolled_holds(np.dtype(dtype).name)
+    for n in (2, 3, 8, 9, 10, 15, 16, 17, 18, 25, 33, 1000):   # around groups of eight
+        x = _signed_zeros(rng, (4, 2 * n), dtype, -1.0)
+        for view, name in ((x[:, ::-1], "reversed"), (x[:, ::2], "every other"),
+                           (x[::-1, ::-1], "both reversed")):
+            view = view[:, :n]
+            _check(read_as_is, view, f"zeros n={n} {name}")
+            _check(read_as_is, -view, f"min zeros n={n} {name}")
+            _check(read_whole_as_is, view[0], f"whole zeros n={n} {name}")
+            with np.errstate(invalid="ignore"):
+                nans = _with_nans(rng, view)
+                _check(read_as_is, nans, f"NaN n={n} {name}")
+                _check(read_whole_as_is, nans[::-1, ::-1] if name == "reversed" else nans[0],
+                       f"whole NaN n={n} {name}")
+
+
+def test_the_unrolled_model_differs_from_the_contiguous_one():
+    """The unrolled loop's model is measured, and NumPy's results for reversed runs are
+    not those of its contiguous loop (which the kernels follow elsewhere)."""
+    rng = np.random.default_rng(3)
+    order = numpy_minmax.row_order("float32")
+    x = _with_nans(rng, _signed_zeros(rng, (64, 24), np.float32, -1.0))[:, ::-1]
+    with np.errstate(invalid="ignore"):
+        want = np.max(x, axis=-1).view(np.uint32)
+    contiguous = numpy_minmax._model_rows(order, np.ascontiguousarray(x), True)
+    assert not np.array_equal(contiguous, want)
+    assert np.array_equal(numpy_minmax._unrolled_model(np.ascontiguousarray(x), True), want)

@@ -21,6 +21,15 @@ float16):
   turn by the binary loop: float32/float64 ``isnan(out) ? out : max(out, x)`` (the newer of
   equal values), float16 as above (the older); the first NaN keeps its bits.
 
+- a float32/float64 run read at another stride (a reversed view reduced as it is: NumPy's
+  reductions keep negative strides, ``NPY_ITER_DONT_NEGATE_STRIDES``) goes to the scalar
+  loop unrolled by eight: the first element seeds the output, the next eight seed eight
+  accumulators (when there are eight more), each combining every eighth element after
+  them while a whole group of eight is left; the accumulators pair up in a tree
+  ((0, 1), (2, 3)), ((4, 5), (6, 7)), the output is combined with the tree's result and
+  then with the rest one at a time.  Each combine is ``isnan(a) ? a : max(a, b)`` (x86:
+  of equal values the second operand wins, a NaN keeps its bits): ``unrolled_holds``.
+
 The lane width and the shuffle tree depend on the CPU NumPy dispatched to (AVX2: 8 float32
 lanes, AVX-512: 16), so this module derives them from NumPy itself: it finds the lanes'
 order from rows of one seed and one vector of zeros of either sign, then checks the whole
@@ -36,8 +45,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["RowOrder", "column_newer_wins", "fingerprint", "in_order", "row_order"]
+__all__ = ["UNROLL", "RowOrder", "column_newer_wins", "fingerprint", "in_order", "row_order",
+           "unrolled_holds"]
 
+UNROLL = 8   # accumulators of NumPy's scalar reduction loop (a strided run)
 _VECTOR_BYTES = (64, 32, 16)   # AVX-512, AVX2, SSE: the widths NumPy dispatches on x86
 _NAN_PAYLOADS = {2: (0x7E03, 0xFE05), 4: (0x7FC00123, 0xFFC00456),
                  8: (0x7FF8000000000123, 0xFFF8000000000456)}
@@ -182,6 +193,48 @@ def _measured_row_order(dtype: str) -> RowOrder | None:
         candidates = [_lane_order(np_dtype, width // np_dtype.itemsize)
                       for width in _VECTOR_BYTES]
     return next((order for order in candidates if _holds(order, np_dtype)), None)
+
+
+def _unrolled_model(x: np.ndarray, biggest: bool) -> np.ndarray:
+    """The unrolled scalar loop's result bits for each row of ``x`` (module docstring)."""
+    def combine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        wins = (a > b) if biggest else (a < b)
+        return np.where(np.isnan(a) | wins, a, b)
+
+    out, rest = x[:, 0], x.shape[1] - 1
+    whole = rest // UNROLL * UNROLL
+    if whole:
+        lanes = x[:, 1:1 + UNROLL]
+        for i in range(1 + UNROLL, 1 + whole, UNROLL):
+            lanes = combine(lanes, x[:, i:i + UNROLL])
+        while lanes.shape[1] > 1:
+            lanes = combine(lanes[:, 0::2], lanes[:, 1::2])
+        out = combine(out, lanes[:, 0])
+    for i in range(1 + whole, x.shape[1]):
+        out = combine(out, x[:, i])
+    return out.view(_uint(x.dtype))
+
+
+@functools.cache
+def unrolled_holds(dtype: str) -> bool:
+    """Whether NumPy's max/min of float32/float64 runs read at a stride other than the
+    element size (reversed, every other element) follows the unrolled scalar loop here
+    (``_unrolled_model``); where it does not, no kernel reads such a run for a max/min."""
+    from tsjit.codegen.engine import remembered
+
+    def measure() -> str:
+        np_dtype = np.dtype(dtype)
+        rng = np.random.default_rng(11)
+        for n in (*range(1, 3 * UNROLL + 3), 64, 65, 1000):
+            for biggest in (True, False):
+                x = _probe_rows(np_dtype, 2 * n, rng, biggest)
+                for view in (x[:, ::-1], x[:, ::2]):
+                    row = np.ascontiguousarray(view[:, :n])
+                    if not np.array_equal(_unrolled_model(row, biggest),
+                                          _numpy_rows(view[:, :n], biggest)):
+                        return "no"
+        return "yes"
+    return remembered(f"numpy_minmax.unrolled_holds({dtype})", measure) == "yes"
 
 
 def _column_model(x: np.ndarray, biggest: bool, newer: bool) -> np.ndarray:

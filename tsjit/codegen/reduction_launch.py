@@ -36,7 +36,7 @@ from tsjit.codegen.engine import CompiledModule, generator_fingerprint, get_engi
 from tsjit.codegen.kernel_abi import PARALLEL_FOR, entry_parameter_types
 from tsjit.codegen.kernel_cache import KernelCache
 from tsjit.codegen.launch import _finish, _native_function, broadcast_shape
-from tsjit.codegen.numpy_minmax import fingerprint
+from tsjit.codegen.numpy_minmax import fingerprint, unrolled_holds
 from tsjit.codegen.output_layout import OutputLayouts
 from tsjit.codegen.output_pool import OutputPool
 from tsjit.codegen.reduction_layout import (
@@ -56,6 +56,7 @@ from tsjit.codegen.reduction_spec import (
     ROW_INDEX,
     RowKernelSpec,
     element_level,
+    float_extremes,
     order_dtypes,
     row_supports,
 )
@@ -103,6 +104,11 @@ class RowKernel:
         # per array input: whether a reduction reads it as it is (not a computed value)
         read = {op.args[0] for op in spec.ops if op.op in REDUCTIONS}
         self.direct = [i in read for i in self.arrays]
+        # array inputs (by position) a float32/float64 max/min reads as they are: at
+        # another stride than the element size NumPy runs its unrolled scalar loop
+        self.unrolled = {self.arrays.index(op.args[0]): np.dtype(op.dtype)
+                         for op in float_extremes(spec.ops)
+                         if op.args[0] in self.arrays and np.dtype(op.dtype).itemsize > 2}
         levels = element_level(spec)
         self.outputs = [(spec.value_dtype(v), levels[v], rank)
                         for v, rank in zip(spec.outputs, spec.output_ranks)]
@@ -232,6 +238,9 @@ class RowKernel:
         layout = []
         if spec.strided:
             rows, n, layout = strided_row_layout(arrays, per_row, self.direct, shape, row_axes)
+            for k, dtype in self.unrolled.items():
+                if layout[len(arrays) + k] != dtype.itemsize and not unrolled_holds(dtype.name):
+                    raise LayoutError("a strided max/min NumPy's loop here does not follow")
             strides, layout = layout[:len(arrays)], layout[len(arrays):]
         elif spec.full:
             if any(a.shape != shape or not a.flags.c_contiguous for a in arrays):

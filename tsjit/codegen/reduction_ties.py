@@ -17,6 +17,11 @@ walk of NumPy's sequence cost 4-8 passes: bench/reduction_coverage.py, row_max_z
   top lane's); a NaN in the seed or the vector part gives NumPy's default NaN, else the
   first NaN of the rest keeps its bits.
 - float16 runs: the first element equal to the value, or the first NaN.
+- float32/float64 runs a strided kernel reads from an input at another stride than the
+  element size (a reversed view reduced as it is; ``numpy_minmax``'s unrolled scalar
+  loop): a NaN in the seed, else the first NaN of the lowest accumulator that has one,
+  else the first NaN of the rest; of zeros the last of the rest, else the last of the
+  highest accumulator that has one, else the seed (``_unrolled_ties``).
 
 Column kernels follow NumPy's binary loop (``out = op(out, x[i])``, one reduced row after
 another) at every step, ``emit_column_extreme``: the first NaN, the last of equal values
@@ -41,7 +46,8 @@ from tsjit.codegen.ir_util import (
     loop,
     stack_slot,
 )
-from tsjit.codegen.numpy_minmax import RowOrder, column_newer_wins, row_order
+from tsjit.codegen.numpy_minmax import UNROLL, RowOrder, column_newer_wins, row_order
+from tsjit.codegen.reduction_strided import stride_key
 
 __all__ = ["emit_column_extreme", "emit_row_ties"]
 
@@ -119,6 +125,10 @@ def _ties_function(kb, r: int) -> ir.Function:
         _first_match(b, flags(lambda b, x: _matches(b, x, value, is_nan)), i64(0), n, found)
         b.ret(value)
         return fn
+    if kb.spec.strided and arg in kb.array_inputs:   # NumPy reads it as it is
+        stride = row[stride_key(kb.array_inputs.index(arg))]
+        with b.if_then(b.icmp_signed("!=", stride, i64(dtype.itemsize))):
+            _unrolled_ties(b, at, n, value, is_nan)
     lanes = order.lanes
     whole = b.sdiv(b.sub(n, i64(1)), i64(lanes))   # K: the vectors after the seed
     vector_part = b.select(b.icmp_signed("==", n, i64(1)), i64(0),
@@ -140,6 +150,58 @@ def _ties_function(kb, r: int) -> ir.Function:
     i = _last_in_lanes(b, flags(lambda b, x: b.fcmp_ordered("==", x, value)), order, whole)
     b.ret(at(b, i))
     return fn
+
+
+def _unrolled_ties(b: ir.IRBuilder, at, n: ir.Value, value: ir.Value,
+                   is_nan: ir.Value) -> None:
+    """Return NumPy's element of a zero or NaN ``value`` from a run NumPy reduces by its
+    scalar loop unrolled by ``UNROLL`` (``numpy_minmax``; ``at(b, i)``: element ``i``):
+    the seed, ``whole`` elements in ``UNROLL`` accumulators (element ``1 + j + UNROLL *
+    t`` in accumulator ``j``), then the rest.  Element by element: it runs only for a
+    run whose max or min is a zero or a NaN."""
+    whole = b.sdiv(b.sub(n, i64(1)), i64(UNROLL))    # elements per accumulator
+    rest = b.add(i64(1), b.mul(whole, i64(UNROLL)))
+
+    def lane_element(b: ir.IRBuilder, j: ir.Value, t: ir.Value) -> ir.Value:
+        return at(b, b.add(b.add(i64(1), j), b.mul(t, i64(UNROLL))))
+
+    def returns(b: ir.IRBuilder, x: ir.Value, test: ir.Value) -> None:
+        with b.if_then(test):
+            b.ret(x)
+
+    with b.if_then(is_nan):   # the seed's, the lowest accumulator's first, the rest's first
+        seed = at(b, i64(0))
+        returns(b, seed, b.fcmp_unordered("uno", seed, seed))
+
+        def nan_lane(b: ir.IRBuilder, j: ir.Value) -> None:
+            def step(b: ir.IRBuilder, t: ir.Value) -> None:
+                x = lane_element(b, j, t)
+                returns(b, x, b.fcmp_unordered("uno", x, x))
+            loop(b, i64(0), whole, step)
+
+        loop(b, i64(0), i64(UNROLL), nan_lane)
+
+        def nan_rest(b: ir.IRBuilder, i: ir.Value) -> None:
+            x = at(b, i)
+            returns(b, x, b.fcmp_unordered("uno", x, x))
+
+        loop(b, rest, n, nan_rest)
+        b.ret(value)
+
+    def zero_rest(b: ir.IRBuilder, k: ir.Value) -> None:   # the rest's last
+        x = at(b, b.sub(b.sub(n, i64(1)), k))
+        returns(b, x, b.fcmp_ordered("==", x, value))
+
+    loop(b, i64(0), b.sub(n, rest), zero_rest)
+
+    def zero_lane(b: ir.IRBuilder, k: ir.Value) -> None:   # the highest accumulator's last
+        def step(b: ir.IRBuilder, u: ir.Value) -> None:
+            x = lane_element(b, b.sub(i64(UNROLL - 1), k), b.sub(b.sub(whole, i64(1)), u))
+            returns(b, x, b.fcmp_ordered("==", x, value))
+        loop(b, i64(0), whole, step)
+
+    loop(b, i64(0), i64(UNROLL), zero_lane)
+    b.ret(at(b, i64(0)))
 
 
 # Elements whose match flags one step of a search computes at once (a stack buffer of
