@@ -1,6 +1,7 @@
 """NaN bits of fused results that differed from NumPy's, found by the fusion fuzzer (seed
-14 x 400: float16 x ** 3 of -nan) and a probe of every float dtype, exponent and NaN bit
-pattern. Expectations are NumPy's own results on this machine."""
+14 x 400: float16 x ** 3 of -nan), the tensor-program fuzzer (float16 x ** 1 of -nan, x ** 0
+of a signalling NaN) and probes of every float dtype, exponent and NaN bit pattern.
+Expectations are NumPy's own results on this machine."""
 from __future__ import annotations
 
 import importlib.util
@@ -20,11 +21,12 @@ NANS = {2: [0x7E00, 0xFE00, 0x7E11, 0xFE11],
 EXPONENTS = ["3", "7", "4", "2.5", "1.5", "-2", "-3", "y"]
 
 
-def program(exponent: str, directory) -> object:
-    """``x ** exponent`` beside ``x * 2``, which makes it a kernel of two ops."""
+def program(exponent: str, directory, power: str = "x ** {e}") -> object:
+    """``x ** exponent`` (``power``) beside ``x * 2``, which makes it a kernel of two ops."""
     name = f"nan_power_{len(sys.modules)}"
     path = directory / f"{name}.py"
-    path.write_text(f"def program(x, y):\n    return x ** {exponent}, x * 2\n")
+    path.write_text(f"import numpy as np\n\n\ndef program(x, y):\n"
+                    f"    return {power.format(e=exponent)}, x * 2\n")
     spec = importlib.util.spec_from_file_location(name, path)
     module = sys.modules[name] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -50,3 +52,51 @@ def test_power_of_a_nan_gives_numpys_nan(exponent, dtype, tmp_path):
             got = scripted(x, y)[0].view(uint)
             assert [hex(v) for v in got] == [hex(v) for v in want]
     assert scripted.stats()["kernel_launches"] > 0
+
+
+def _same_bits(fn, x, y) -> None:
+    uint = UINTS[x.dtype.itemsize]
+    scripted = tsjit.script(fn)
+    with np.errstate(all="ignore"):
+        want = fn(x, y)[0]
+        for _ in range(3):
+            got = scripted(x, y)[0]
+            assert got.dtype == want.dtype
+            assert [hex(v) for v in got.view(uint)] == [hex(v) for v in want.view(uint)]
+    assert scripted.stats()["kernel_launches"] > 0
+
+
+# x ** e in NumPy's power loop (np.power, and the operator but for a Python int -1 and 2
+# and a Python float 0.5: ndarray's fast_scalar_power takes np.reciprocal, np.square and
+# np.sqrt for those), whose float16 form is powf for every exponent
+HALF_POWERS = [("x ** {e}", e) for e in ("0", "1", "1.0", "-1", "-1.0", "0.5", "2", "0.0",
+                                         "np.float16(1)", "np.int8(-1)")] + \
+    [("np.power(x, {e})", e) for e in ("0", "1", "-1", "0.5", "2")]
+
+
+@pytest.mark.parametrize("power, exponent", HALF_POWERS)
+def test_float16_power_by_a_scalar_is_powf_unless_the_operator_shortcuts_it(
+        power, exponent, tmp_path):
+    """float16 x ** 1 (and ** 1.0, np.power(x, -1), x ** -1.0) of -nan is +nan: powf clears
+    the sign for an odd integer exponent, where the kernel returned x (1/x) itself;
+    x ** 0 of a signalling NaN is NaN (powf), not 1; np.power(x, 0.5) of -0.0 and -inf is
+    +0.0 and +inf (powf), where x ** 0.5 is np.sqrt's -0.0 and NaN."""
+    fn = program(exponent, tmp_path, power)
+    x = np.array(NANS[2] + [0x7C01, 0xFC01, 0x8000, 0xFC00, 0x3E00, 0xC000, 0x0001], np.uint16)
+    x = np.resize(x.view(np.float16), 40)
+    _same_bits(fn, x, x)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_power_of_arrays_follows_glibc_at_signalling_nans(dtype, tmp_path):
+    """np.power(x, y) of arrays runs glibc's pow, which gives a NaN (x + y) for
+    pow(sNaN, 0) and pow(1, sNaN), where the kernel gave 1 (C99's rule for quiet NaNs)."""
+    fn = program("y", tmp_path, "np.power(x, {e})")
+    size = np.dtype(dtype).itemsize
+    quiet, signalling = NANS[size][0], {2: 0x7C01, 4: 0x7F800001, 8: 0x7FF0000000000001}[size]
+    special = np.array([signalling, quiet, signalling | 1 << (8 * size - 1)], UINTS[size]) \
+        .view(dtype)
+    numbers = np.array([0.0, -0.0, 1.0, 2.0, -1.0], dtype)
+    grid = np.concatenate([special, numbers])
+    x, y = (np.resize(v.ravel(), 64) for v in np.meshgrid(grid, grid, indexing="ij"))
+    _same_bits(fn, x.copy(), y.copy())

@@ -21,6 +21,8 @@ from tsjit.codegen.ir_util import fcmp_quiet
 from tsjit.codegen.kernel_spec import (
     MATH_FUNCTIONS,
     NAN_FIXED_LATER,
+    PYTHON_FLOAT_EXPONENT,
+    PYTHON_INT_EXPONENT,
     SCALAR_OPERANDS,
     KernelOp,
 )
@@ -41,6 +43,7 @@ _BOOL = np.dtype(np.bool_)
 _F16 = np.dtype(np.float16)
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
+_INF = float("inf")
 _I1 = ir.IntType(1)
 _I8 = ir.IntType(8)
 _I32 = ir.IntType(32)
@@ -259,13 +262,57 @@ def _clip_keeping_ties(b: ir.IRBuilder, a: list[ir.Value]) -> ir.Value:
 
 def _pow_scalar_exponent(b: ir.IRBuilder, x: ir.Value, e: ir.Value) -> ir.Value:
     """NumPy's float and double power with one exponent for every element: exact for the
-    exponents 1, 2, -1 and 0.5 (sqrt's results: -0.0 ** 0.5 is -0.0, -inf ** 0.5 NaN)."""
+    exponents 0, 1, 2, -1 and 0.5 (1 even for a signalling NaN; sqrt's results: -0.0 ** 0.5
+    is -0.0, -inf ** 0.5 NaN)."""
     result = vmath.emit_math(b, "pow", [x, e])
-    exact = ((1.0, x), (2.0, b.fmul(x, x)), (-1.0, b.fdiv(_const(x.type, 1.0), x)),
-             (0.5, _call(b, "sqrt", x)))
+    exact = ((0.0, _const(x.type, 1.0)), (1.0, x), (2.0, b.fmul(x, x)),
+             (-1.0, b.fdiv(_const(x.type, 1.0), x)), (0.5, _call(b, "sqrt", x)))
+    return _with_exponents(b, e, exact, result)
+
+
+def _with_exponents(b: ir.IRBuilder, e: ir.Value, exact, result: ir.Value) -> ir.Value:
+    """``result`` with the value of each (exponent, value) pair of ``exact`` where ``e`` is
+    that exponent."""
     for exponent, value in exact:
         result = b.select(b.fcmp_ordered("==", e, _const(e.type, exponent)), value, result)
     return result
+
+
+def _half_pow_scalar_exponent(b: ir.IRBuilder, x: ir.Value, e: ir.Value,
+                              attrs: tuple) -> ir.Value:
+    """NumPy's float16 power with one exponent (``x``, ``e`` widened to float): its loop
+    is powf for every exponent (a NaN x comes back quieted, its sign cleared for an odd
+    integer e: -nan ** 1 is +nan; a signalling one ** 0 is NaN; (-0.0) ** 0.5 is +0.0,
+    (-inf) ** 0.5 +inf), which gives x, x*x and 1/x for 1, 2 and -1 where x is a number;
+    the operator's -1 (a Python int) and 0.5 (a Python float) are np.reciprocal and
+    np.sqrt instead (``PYTHON_INT_EXPONENT``)."""
+    result = vmath.emit_math(b, "pow", [x, e])
+    number = b.fcmp_ordered("ord", x, x)
+    reciprocal = b.fdiv(_const(x.type, 1.0), x)
+    root = _call(b, "sqrt", x)
+    if PYTHON_FLOAT_EXPONENT not in attrs:   # powf: +0 of -0, +inf of -inf
+        root = b.select(b.fcmp_ordered("==", x, _const(x.type, -_INF)), _const(x.type, _INF),
+                        b.fadd(root, _const(x.type, 0.0)))
+    exact = ((1.0, b.select(number, x, result)), (2.0, b.fmul(x, x)),
+             (-1.0, reciprocal if PYTHON_INT_EXPONENT in attrs else
+              b.select(number, reciprocal, result)), (0.5, root))
+    return _with_exponents(b, e, exact, result)
+
+
+def _half_pow_signalling(b: ir.IRBuilder, args: list[ir.Value], widened: list[ir.Value],
+                         result: ir.Value) -> ir.Value:
+    """A float16 pow's ``result`` where an operand is a signalling NaN that powf turns into
+    a NaN but ``vmath``'s pow (of the widened operands, which x86's conversion has
+    quieted) takes for a quiet one: sNaN ** 0 and 1 ** sNaN are NaN, x + y."""
+    def signalling(v: ir.Value) -> ir.Value:
+        bits = b.bitcast(v, ir.IntType(16))
+        return b.and_(b.fcmp_unordered("uno", v, v),
+                      b.icmp_unsigned("==", b.and_(bits, _const(bits.type, 0x200)),
+                                      _const(bits.type, 0)))
+    (x, y), (wide_x, wide_y) = args, widened
+    nan = b.or_(b.and_(signalling(x), b.fcmp_ordered("==", wide_y, _const(wide_y.type, 0.0))),
+                b.and_(signalling(y), b.fcmp_ordered("==", wide_x, _const(wide_x.type, 1.0))))
+    return b.select(nan, b.fadd(wide_x, wide_y), result)
 
 
 def _fmaxnum(b: ir.IRBuilder, x: ir.Value, y: ir.Value, pred: str) -> ir.Value:
@@ -624,8 +671,12 @@ def lower_op(
         widened = [once[id(v)] for v in args]
         if name in MATH_FUNCTIONS:  # NaN results as NumPy's half loops give them
             result = vmath.emit_math(b, name, widened, like="float16")
+        elif name == "pow_scalar_exponent":
+            result = _half_pow_scalar_exponent(b, *widened, op.attrs)
         else:
             result = _HALF_OPS.get(name, _table(_F32)[name])(b, widened)
+        if name in ("pow", "pow_scalar_exponent"):
+            result = _half_pow_signalling(b, args, widened, result)
         if operand_nans is not None:
             result = _with_operand_nans(b, name, dtype, widened, result, operand_nans)
         if dtype != _F16:

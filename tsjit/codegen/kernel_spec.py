@@ -25,6 +25,8 @@ __all__ = [
     "KernelSpec",
     "OpSignature",
     "OPS_WITH_SCALAR_OPERAND_LOOPS",
+    "PYTHON_FLOAT_EXPONENT",
+    "PYTHON_INT_EXPONENT",
     "SCALAR_OPERANDS",
     "NAN_FIXED_LATER",
     "OP_SIGNATURES",
@@ -53,6 +55,12 @@ class KernelInput:
 # computes the exponents 1, 2, -1 and 0.5 exactly (x, x*x, 1/x, sqrt(x)).
 SCALAR_OPERANDS = "scalar_operands"
 OPS_WITH_SCALAR_OPERAND_LOOPS = frozenset({"clip", "pow"})
+# A pow's `attrs` flag: ``array ** e`` with a Python int (float) ``e``, which ndarray's
+# operator computes as np.reciprocal or np.square for -1 or 2 (np.sqrt for 0.5) before any
+# power loop (NumPy's fast_scalar_power); np.power and other exponents run the loop, whose
+# float16 form is powf: ``-nan ** -1.0`` is +nan there, ``(-0.0) ** 0.5`` +0.0.
+PYTHON_INT_EXPONENT = "python_int_exponent"
+PYTHON_FLOAT_EXPONENT = "python_float_exponent"
 # An op's `attrs` flag: a later op of the kernel replaces the result's NaNs, so the op need
 # not give x86's NaN itself (a square is then the plain product, whose NaN LLVM may take
 # from another operand: ``fabs(y) * fabs(y)`` becomes ``y * y``).

@@ -449,8 +449,14 @@ def _pow(em: Emit, x, y):
     # quiet x too, where y is NaN or infinite (neither odd)
     quiet = em.from_bits(em.b.or_(em.bits(x), em.int(1 << (em.fmt.mant_bits - 1))))
     result = em.sel(em.cmp("uno", x, x), em.sel(negative, em.neg(quiet), quiet), result)
-    # 1**y, x**0 and (-1)**+-inf are 1, even for NaN (y log|x| would give NaN or 0*inf)
-    one = em.b.or_(em.b.or_(em.cmp("==", x, 1.0), em.cmp("==", y, 0.0)),
+    # 1**y, x**0 and (-1)**+-inf are 1, even for a quiet NaN (y log|x| would give NaN or
+    # 0*inf); glibc's pow (NumPy's loop of array exponents) gives x + y, a NaN, where the
+    # other is a signalling NaN: pow(sNaN, 0) and pow(1, sNaN) are the NaN quieted
+    def quiet(v):
+        return em.b.or_(em.cmp("ord", v, v), em.b.icmp_unsigned("!=", em.b.and_(
+            em.bits(v), em.int(1 << (em.fmt.mant_bits - 1))), em.int(0)))
+    one = em.b.or_(em.b.or_(em.b.and_(em.cmp("==", x, 1.0), quiet(y)),
+                            em.b.and_(em.cmp("==", y, 0.0), quiet(x))),
                    em.b.and_(em.cmp("==", x, -1.0), em.cmp("==", em.fabs(y), _INF)))
     return em.sel(one, 1.0, result)
 

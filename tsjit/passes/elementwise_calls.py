@@ -30,6 +30,9 @@ class ElementwiseCall:
     target: Value | None = None
     cast_to: np.dtype | None = None
     assignment: bool = False
+    # `x ** e` (or `x **= e`), which NumPy's ndarray operator may compute without its
+    # power loop (``kernel_spec.PYTHON_INT_EXPONENT``); np.power always runs the loop
+    power_operator: bool = False
 
 
 def read_call(node: Node) -> ElementwiseCall | None:
@@ -62,7 +65,8 @@ def read_call(node: Node) -> ElementwiseCall | None:
     if any(v.type != NoneType for v in rest):   # out= or dtype= given
         return None
     target = node.inputs[0] if op.writes == (0,) and _may_be_array(node.inputs[0]) else None
-    return ElementwiseCall(kernel, ufunc, tuple(operands), target)
+    return ElementwiseCall(kernel, ufunc, tuple(operands), target,
+                           power_operator=node.kind in ("aten::pow", "aten::ipow"))
 
 
 def _may_be_array(v: Value) -> bool:

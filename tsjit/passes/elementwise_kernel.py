@@ -47,6 +47,8 @@ from ..codegen.kernel_spec import (
     NAN_FIXED_LATER,
     OP_SIGNATURES,
     OPS_WITH_SCALAR_OPERAND_LOOPS,
+    PYTHON_FLOAT_EXPONENT,
+    PYTHON_INT_EXPONENT,
     SCALAR_OPERANDS,
     KernelInput,
     KernelOp,
@@ -535,7 +537,11 @@ class _Builder:
                      for v, d in zip(call.operands, in_dtypes))
         scalars = call.kernel in OPS_WITH_SCALAR_OPERAND_LOOPS and not any(
             self.ancestors[a] for a in args[1:])
-        return self.op(call.kernel, args, out, (SCALAR_OPERANDS,) if scalars else ())
+        attrs = (SCALAR_OPERANDS,) if scalars else ()
+        if scalars and call.power_operator:   # NumPy's fast_scalar_power may take it
+            attrs += {IntType: (PYTHON_INT_EXPONENT,),
+                      FloatType: (PYTHON_FLOAT_EXPONENT,)}.get(call.operands[1].type, ())
+        return self.op(call.kernel, args, out, attrs)
 
     def small_power(self, call: ElementwiseCall, out: np.dtype) -> int | None:
         """`x ** c` for the exponents in _POWERS in a float32 or float64 loop (NumPy's loop
