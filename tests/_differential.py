@@ -32,6 +32,9 @@ def assert_same(got: object, want: object, where: str = "result", ulps: int = 0)
                                                 f"{np.shape(want)}"
         if want.dtype.kind == "f":
             assert _same_floats(got, want, ulps), f"{where}: {got!r} != {want!r}"
+        elif want.dtype.kind == "c":   # each part as a float (NaN matches NaN)
+            assert _same_floats(np.real(got), np.real(want), ulps) and \
+                _same_floats(np.imag(got), np.imag(want), ulps), f"{where}: {got!r} != {want!r}"
         else:
             assert np.array_equal(got, want), f"{where}: {got!r} != {want!r}"
     elif isinstance(want, float):

@@ -92,3 +92,16 @@ def test_numpy_functions_that_were_not_supported(fn, argument_tuples):
     cov, corrcoef, trapezoid, partition, union1d, setdiff1d, select, sinc were rejected as
     unsupported in script code."""
     check_calls(fn, *argument_tuples)
+
+
+def complex_bounds_and_operands(x: tsjit.Tensor):
+    return (np.clip(x, 3j, 100), x.clip(1, 2j), np.maximum(x, 3j), np.add(x, 1j),
+            np.minimum(3j, x) * 2, np.where(x > 1, 1j, x))
+
+
+def test_a_python_complex_is_an_operand_of_numpy_functions():
+    """np.clip(x, 3j, 100) (the tensor-program fuzzer) and np.maximum(x, 3j), np.add(x, 1j)
+    compute complex results eagerly; script() refused them (a Python complex was not
+    taken for an array or a number)."""
+    check_calls(complex_bounds_and_operands, (np.array([1.0, 5.0, -2.0, 200.0, np.nan]),),
+                (np.array([3, -1, 7], np.int16),), (np.array([0.5, 150.0], np.float32),))

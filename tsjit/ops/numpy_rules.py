@@ -28,6 +28,7 @@ from ..ir.types import (
     TENSOR,
     AnyType,
     BoolType,
+    ComplexType,
     DTypeType,
     IntType,
     ListType,
@@ -56,7 +57,7 @@ class Kind:
 
 
 def _is_array_like(t: Type) -> bool:
-    if isinstance(t, TensorType) or t == AnyType or is_number(t):
+    if isinstance(t, TensorType) or t in (AnyType, ComplexType) or is_number(t):
         return True
     if isinstance(t, (ListType, VarTupleType)):
         return _is_array_like(t.elem)
