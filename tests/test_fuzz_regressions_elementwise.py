@@ -146,6 +146,33 @@ def test_half_to_uint32_cast_truncates_a_64_bit_conversion():
     assert stats["kernel_launches"] > 0
 
 
+def test_clip_with_zero_dimensional_bounds_keeps_x_on_signed_zero_ties():
+    """0-d bound arrays are read at stride 0 as Python numbers are: NumPy's clip takes its
+    loop of scalar bounds (clip(-0.0, 0.0, 0.5) is -0.0); the kernel took the bounds for
+    arrays and gave the bound."""
+    def arguments(lo: float, hi: float, dtype=np.float32):
+        return [zeros_and_nans(dtype), np.array(lo, dtype), np.array(hi, dtype)]
+    stats = check_calls(clip_by_arrays, lambda: arguments(0.0, 0.5),
+                        lambda: arguments(-0.0, -0.0, np.float64))
+    assert stats["kernel_launches"] > 0
+
+
+def power_by_array(x: tsjit.Tensor, e: tsjit.Tensor) -> tsjit.Tensor:
+    return x ** e * 1.0
+
+
+@pytest.mark.parametrize("exponent", [0.5, 1.0, 2.0, -1.0])
+def test_power_by_a_zero_dimensional_exponent_is_numpys_scalar_loop(exponent):
+    """A 0-d exponent array is read at stride 0: NumPy's power loop computes 0.5 as sqrt
+    ((-0.0) ** 0.5 is -0.0, (-inf) ** 0.5 NaN), 1 as x (a NaN's sign kept); the kernel took
+    pow of arrays (+0.0, +inf)."""
+    values = np.array([-0.0, -np.inf, np.inf, 4.0, 2.0, -np.nan, -3.0, 0.25, 9.0])
+    with np.errstate(all="ignore"):   # (else their NaNs and inf send the call to NumPy)
+        stats = check_calls(power_by_array, lambda: [values, np.array(exponent)],
+                            lambda: [values.astype(np.float32), np.array(exponent, np.float32)])
+    assert stats["kernel_launches"] > 0 and stats["bailouts"] == 0
+
+
 def power_by_argument(x: tsjit.Tensor, e: float) -> tsjit.Tensor:
     return x ** e * 1.0
 

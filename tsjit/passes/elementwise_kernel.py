@@ -535,8 +535,10 @@ class _Builder:
         truthiness = signature.operands == "any"
         args = tuple(self.use(v, None if truthiness and self.kind(v) != "python" else d)
                      for v, d in zip(call.operands, in_dtypes))
+        # one value for every element (Python numbers, 0-d arrays): NumPy's inner loop
+        # reads it at stride 0, where its clip and power loops take paths of their own
         scalars = call.kernel in OPS_WITH_SCALAR_OPERAND_LOOPS and not any(
-            self.ancestors[a] for a in args[1:])
+            self.rank(a) for a in args[1:])
         attrs = (SCALAR_OPERANDS,) if scalars else ()
         if scalars and call.power_operator:   # NumPy's fast_scalar_power may take it
             attrs += {IntType: (PYTHON_INT_EXPONENT,),
