@@ -16,7 +16,10 @@ Fortran-ordered (2, 3, 4) array has strides (8, 16, 48); a result without the re
 has the same strides on the axes it keeps. np.mean, np.var and np.std divide the sum by
 the count (and take std's square root) in place (``out=ret``), so those ops keep the
 sum's layout, where a fresh ufunc of a reduction's result (np.linalg.norm's sqrt) takes
-the trivial loop.
+the trivial loop. A float16 mean's float32 result is then copied (``np.float16(ret)``), laid
+out as astype lays out a copy (C if C-contiguous, else Fortran if that); a float16 sum
+(computed here in float32 and cast back) is NumPy's float16 array, whose sqrt is a
+ufunc of a float16 operand (no cast: the trivial loop where it is contiguous).
 
 A layout is None (C order), "F" (Fortran order) or the axes from outermost to innermost.
 """
@@ -130,7 +133,11 @@ class OutputLayouts:
         values: dict[int, _Value] = {}
         operand_casts: dict[int, int] = {}     # an operand's cast: the value it casts
         counts: set[int] = set()               # a row's count, and values of it alone
-        in_place: set[int] = set()             # divisions by it (and std's sqrt of one)
+        # divisions by it (and std's sqrt of one): the dtype of the sum they overwrite
+        in_place: dict[int, np.dtype] = {}
+        # reductions (and a float16 sum's cast back from float32): their array's dtype
+        sums: dict[int, np.dtype] = {}
+        widened: dict[int, np.dtype] = {}      # reductions of a float16 value widened
         for value, array in zip(self.inputs, arrays):
             lead = ndim - array.ndim
             flags = array.flags
@@ -145,16 +152,25 @@ class OutputLayouts:
                 if op.op == ROW_LENGTH or any(a in counts for a in op.args):
                     counts.add(value)
                 continue
+            dtype = np.dtype(op.dtype)
             if any(a in counts for a in op.args) or (op.op == "sqrt" and args[0] in in_place):
-                in_place.add(value)
+                in_place[value] = in_place.get(args[0]) or \
+                    sums.get(operand_casts.get(args[0], args[0]), dtype)
                 values[value] = values[args[0]]
                 continue
-            if op.op == "cast" and EXPLICIT_CAST not in op.attrs:
+            if op.op == "cast" and EXPLICIT_CAST not in op.attrs and \
+                    args[0] in widened and widened[args[0]] == dtype:   # (None == float64)
+                sums[value] = dtype    # a float16 reduction's result, summed in float32
+                values[value] = values[args[0]]
+                continue
+            if op.op == "cast" and EXPLICIT_CAST not in op.attrs and \
+                    in_place.get(args[0], dtype) == dtype:
                 operand_casts[value] = args[0]
                 values[value] = values[args[0]]
-                if args[0] in in_place:
-                    in_place.add(value)
+                if args[0] in in_place:     # (out=ret: the sum's own dtype)
+                    in_place[value] = dtype
                 continue
+            # (else a cast of mean's float32 result to float16: np.float16(ret), a copy)
             operands = [values[a] for a in args]
             shape = np.broadcast_shapes(*(v.shape for v in operands))
             rank = max(v.rank for v in operands)
@@ -162,6 +178,10 @@ class OutputLayouts:
                 order = iteration_order([values[operand_casts.get(a, a)].votes
                                          for a in args], ndim)
                 shape = tuple(1 if k in self.reduced else n for k, n in enumerate(shape))
+                sums[value] = dtype
+                source = operand_casts.get(args[0])
+                if source is not None and self.spec.value_dtype(source) == np.float16:
+                    widened[value] = np.dtype(np.float16)   # NumPy's float16 sum
             elif op.op == "cast":
                 order = self._like(operands[0])
             elif rank > 1 and self._trivial(op, args, values, operand_casts, shape, rank):
