@@ -7,9 +7,9 @@ the native code on every call).  `check_native` compares that with eager Python 
 copies of each argument tuple: results (types included), exception classes, warnings and
 argument mutations; it also requires that the region really ran natively.
 
-Native ints are 64 bits wide and wrap around (codegen/scalar/__init__.py): where a result
-leaves the int64 range, `check_native(fn, ..., reference=wrapped(fn))` compares with
-eager Python's ints reduced to 64 bits.
+Native ints are 64 bits wide; where a result leaves the int64 range the region runs again
+in the interpreter (codegen/scalar/__init__.py), so eager Python is the reference there
+too.
 """
 from __future__ import annotations
 
@@ -26,25 +26,6 @@ from tsjit.interpreter import compile_graph
 from tsjit.passes.lower_native_regions import lower_native_regions
 
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
-
-
-def wrap_ints(value):
-    """`value` with every int in it (not bools) reduced to int64 in two's complement."""
-    if type(value) is int:
-        return (value - INT64_MIN) % 2 ** 64 + INT64_MIN
-    if type(value) in (tuple, list):
-        return type(value)(map(wrap_ints, value))
-    return value
-
-
-def wrapped(fn):
-    """fn with its int results reduced to 64 bits: what native code returns where each
-    int operation that leaves the int64 range feeds only `+ - * << **`, negation or the
-    result (those commute with the reduction modulo 2**64)."""
-    def reduced(*args):
-        return wrap_ints(fn(*args))
-    reduced.__name__ = f"wrapped({fn.__name__})"
-    return reduced
 
 
 def native(fn):

@@ -10,22 +10,17 @@ functions; arrays of bool/int/uint/float32/float64 that are indexed (`x[i]`, `x[
 NumPy scalars (the elements) and their arithmetic; lists of numbers that are only read;
 `raise`, `assert` and `print`.
 
-Semantics are the interpreter's (and so eager Python's), bit for bit, with one documented
-difference: script ints are 64 bits wide ("`int` is 64-bit in script code", API.md), as
-in TorchScript and Numba.  In native code every int operation (`+ - * << **`, negation,
-`abs`, `//`, `%`, conversions such as `int()`, `round()` and `math.floor()` of a float or
-a NumPy number) gives Python's exact result for its operands reduced to 64 bits in two's
-complement: it wraps around, and nothing on the hot path tests for it.  `//` and `%` keep
-Python's floor semantics (`-2**63 // -1` wraps to -2**63), and a zero divisor raises
-ZeroDivisionError.  The interpreter computes with Python ints, so native code and the
-interpreter give the same ints exactly when no int result leaves the int64 range; where
-one does, native code gives the wrapped value and the interpreter (a region that is not
-compiled, a bignum argument, a constant folded at compile time) the exact one.
-
-A result of another *type* than the IR's is not an overflow: `int ** negative int` is a
-float and `(-2.0) ** 0.5` a complex number.  Native code cannot hold it, so it gives up and
-the region runs again from its original inputs in the interpreter, which gives Python's
-value; stats() count it as a bailout.  That re-run is only sound while the run has done
+Semantics are the interpreter's (and so eager Python's), bit for bit.  Native ints are 64
+bits wide; Python's are not, and the interpreter computes with Python ints.  So every int
+operation that may leave the int64 range (`+ - * << ** //`, negation, `abs`, conversions
+such as `int()`, `round()` and `math.floor()` of a float or a uint64) tests whether
+Python's result needs more bits: one overflow flag, on a branch the hot path never takes.
+Where it does, as where Python's result is of another *type* than the IR's
+(`int ** negative int` is a float, `(-2.0) ** 0.5` a complex number), native code cannot
+hold it, so it gives up and the region runs again from its original inputs in the
+interpreter, which gives Python's value; stats() count it as a bailout.  (Scripted ints
+used to wrap here while the profiling calls gave Python's ints: a result changed between
+calls.)  That re-run is only sound while the run has done
 nothing observable: once the region has written an array, printed or emitted a NumPy
 warning, it raises instead a TypeError naming the operation, why it could not re-run, and
 the script location (bailout.py).  Floats are CPython's bit for bit (no contraction or

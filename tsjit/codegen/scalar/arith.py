@@ -1,8 +1,9 @@
 """Small LLVM building blocks shared by the Python and NumPy semantics of scalar ops.
 
 Arithmetic itself comes from the elementwise kernel library (`element_ops.lower_op`): a
-Python int is NumPy's int64 with the same two's-complement wrap-around (`-2**63 // -1`
-included: the kernel library makes that division safe), a Python float is float64, and
+Python int is NumPy's int64 (whose wrap-around the callers test for, `exceeds_dtype`;
+`-2**63 // -1` included: the kernel library makes that division safe), a Python float
+is float64, and
 NumPy's floor division, remainder, shifts and comparisons agree with Python's, reduced to
 64 bits, wherever Python does not raise (the callers route those cases to the
 interpreter first).
@@ -59,6 +60,19 @@ def compare(b: ir.IRBuilder, op: str, x: ir.Value, y: ir.Value, dtype: np.dtype)
 
 def const(typ: ir.Type, value: float | int) -> ir.Constant:
     return ir.Constant(typ, value)
+
+
+def exceeds_dtype(b: ir.IRBuilder, op: str, x: ir.Value, y: ir.Value, dtype: np.dtype
+                  ) -> ir.Value:
+    """Whether the exact x op y ("add", "sub", "mul") of two integers of `dtype` lies
+    outside it: NumPy's integer overflow, and for int64 where a Python int needs more than
+    64 bits (LLVM turns the 128-bit test into the overflow flag of the 64-bit operation)."""
+    wide = ir.IntType(128)
+    extend = b.sext if dtype.kind == "i" else b.zext
+    exact = getattr(b, op)(extend(x, wide), extend(y, wide))
+    info = np.iinfo(dtype)
+    return b.or_(b.icmp_signed("<", exact, const(wide, int(info.min))),
+                 b.icmp_signed(">", exact, const(wide, int(info.max))))
 
 
 def to_int64(b: ir.IRBuilder, value: ir.Value, kind: PyScalar) -> ir.Value:

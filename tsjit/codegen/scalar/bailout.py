@@ -1,10 +1,10 @@
 """Whole-region bailouts: what native code does when Python's result is of a type it
 cannot continue with.
 
-Native code computes with the result types the IR promised.  Python does not always
-oblige: `a ** -1` of ints is a float, and `(-2.0) ** 0.5` is a complex number.  These are
-not overflows (native ints wrap at 64 bits, see the package docstring) but changes of
-type, and continuing natively would give another result than the eager program.  So the
+Native code computes with the result types the IR promised, and with ints of 64 bits.
+Python does not always oblige: `a ** -1` of ints is a float, `(-2.0) ** 0.5` is a complex
+number, and `2**62 * 4` an int of 65 bits.  Continuing natively (with a wrapped int, say)
+would give another result than the eager program.  So the
 fallback site computing such a node returns a `Rerun` instead of its result, native code
 gives up, and the region runs again *from its original inputs* in the reference
 interpreter, which computes Python's own result (NativeFunction.rerun).  That is sound
@@ -16,11 +16,12 @@ fallback's slow path only: hot code pays nothing for it.
 Once an effect has happened the region cannot start over: it raises instead a
 `ResultKindError` (a TypeError) naming the operation, the reason and the script location.
 That is the one documented case where a scripted function raises where eager Python
-returns a value (for example a complex power computed after the loop computing its base
-wrote into an array).
+returns a value (for example a complex power, or an int beyond 64 bits, computed after
+the loop computing its operands wrote into an array).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
 from llvmlite import ir
@@ -84,10 +85,24 @@ class Bailouts:
         """Give up if a fallback site returned a Rerun (a new reference, `result`)."""
         b, em = self.em.b, self.em
         gave_up = b.icmp_unsigned("==", cpython.type_of(b, result), em.object(Rerun))
+        self._give_up_where(gave_up, lambda: result)
+
+    def give_up_if(self, when: ir.Value, rerun: Rerun) -> None:
+        """Where `when` holds, give up with `rerun`, without asking a site: for a result
+        native code can tell it cannot hold (int() of a uint64 from 2**63 on), where a
+        site called with NumPy scalars would count as an effect (it might warn)."""
+        def new_reference() -> ir.Value:
+            obj = self.em.object(rerun)
+            cpython.call(self.em.b, "Py_IncRef", obj)
+            return obj
+        self._give_up_where(when, new_reference)
+
+    def _give_up_where(self, when: ir.Value, rerun: Callable[[], ir.Value]) -> None:
+        b, em = self.em.b, self.em
         bail, cont = em.fn.append_basic_block("gave_up"), em.fn.append_basic_block()
-        b.cbranch(gave_up, bail, cont).set_weights([1, 1000])
+        b.cbranch(when, bail, cont).set_weights([1, 1000])
         b.position_at_end(bail)
-        self._give_up(result)
+        self._give_up(rerun())
         b.position_at_end(cont)
 
     def _give_up(self, rerun: ir.Value) -> None:

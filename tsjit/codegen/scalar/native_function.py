@@ -8,10 +8,9 @@ and nothing in Python.  When a guard fails the builtin calls back `miss`, which 
 compiles, within MAX_VARIANTS) the variant for the new argument kinds, or runs the region
 in the interpreter: a variant the native lowering does not support, arguments native code
 cannot take (a bignum, a list), or a full budget.  Native code that cannot go on (a result
-of another type than the IR's) calls back `rerun`, which runs the region again from the
-same arguments in the interpreter (see bailout.py for when it may).  Every way through
-gives the interpreter's results, but for ints: native ones wrap at 64 bits (see the
-package docstring).
+of another type than the IR's, an int beyond 64 bits) calls back `rerun`, which runs the
+region again from the same arguments in the interpreter (see bailout.py for when it
+may).  Every way through gives the interpreter's results.
 
 Counters: native calls are counted by the native code itself (`counters[0]`), guard
 failures, interpreted runs (re-runs included, also counted apart) and compilations here;

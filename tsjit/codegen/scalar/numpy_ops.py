@@ -31,6 +31,7 @@ from .arith import (
     const,
     dtype_of,
     elementwise,
+    exceeds_dtype,
     intrinsic,
     is_finite,
     is_normal,
@@ -158,12 +159,7 @@ def _int_events(b: ir.IRBuilder, op: str, x: ir.Value, y: ir.Value, dtype: np.dt
                 ) -> ir.Value:
     """Whether NumPy reports an integer event for x op y (overflow, division by zero)."""
     if op in ("add", "sub", "mul"):
-        wide = ir.IntType(128)
-        extend = b.sext if dtype.kind == "i" else b.zext
-        exact = getattr(b, op)(extend(x, wide), extend(y, wide))
-        info = np.iinfo(dtype)
-        return b.or_(b.icmp_signed("<", exact, const(wide, int(info.min))),
-                     b.icmp_signed(">", exact, const(wide, int(info.max))))
+        return exceeds_dtype(b, op, x, y, dtype)
     if op in ("floordiv", "mod"):
         zero = b.icmp_unsigned("==", y, const(y.type, 0))
         if op == "floordiv" and dtype.kind == "i":

@@ -1,11 +1,12 @@
 """Native rules for Python's operators (`+ - * / // % ** << >> & | ^`, their augmented
 forms, comparisons, unary `- + ~`).
 
-Operands that are Python numbers get Python's semantics with ints 64 bits wide (`//`, `%`
-floor; int results wrap around in two's complement, with no test on the hot path; exact
-int/float comparison; ZeroDivisionError, negative shift counts, int true division beyond
-2**53 and non-finite powers through CPython, and `int ** negative int` or a complex
-power, whose result is of another type, make the region run again, see bailout.py); an
+Operands that are Python numbers get Python's semantics (`//`, `%` floor; exact int/float
+comparison; ZeroDivisionError, negative shift counts, int true division beyond 2**53 and
+non-finite powers through CPython).  Native ints are 64 bits: an int result that needs
+more (`+ - * ** << //`, negation, `abs`; one overflow test each, off the hot path), like
+`int ** negative int` or a complex power, whose result is of another type, makes the
+region run again in the interpreter, which gives Python's int (see bailout.py); an
 operand that is a NumPy scalar gives NumPy's semantics (numpy_ops).  Augmented
 assignment of numbers rebinds, so `x += y` is `x + y` (arrays never reach these rules).
 """
@@ -27,6 +28,7 @@ from .arith import (
     compare_int_float,
     const,
     elementwise,
+    exceeds_dtype,
     flip,
     intrinsic,
     is_finite,
@@ -58,6 +60,7 @@ _BITWISE = ("and", "or", "xor")
 # bool & | ^ bool: the IRBuilder's method names are not uniform (and_, or_, xor)
 _BOOL_BUILDERS = {"and": ir.IRBuilder.and_, "or": ir.IRBuilder.or_, "xor": ir.IRBuilder.xor}
 _EXACT_INT_DOUBLE = 2 ** 53        # ints of at most this magnitude convert to double exactly
+_INT64_MIN = -2 ** 63
 
 
 def _operator_name(node: Node) -> str:
@@ -115,8 +118,10 @@ def _int_binary(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValue]
     x, y = (to_int64(b, a.value, a.kind) for a in args)
     zero = const(I64, 0)
 
-    def kernel() -> list[NValue]:
-        return [NValue(PY_INT, (elementwise(b, KERNEL_OPS[op], [x, y], INT64),))]
+    def kernel() -> ir.Value:
+        return elementwise(b, KERNEL_OPS[op], [x, y], INT64)
+    if op in ("add", "sub", "mul"):
+        return _exact_int(em, node, args, exceeds_dtype(b, op, x, y, INT64), kernel())
     if op in ("floordiv", "mod", "lshift", "rshift"):
         if isinstance(y, ir.Constant) and not _python_raises(op, y.constant):
             if op in ("floordiv", "mod") and _power_of_two(y.constant):
@@ -125,15 +130,39 @@ def _int_binary(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValue]
                 value = b.ashr(x, const(I64, y.constant.bit_length() - 1)) \
                     if op == "floordiv" else b.and_(x, const(I64, y.constant - 1))
                 return [NValue(PY_INT, (value,))]
-            return kernel()
-        # a zero divisor (ZeroDivisionError), a negative shift count (ValueError)
-        em.raise_at_site(node, args, b.icmp_signed("==" if op in ("floordiv", "mod") else "<",
-                                                   y, zero))
-        return kernel()
+        else:   # a zero divisor (ZeroDivisionError), a negative shift count (ValueError)
+            em.raise_at_site(node, args, b.icmp_signed(
+                "==" if op in ("floordiv", "mod") else "<", y, zero))
+        if op == "floordiv":                                   # -2**63 // -1 == 2**63
+            return _exact_int(em, node, args, b.and_(
+                b.icmp_signed("==", x, const(I64, _INT64_MIN)),
+                b.icmp_signed("==", y, const(I64, -1))), kernel())
+        if op == "lshift":
+            return _exact_int(em, node, args, _shift_exceeds(b, x, y), kernel())
+        return [NValue(PY_INT, (kernel(),))]
     if op == "pow":
-        return em.python_fallback(node, args, b.icmp_signed("<", y, zero),
-                                  lambda: [NValue(PY_INT, (_int_power(em, x, y),))])
-    return kernel()
+        def power() -> list[NValue]:
+            return _exact_int(em, node, args, *reversed(_int_power(em, x, y)))
+        return em.python_fallback(node, args, b.icmp_signed("<", y, zero), power)
+    return [NValue(PY_INT, (kernel(),))]
+
+
+def _exact_int(em: FunctionEmitter, node: Node, args: Sequence[NValue], beyond: ir.Value,
+               value: ir.Value) -> list[NValue]:
+    """`value`, a Python int's low 64 bits, where `beyond` is false; else Python's result,
+    which needs more bits than native code holds, so the site makes the region run again
+    in the interpreter (bailout.py)."""
+    return em.python_fallback(node, args, beyond, [NValue(PY_INT, (value,))])
+
+
+def _shift_exceeds(b: ir.IRBuilder, x: ir.Value, count: ir.Value) -> ir.Value:
+    """Whether Python's x << count (count >= 0) lies outside int64: shifting back does not
+    give x (a count beyond 63, on which LLVM's shl is undefined, is clamped first)."""
+    clamped = b.select(b.icmp_unsigned(">", count, const(I64, 63)), const(I64, 63), count)
+    back = b.ashr(b.shl(x, clamped), clamped)
+    nonzero_beyond = b.and_(b.icmp_unsigned(">", count, const(I64, 63)),
+                            b.icmp_signed("!=", x, const(I64, 0)))
+    return b.or_(b.icmp_signed("!=", back, x), nonzero_beyond)
 
 
 def _python_raises(op: str, second: int) -> bool:
@@ -147,54 +176,75 @@ def _power_of_two(c: int) -> bool:
 
 
 def _binary_speculate(node: Node, kinds: Sequence[NType]) -> bool:
-    """Python number arithmetic that never calls Python: `+ - *` and bitwise operators, and
-    int `// % << >>` by a constant Python accepts (see rules.Rule.speculate)."""
+    """Python number arithmetic that never calls Python: float `+ - *`, bitwise operators,
+    and int `% >>` and `//` by a constant Python accepts whose result fits in int64 (see
+    rules.Rule.speculate)."""
     if _has_numpy(kinds):
         return False
     op = _operator_name(node)
     if python_result(op, *kinds) == PY_FLOAT:
         return op in ("add", "sub", "mul")
-    if op in ("add", "sub", "mul", *_BITWISE):
+    if op in _BITWISE:
         return True
+    second = _constant_operand(node)
+    return op in ("floordiv", "mod", "rshift") and second is not None and \
+        not _python_raises(op, second) and not (op == "floordiv" and second == -1)
+
+
+def _constant_operand(node: Node) -> int | None:
+    """The second operand if it is a constant int."""
     second = node.inputs[1].node
-    return op in ("floordiv", "mod", "lshift", "rshift") and \
-        second.kind == "prim::Constant" and type(second.attrs["value"]) is int and \
-        not _python_raises(op, second.attrs["value"])
+    if second.kind == "prim::Constant" and type(second.attrs["value"]) is int:
+        return second.attrs["value"]
+    return None
 
 
-def _numpy_checked(node: Node, kinds: Sequence[NType]) -> bool:
-    """NumPy scalar arithmetic and comparisons: their rare cases are one test on values
-    computed beforehand (numpy_ops), but for integer powers, which always call Python."""
-    if not _has_numpy(kinds):
-        return False
+def _binary_checked(node: Node, kinds: Sequence[NType]) -> bool:
+    """Arithmetic whose rare case is one test on values computed beforehand (see
+    rules.Rule.checked): NumPy scalar arithmetic and comparisons but integer powers (which
+    always call Python), and Python int `+ - *`, and `<< //` by a constant Python
+    accepts, whose test is whether the result needs more than 64 bits."""
     op = node.kind.split("::", 1)[1]
-    return _operator_name(node) != "pow" or numpy_ops.binary_infer(
-        "pow", kinds)[0].dtype.kind == "f" if op not in PREDICATES else True
+    if _has_numpy(kinds):
+        return _operator_name(node) != "pow" or numpy_ops.binary_infer(
+            "pow", kinds)[0].dtype.kind == "f" if op not in PREDICATES else True
+    op = _operator_name(node)
+    if op in ("add", "sub", "mul"):
+        return True
+    second = _constant_operand(node)
+    return op in ("floordiv", "lshift") and second is not None and \
+        not _python_raises(op, second)
 
 
 def _python_numbers_only(node: Node, kinds: Sequence[NType]) -> bool:
     return not _has_numpy(kinds)
 
 
-def _int_power(em: FunctionEmitter, base: ir.Value, exponent: ir.Value) -> ir.Value:
-    """base ** exponent (exponent >= 0) by repeated squaring, wrapping at 64 bits (which
-    is Python's power reduced to 64 bits: wrapped products are exact modulo 2**64)."""
+def _int_power(em: FunctionEmitter, base: ir.Value, exponent: ir.Value
+               ) -> tuple[ir.Value, ir.Value]:
+    """base ** exponent (exponent >= 0) by repeated squaring: its low 64 bits, and whether
+    Python's power lies outside int64 (a product of the result overflowed, or a square
+    that a later step multiplies in: |result| would then be at least 2**64)."""
     b = em.b
     entry = b.block
     loop, done = em.fn.append_basic_block("pow"), em.fn.append_basic_block("pow_done")
     b.branch(loop)
     b.position_at_end(loop)
-    result, power, rest = b.phi(I64), b.phi(I64), b.phi(I64)
+    result, power, rest, beyond = b.phi(I64), b.phi(I64), b.phi(I64), b.phi(I1)
     odd = b.trunc(rest, I1)
+    more = b.icmp_unsigned(">", rest, const(I64, 1))
     next_result = b.select(odd, b.mul(result, power), result)
     next_power, next_rest = b.mul(power, power), b.lshr(rest, const(I64, 1))
+    next_beyond = any_of(b, [beyond, b.and_(odd, exceeds_dtype(b, "mul", result, power, INT64)),
+                             b.and_(more, exceeds_dtype(b, "mul", power, power, INT64))])
     for phi, first, following in ((result, const(I64, 1), next_result),
-                                  (power, base, next_power), (rest, exponent, next_rest)):
+                                  (power, base, next_power), (rest, exponent, next_rest),
+                                  (beyond, ir.Constant(I1, 0), next_beyond)):
         phi.add_incoming(first, entry)
         phi.add_incoming(following, loop)
-    b.cbranch(b.icmp_unsigned(">", rest, const(I64, 1)), loop, done)
+    b.cbranch(more, loop, done)
     b.position_at_end(done)
-    return next_result
+    return next_result, next_beyond
 
 
 def _beyond_exact_double(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
@@ -227,7 +277,7 @@ def _float_binary(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValu
 
 register_rule([f"aten::{prefix}{op}" for op in _ARITHMETIC for prefix in ("", "i")],
               _binary_infer, _binary_emit, speculate=_binary_speculate, by_value=True,
-              checked=_numpy_checked)
+              checked=_binary_checked)
 
 
 def _pow_infer(node: Node, kinds) -> list[NType]:
@@ -248,11 +298,13 @@ def _divmod_infer(node: Node, kinds) -> list[NType]:
 
 
 def _divmod_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NValue]:
-    """(a // b, a % b); a zero divisor raises CPython's ZeroDivisionError."""
+    """(a // b, a % b); a zero divisor raises CPython's ZeroDivisionError, and
+    divmod(-2**63, -1) is (2**63, 0), beyond int64 (the site makes the region run again)."""
     b, (kind,) = em.b, out_kinds
     if kind.elems[0] == PY_INT:
         x, y = (to_int64(b, a.value, a.kind) for a in args)
-        dtype, zero = INT64, b.icmp_signed("==", y, const(I64, 0))
+        dtype, zero = INT64, b.or_(b.icmp_signed("==", y, const(I64, 0)), b.and_(
+            b.icmp_signed("==", x, const(I64, _INT64_MIN)), b.icmp_signed("==", y, const(I64, -1))))
     else:
         x, y = (to_double(b, a.value, a.kind) for a in args)
         dtype, zero = FLOAT64, b.fcmp_ordered("==", y, const(DOUBLE, 0.0))
@@ -294,7 +346,7 @@ def _compare_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NVal
 
 
 register_rule([f"aten::{op}" for op in PREDICATES], _compare_infer, _compare_emit,
-              speculate=_python_numbers_only, by_value=True, checked=_numpy_checked)
+              speculate=_python_numbers_only, by_value=True, checked=_binary_checked)
 
 
 # ---------------------------------------------------------------------------- unary
@@ -328,8 +380,21 @@ def _unary_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NValue
     negative = b.icmp_signed("<", v, const(I64, 0))
     result = {"neg": lambda: b.neg(v), "pos": lambda: v, "invert": lambda: b.not_(v),
               "abs": lambda: b.select(negative, b.neg(v), v)}[op]()
+    if op in ("neg", "abs"):                                    # -(-2**63) == 2**63
+        return _exact_int(em, node, args, b.icmp_signed("==", v, const(I64, _INT64_MIN)),
+                          result)
     return [NValue(PY_INT, (result,))]
 
 
+def _unary_speculate(node: Node, kinds: Sequence[NType]) -> bool:
+    """Float operations and int `+x`, `~x` (int `-x` and `abs` are checked: -(-2**63))."""
+    return not _has_numpy(kinds) and (kinds[0] == PY_FLOAT or _unary_name(node) in (
+        "pos", "invert"))
+
+
+def _unary_checked(node: Node, kinds: Sequence[NType]) -> bool:
+    return not _has_numpy(kinds) and _unary_name(node) in ("neg", "abs")
+
+
 register_rule(("aten::neg", "aten::pos", "aten::invert", "prim::abs"), _unary_infer,
-              _unary_emit, speculate=_python_numbers_only)
+              _unary_emit, speculate=_unary_speculate, checked=_unary_checked)

@@ -1,11 +1,11 @@
 """Native rules for Python's scalar builtins: constants, None checks, casts, `math`,
 `abs`/`min`/`max`/`round`/`divmod`, range arithmetic, tuples, `raise` and `print`.
 
-Semantics are CPython's, with ints 64 bits wide (results that do not fit wrap around).
-Where CPython raises or leaves the fast numeric path (a float that is not finite, an int
-conversion out of range, a zero step), the rule hands the node to its reference
-implementation (`FunctionEmitter.python_fallback`), which raises CPython's own exception
-with the script location, or computes CPython's result (an int then wraps to 64 bits).
+Semantics are CPython's.  Where CPython raises or leaves the fast numeric path (a float
+that is not finite, an int conversion out of range, a zero step), the rule hands the node
+to its reference implementation (`FunctionEmitter.python_fallback`), which raises
+CPython's own exception with the script location, or computes CPython's result (an int
+beyond 64 bits makes the region run again in the interpreter, see sites.py).
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from .arith import (
     to_double,
     to_int64,
 )
+from .bailout import Rerun
 from .emitter import FunctionEmitter
 from .ntypes import (
     DOUBLE,
@@ -50,6 +51,8 @@ from .ntypes import (
 from .rules import always_speculate, register_rule
 
 NUMBER_KINDS = (PY_INT, PY_FLOAT, PY_BOOL)
+
+_BEYOND = "Python's int needs more than 64 bits"
 
 
 def require_numbers(node: Node, kinds: Sequence[NType], allowed=NUMBER_KINDS,
@@ -186,10 +189,11 @@ register_rule("aten::Float", _float_infer, lambda em, node, args, out_kinds: [
 
 def float_to_int(em: FunctionEmitter, node: Node, args: Sequence[NValue], x: ir.Value
                  ) -> list[NValue]:
-    """int(x) of an integral double: CPython's int for a NaN, an infinity or a value
-    beyond int64 (which raises, or gives a bignum that the site wraps to 64 bits)."""
-    return em.python_fallback(node, args, em.b.not_(fits_int64(em.b, x)),
-                              lambda: [NValue(PY_INT, (em.b.fptosi(x, I64),))])
+    """int(x) of an integral double: CPython's error for a NaN or an infinity; a value
+    beyond int64 makes the region run again (bailout.py)."""
+    b, outside = em.b, em.b.not_(fits_int64(em.b, x))
+    em.bailouts.give_up_if(b.and_(outside, is_finite(b, x)), Rerun(_BEYOND, node))
+    return em.python_fallback(node, args, outside, lambda: [NValue(PY_INT, (b.fptosi(x, I64),))])
 
 
 def int_of(em: FunctionEmitter, node: Node, args: Sequence[NValue], rounding: str | None
@@ -198,7 +202,7 @@ def int_of(em: FunctionEmitter, node: Node, args: Sequence[NValue], rounding: st
     intrinsic applied to a float first, None for int(), which truncates).
 
     Python ints and bools are their own value.  NumPy scalars follow CPython's protocol:
-    int() uses their exact `__int__`, wrapped (a uint64 from 2**63 on becomes negative);
+    int() uses their exact `__int__` (a uint64 from 2**63 on needs more than 64 bits);
     math.floor and math.ceil go through float(x) (NumPy scalars have no `__floor__`, so a
     uint64 beyond 2**53 rounds first); math.trunc raises TypeError for any but float64 (no
     `__trunc__`), which the interpreter reports."""
@@ -209,6 +213,8 @@ def int_of(em: FunctionEmitter, node: Node, args: Sequence[NValue], rounding: st
     numpy_int = isinstance(kind, NumpyScalar) and kind.dtype.kind in "biu"
     if kind == PY_BOOL or (numpy_int and rounding is None):
         v = arg.value
+        if isinstance(kind, NumpyScalar) and kind.dtype == np.uint64:   # 2**63 on: a bignum
+            em.bailouts.give_up_if(b.icmp_signed("<", v, const(I64, 0)), Rerun(_BEYOND, node))
         extend = b.sext if isinstance(kind, NumpyScalar) and kind.dtype.kind == "i" else b.zext
         return [NValue(PY_INT, (v if v.type == I64 else extend(v, I64),))]
     if rounding == "trunc" and isinstance(kind, NumpyScalar) and kind.dtype != FLOAT64:

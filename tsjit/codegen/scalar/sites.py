@@ -5,10 +5,10 @@ emitter.py): the site is the node alone in a graph (its constant inputs copied i
 by the interpreter on first use, so it performs the eager program's very operation, raises
 its exception with the interpreter's message and script location, and emits NumPy's
 warnings.  The site then checks that the result is of the kind native code continues
-with, reducing a Python int to 64 bits as native ints wrap (`int(1e300)`); where it is of
-another type (`a ** -1` is a float, `(-2.0) ** 0.5` a complex number) the site returns a
+with; where it is not (`a ** -1` is a float, `(-2.0) ** 0.5` a complex number, `int(1e300)`
+or `2**62 * 4` an int that needs more than native code's 64 bits) the site returns a
 `Rerun` instead, and native code gives up and runs the whole region again in the
-interpreter (bailout.py).
+interpreter (bailout.py), which computes Python's own result.
 """
 from __future__ import annotations
 
@@ -36,9 +36,7 @@ from .ntypes import (
 _PYTHON_TYPES = {"int": int, "float": float, "bool": bool}
 
 
-def wrap_int64(value: int) -> int:
-    """A Python int reduced to int64 (two's complement), as native int arithmetic wraps."""
-    return ((value + (1 << 63)) & ((1 << 64) - 1)) - (1 << 63)
+_INT64_LIMIT = 1 << 63          # native ints hold -2**63 <= i < 2**63
 
 
 class _Mismatch(Exception):
@@ -50,7 +48,9 @@ def conform(value: object, kind: NType) -> object:
     """`value` as native code reads a value of `kind` (else _Mismatch)."""
     if isinstance(kind, PyScalar):
         if type(value) is _PYTHON_TYPES[kind.kind]:
-            return wrap_int64(value) if kind.kind == "int" else value
+            if kind.kind != "int" or -_INT64_LIMIT <= value < _INT64_LIMIT:
+                return value
+            raise _Mismatch("Python's int needs more than 64 bits")
     elif isinstance(kind, NumpyScalar):
         if type(value) is kind.dtype.type:
             return value
