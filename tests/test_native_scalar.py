@@ -304,17 +304,30 @@ def square_into(out: tsjit.Tensor, t: int) -> int:
     return t
 
 
-def test_an_int_beyond_64_bits_after_a_write_raises_a_type_error():
+def test_an_int_beyond_64_bits_after_a_write_raises_overflow_error():
     """Before any write the region runs again (2**40 squared); after one it cannot, and
-    raises TypeError rather than go on with a wrapped int."""
+    raises OverflowError (as eager Python does where such an int goes into an array)
+    rather than go on with a wrapped int."""
     (region,) = check_native(square_into, (np.zeros(3), 3), (np.zeros(3), 2 ** 40))
     assert region.stats()["reruns"] == 1
     run, _ = native(square_into)
     out = np.zeros(3)
-    with pytest.raises(TypeError, match="64 bits.*already performed an effect") as info:
+    with pytest.raises(OverflowError, match="64 bits.*already performed an effect") as info:
         run(out, 2 ** 20)                                  # 2**80 after out[0] = 1
     assert "t * t" in str(info.value)
     assert_same(out, np.array([1.0, 0.0, 0.0]))
+
+
+def store_products(x: tsjit.Tensor, v: int) -> tsjit.Tensor:
+    for i in range(len(x)):
+        x[i] = v * (i + 1)
+    return x
+
+
+def test_an_int_beyond_64_bits_stored_after_a_write_raises_eagers_overflow_error():
+    """Eager Python raises OverflowError storing 2**63 into x[1], after x[0] = 2**62;
+    native code cannot re-run after the write, and raises the same class."""
+    check_native(store_products, (np.zeros(3, np.int64), 5), (np.zeros(3, np.int64), 2 ** 62))
 
 
 def store_then_power(out: tsjit.Tensor, x: float, y: float) -> float:

@@ -14,10 +14,12 @@ print) and before each fallback that may emit a NumPy warning.  The test is on t
 fallback's slow path only: hot code pays nothing for it.
 
 Once an effect has happened the region cannot start over: it raises instead a
-`ResultKindError` (a TypeError) naming the operation, the reason and the script location.
-That is the one documented case where a scripted function raises where eager Python
-returns a value (for example a complex power, or an int beyond 64 bits, computed after
-the loop computing its operands wrote into an array).
+`ResultKindError` (a TypeError; for an int beyond 64 bits, an OverflowError) naming the
+operation, the reason and the script location.  That is the one
+documented case where a scripted function raises where eager Python returns a value (for
+example a complex power, or an int beyond 64 bits, computed after the loop computing its
+operands wrote into an array).  An int beyond 64 bits raises OverflowError because that
+is what eager Python raises where such an int goes next into an array (`x[i] = v * k`).
 """
 from __future__ import annotations
 
@@ -41,23 +43,28 @@ class ResultKindError(TypeError):
 
 class Rerun:
     """Why native code gives up on a node: what a fallback site returns instead of a
-    result native code cannot take."""
+    result native code cannot take (`error`: what it raises after an effect)."""
 
-    __slots__ = ("reason", "node")
+    __slots__ = ("reason", "node", "error")
 
-    def __init__(self, reason: str, node: Node):
-        self.reason, self.node = reason, node
+    def __init__(self, reason: str, node: Node, error: type[Exception] = ResultKindError):
+        self.reason, self.node, self.error = reason, node, error
 
     def refuse(self) -> NoReturn:
-        """Raise ResultKindError: the region performed an effect, it cannot start over."""
+        """Raise `error`: the region performed an effect, it cannot start over."""
         where = f"\n{self.node.source.highlight()}" if self.node.source else ""
-        raise ResultKindError(
+        raise self.error(
             f"{self.node.kind} in native code: {self.reason}; the region cannot run again "
             "in the interpreter because it has already performed an effect (an array "
             f"write, a print or a NumPy warning){where}")
 
     def __repr__(self) -> str:
         return f"<tsjit rerun: {self.reason}>"
+
+
+def int_beyond_64_bits(node: Node) -> Rerun:
+    """Giving up on `node` because Python's int result needs more than 64 bits."""
+    return Rerun("Python's int needs more than 64 bits", node, OverflowError)
 
 
 def refuse(rerun: Rerun) -> NoReturn:

@@ -27,7 +27,7 @@ from .arith import (
     to_double,
     to_int64,
 )
-from .bailout import Rerun
+from .bailout import int_beyond_64_bits
 from .emitter import FunctionEmitter
 from .ntypes import (
     DOUBLE,
@@ -51,8 +51,6 @@ from .ntypes import (
 from .rules import always_speculate, register_rule
 
 NUMBER_KINDS = (PY_INT, PY_FLOAT, PY_BOOL)
-
-_BEYOND = "Python's int needs more than 64 bits"
 
 
 def require_numbers(node: Node, kinds: Sequence[NType], allowed=NUMBER_KINDS,
@@ -192,7 +190,7 @@ def float_to_int(em: FunctionEmitter, node: Node, args: Sequence[NValue], x: ir.
     """int(x) of an integral double: CPython's error for a NaN or an infinity; a value
     beyond int64 makes the region run again (bailout.py)."""
     b, outside = em.b, em.b.not_(fits_int64(em.b, x))
-    em.bailouts.give_up_if(b.and_(outside, is_finite(b, x)), Rerun(_BEYOND, node))
+    em.bailouts.give_up_if(b.and_(outside, is_finite(b, x)), int_beyond_64_bits(node))
     return em.python_fallback(node, args, outside, lambda: [NValue(PY_INT, (b.fptosi(x, I64),))])
 
 
@@ -214,7 +212,7 @@ def int_of(em: FunctionEmitter, node: Node, args: Sequence[NValue], rounding: st
     if kind == PY_BOOL or (numpy_int and rounding is None):
         v = arg.value
         if isinstance(kind, NumpyScalar) and kind.dtype == np.uint64:   # 2**63 on: a bignum
-            em.bailouts.give_up_if(b.icmp_signed("<", v, const(I64, 0)), Rerun(_BEYOND, node))
+            em.bailouts.give_up_if(b.icmp_signed("<", v, const(I64, 0)), int_beyond_64_bits(node))
         extend = b.sext if isinstance(kind, NumpyScalar) and kind.dtype.kind == "i" else b.zext
         return [NValue(PY_INT, (v if v.type == I64 else extend(v, I64),))]
     if rounding == "trunc" and isinstance(kind, NumpyScalar) and kind.dtype != FLOAT64:

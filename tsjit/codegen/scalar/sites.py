@@ -18,7 +18,7 @@ import numpy as np
 
 from ...interpreter import compile_graph
 from ...ir.graph import Graph, Node, clone_node
-from .bailout import Rerun
+from .bailout import Rerun, int_beyond_64_bits
 from .emitter import SiteTable
 from .ntypes import (
     Array,
@@ -44,13 +44,17 @@ class _Mismatch(Exception):
     why)."""
 
 
+class _IntBeyond64Bits(_Mismatch):
+    """A site's int result needs more bits than native code's ints have."""
+
+
 def conform(value: object, kind: NType) -> object:
     """`value` as native code reads a value of `kind` (else _Mismatch)."""
     if isinstance(kind, PyScalar):
         if type(value) is _PYTHON_TYPES[kind.kind]:
             if kind.kind != "int" or -_INT64_LIMIT <= value < _INT64_LIMIT:
                 return value
-            raise _Mismatch("Python's int needs more than 64 bits")
+            raise _IntBeyond64Bits
     elif isinstance(kind, NumpyScalar):
         if type(value) is kind.dtype.type:
             return value
@@ -105,6 +109,8 @@ class Site:
             if len(self.out_kinds) == 1:
                 return conform(result, self.out_kinds[0])
             return tuple(conform(v, k) for v, k in zip(result, self.out_kinds))
+        except _IntBeyond64Bits:
+            return int_beyond_64_bits(self.node)
         except _Mismatch as mismatch:
             return Rerun(str(mismatch), self.node)
 
