@@ -14,8 +14,9 @@ Semantics are the interpreter's (and so eager Python's), bit for bit.  Native in
 bits wide; Python's are not, and the interpreter computes with Python ints.  So every int
 operation that may leave the int64 range (`+ - * << ** //`, negation, `abs`, conversions
 such as `int()`, `round()` and `math.floor()` of a float or a uint64) tests whether
-Python's result needs more bits: one overflow flag, on a branch the hot path never takes.
-Where it does, as where Python's result is of another *type* than the IR's
+Python's result needs more bits: arithmetic sets a flag that is tested once per loop
+iteration and before every effect, fallback site and return (bailout.py), conversions
+test at once.  Where it does, as where Python's result is of another *type* than the IR's
 (`int ** negative int` is a float, `(-2.0) ** 0.5` a complex number), native code cannot
 hold it, so it gives up and the region runs again from its original inputs in the
 interpreter, which gives Python's value; stats() count it as a bailout.  (Scripted ints

@@ -118,6 +118,7 @@ class FunctionEmitter:
         self._count_call(counters)
         self.emit_block(self.region.block)
         results = [self.values[v] for v in self.region.outputs]
+        self.bailouts.check_ints()
         b.ret(self._box_results(results))
         with self.b.goto_block(self._allocas):
             self.b.branch(self.fn.blocks[1])
@@ -242,6 +243,7 @@ class FunctionEmitter:
         """Call the node's Python site with its distinct non-constant inputs (boxed), the
         parameters of `sites.single_node_graph`; its result (a new reference or NULL)."""
         b = self.b
+        self.bailouts.check_ints()          # a site must not see a wrapped int
         distinct = {v: a for v, a in zip(node.inputs, args) if v.node.kind != "prim::Constant"}
         passed = list(distinct.values())
         site = self.sites.site_for(node, out_kinds)
@@ -300,6 +302,7 @@ class FunctionEmitter:
                 self._loop(node)
             else:
                 if has_effects(node):
+                    self.bailouts.check_ints()
                     self.bailouts.mark_effect()
                 outs = self.emit_node(node, [self.values[v] for v in node.inputs])
                 for v, nv in zip(node.outputs, outs):
@@ -390,14 +393,11 @@ class FunctionEmitter:
     def _checked_select_if(self, node: Node) -> None:
         """An `if` of a few operations whose rare cases are tests (rules.Rule.checked):
         both arms run with their tests collected, not branched on, and selects pick the
-        results; where a test of either arm holds, the `if` runs again as branches, whose
-        operations then take their rare paths as usual.  Running an arm that is not
+        results; where a test of the taken arm holds, the `if` runs again as branches,
+        whose operations then take their rare paths as usual.  Running an arm that is not
         taken, or one that runs again, is not observable: without their rare paths these
         operations only compute.  `if t[i-1, j] + 1 < best: best = t[i-1, j] + 1` (NumPy
-        ints: overflow tests) then costs no branch the processor could mispredict.  The
-        tests of both arms are taken, not the taken arm's: selecting by the condition,
-        LLVM branches on the condition first (collatz's `3 * x + 1` test made its loop
-        2.5-4x slower on the parity's mispredictions)."""
+        ints: overflow tests) then costs no branch the processor could mispredict."""
         b = self.b
         cond = self.values[node.inputs[0]].value
         tests = []
@@ -406,7 +406,7 @@ class FunctionEmitter:
             self.emit_block(block)
             tests.append(any_of(b, [ir.Constant(I1, 0), *self._deferred]))
         self._deferred = None
-        rare = b.or_(tests[0], tests[1])
+        rare = b.select(cond, tests[0], tests[1])
         fast = self._select_results(node, cond)
         fast_end = b.block
         slow_bb, join_bb = self.fn.append_basic_block("recheck"), self.fn.append_basic_block()
@@ -539,6 +539,7 @@ class FunctionEmitter:
         b.cbranch(b.icmp_signed("==", left, ir.Constant(I64, 0)), check_bb, go_on
                   ).set_weights([1, INTERRUPT_CHECK_INTERVAL])
         b.position_at_end(check_bb)
+        self.bailouts.check_ints()      # a loop run away on a wrapped int stops here
         b.store(ir.Constant(I64, INTERRUPT_CHECK_INTERVAL), self._interrupt_budget)
         check = cpython.declare(self.module, "PyErr_CheckSignals")
         check.attributes.add("cold")  # keeps the loop's values out of its way (registers)

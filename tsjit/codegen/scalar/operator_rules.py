@@ -4,7 +4,8 @@ forms, comparisons, unary `- + ~`).
 Operands that are Python numbers get Python's semantics (`//`, `%` floor; exact int/float
 comparison; ZeroDivisionError, negative shift counts, int true division beyond 2**53 and
 non-finite powers through CPython).  Native ints are 64 bits: an int result that needs
-more (`+ - * ** << //`, negation, `abs`; one overflow test each, off the hot path), like
+more (`+ - * ** << //`, negation, `abs`: each sets a flag, tested once per loop
+iteration and before anything observable, see Bailouts.note_int_beyond), like
 `int ** negative int` or a complex power, whose result is of another type, makes the
 region run again in the interpreter, which gives Python's int (see bailout.py); an
 operand that is a NumPy scalar gives NumPy's semantics (numpy_ops).  Augmented
@@ -149,10 +150,12 @@ def _int_binary(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValue]
 
 def _exact_int(em: FunctionEmitter, node: Node, args: Sequence[NValue], beyond: ir.Value,
                value: ir.Value) -> list[NValue]:
-    """`value`, a Python int's low 64 bits, where `beyond` is false; else Python's result,
-    which needs more bits than native code holds, so the site makes the region run again
-    in the interpreter (bailout.py)."""
-    return em.python_fallback(node, args, beyond, [NValue(PY_INT, (value,))])
+    """`value`, Python's int where `beyond` is false; where it is true Python's int needs
+    more than 64 bits, and the region gives up at the next check (Bailouts.note_int_beyond)
+    to run again in the interpreter.  No branch: small ifs may run it on both arms (an
+    arm not taken that goes beyond only costs a re-run)."""
+    em.bailouts.note_int_beyond(beyond, node)
+    return [NValue(PY_INT, (value,))]
 
 
 def _shift_exceeds(b: ir.IRBuilder, x: ir.Value, count: ir.Value) -> ir.Value:
@@ -176,44 +179,32 @@ def _power_of_two(c: int) -> bool:
 
 
 def _binary_speculate(node: Node, kinds: Sequence[NType]) -> bool:
-    """Python number arithmetic that never calls Python: float `+ - *`, bitwise operators,
-    and int `% >>` and `//` by a constant Python accepts whose result fits in int64 (see
-    rules.Rule.speculate)."""
+    """Python number arithmetic that never calls Python: `+ - *`, bitwise operators and
+    int `// % << >>` by a constant Python accepts (see rules.Rule.speculate; an int result
+    beyond 64 bits is only noted, see _exact_int)."""
     if _has_numpy(kinds):
         return False
     op = _operator_name(node)
-    if python_result(op, *kinds) == PY_FLOAT:
-        return op in ("add", "sub", "mul")
-    if op in _BITWISE:
-        return True
-    second = _constant_operand(node)
-    return op in ("floordiv", "mod", "rshift") and second is not None and \
-        not _python_raises(op, second) and not (op == "floordiv" and second == -1)
-
-
-def _constant_operand(node: Node) -> int | None:
-    """The second operand if it is a constant int."""
-    second = node.inputs[1].node
-    if second.kind == "prim::Constant" and type(second.attrs["value"]) is int:
-        return second.attrs["value"]
-    return None
-
-
-def _binary_checked(node: Node, kinds: Sequence[NType]) -> bool:
-    """Arithmetic whose rare case is one test on values computed beforehand (see
-    rules.Rule.checked): NumPy scalar arithmetic and comparisons but integer powers (which
-    always call Python), and Python int `+ - *`, and `<< //` by a constant Python
-    accepts, whose test is whether the result needs more than 64 bits."""
-    op = node.kind.split("::", 1)[1]
-    if _has_numpy(kinds):
-        return _operator_name(node) != "pow" or numpy_ops.binary_infer(
-            "pow", kinds)[0].dtype.kind == "f" if op not in PREDICATES else True
-    op = _operator_name(node)
     if op in ("add", "sub", "mul"):
         return True
-    second = _constant_operand(node)
-    return op in ("floordiv", "lshift") and second is not None and \
-        not _python_raises(op, second)
+    if python_result(op, *kinds) == PY_FLOAT:
+        return False
+    if op in _BITWISE:
+        return True
+    second = node.inputs[1].node
+    return op in ("floordiv", "mod", "lshift", "rshift") and \
+        second.kind == "prim::Constant" and type(second.attrs["value"]) is int and \
+        not _python_raises(op, second.attrs["value"])
+
+
+def _numpy_checked(node: Node, kinds: Sequence[NType]) -> bool:
+    """NumPy scalar arithmetic and comparisons: their rare cases are one test on values
+    computed beforehand (numpy_ops), but for integer powers, which always call Python."""
+    if not _has_numpy(kinds):
+        return False
+    op = node.kind.split("::", 1)[1]
+    return _operator_name(node) != "pow" or numpy_ops.binary_infer(
+        "pow", kinds)[0].dtype.kind == "f" if op not in PREDICATES else True
 
 
 def _python_numbers_only(node: Node, kinds: Sequence[NType]) -> bool:
@@ -277,7 +268,7 @@ def _float_binary(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValu
 
 register_rule([f"aten::{prefix}{op}" for op in _ARITHMETIC for prefix in ("", "i")],
               _binary_infer, _binary_emit, speculate=_binary_speculate, by_value=True,
-              checked=_binary_checked)
+              checked=_numpy_checked)
 
 
 def _pow_infer(node: Node, kinds) -> list[NType]:
@@ -346,7 +337,7 @@ def _compare_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NVal
 
 
 register_rule([f"aten::{op}" for op in PREDICATES], _compare_infer, _compare_emit,
-              speculate=_python_numbers_only, by_value=True, checked=_binary_checked)
+              speculate=_python_numbers_only, by_value=True, checked=_numpy_checked)
 
 
 # ---------------------------------------------------------------------------- unary
@@ -386,15 +377,5 @@ def _unary_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NValue
     return [NValue(PY_INT, (result,))]
 
 
-def _unary_speculate(node: Node, kinds: Sequence[NType]) -> bool:
-    """Float operations and int `+x`, `~x` (int `-x` and `abs` are checked: -(-2**63))."""
-    return not _has_numpy(kinds) and (kinds[0] == PY_FLOAT or _unary_name(node) in (
-        "pos", "invert"))
-
-
-def _unary_checked(node: Node, kinds: Sequence[NType]) -> bool:
-    return not _has_numpy(kinds) and _unary_name(node) in ("neg", "abs")
-
-
 register_rule(("aten::neg", "aten::pos", "aten::invert", "prim::abs"), _unary_infer,
-              _unary_emit, speculate=_unary_speculate, checked=_unary_checked)
+              _unary_emit, speculate=_python_numbers_only)
