@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..ir.graph import Graph, Node, Value, clone_node, constant_value
-from ..ir.types import BoolType, IntType, StrType, TensorType, Type
+from ..ir.types import BoolType, StrType, TensorType, Type
 
 Rule = Callable[[Node], bool]
 
@@ -37,9 +37,11 @@ def power_to_multiplication(node: Node) -> bool:
     the multiplications. Not float32 `x ** 3`, whose multiplications overflow where pow's
     result is finite (the fuser computes it in float64 instead, elementwise_kernel).
 
-    Only where the result keeps its type and value: a Python int (exact); an ndarray
-    of a known integer dtype (both wrap alike; NumPy integer *scalars* warn on overflow
-    in `*` but not in `**`); a NumPy value of a known float dtype, where `x ** 2` is
+    Only where the result keeps its type and value: an ndarray of a known integer dtype
+    (both wrap alike; NumPy integer *scalars* warn on overflow in `*` but not in `**`,
+    which is also why an `int` is left alone: it may hold one, as arguments pass
+    unchanged, and np.uint8(200) ** 2 warned); a NumPy value of a known float dtype,
+    where `x ** 2` is
     NumPy's square (bit for bit on arrays) and the rest differ by at most 2 ulp, as pow
     may under the contract (4 ulp for transcendental functions).  Not bool (NumPy's
     bool ** 2 is int8) and not a Python float (CPython's float ** 2 is libm's pow:
@@ -66,7 +68,7 @@ def _small_power(base: Type, exponent: object) -> int | None:
     if kind == "f" and np.dtype(base.dtype) == np.float32 and exponent == 3:
         return None   # float32 x*x*x overflows where pow's x**3 is the finite largest float
     if type(exponent) is int and exponent in (2, 3) and (
-            base == IntType or kind == "f" or (kind in ("i", "u") and base.ndarray)):
+            kind == "f" or (kind in ("i", "u") and base.ndarray)):
         return exponent
     if type(exponent) is float and exponent in (2.0, 3.0) and kind == "f":
         return int(exponent)      # a weak Python float keeps the float dtype
