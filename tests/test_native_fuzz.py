@@ -287,3 +287,88 @@ def test_random_int_programs_beyond_64_bits_give_pythons_ints(source, calls):
         check_native(fn, *calls)
     except AssertionError as e:
         raise AssertionError(f"{e}\n--- program ---\n{source}") from None
+
+
+RANGED_HEADER = """\
+def fuzzed(a: int, b: int, c: int):
+    s = 0
+    t = a
+    u = c
+"""
+# loop headers whose trip counts stay small for every argument (eager Python runs them)
+RANGES = ["range(a, min(b, a + 4))", "range(b - 3, b)", "range(4, -2, -2)",
+          "range(a, max(b, a - 4), -1)", "range(c % 5, 6, 2)", "range(b, b + 3, 3)",
+          "range(b, b - 3, -1)", "range(a - 5, a, 2)"]
+INDEX_USES = ["+ 1", "+ 2", "- 1", "- 2", "* 2", "* -1", "- b", "+ a"]
+
+
+@st.composite
+def ranged_statements(draw, indent: int, depth: int, loop_vars: tuple[str, ...]) -> list[str]:
+    """Counters, affine updates, masks and loops over ranges whose bounds come from the
+    arguments: what int_ranges bounds (native code then leaves tests out)."""
+    pad = "    " * indent
+    names = ("a", "b", "c", "s", "t", "u", *loop_vars)
+    lines = []
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["count", "affine", "mask", "index", "if"]
+                                    + (["for", "while"] if depth > 0 else [])))
+        target = draw(st.sampled_from(["s", "t", "u"]))
+        name = draw(st.sampled_from(names))
+        if kind == "count":
+            lines.append(f"{pad}{target} {draw(st.sampled_from(['+=', '-=']))} "
+                         f"{draw(st.sampled_from(['1', '3', '7', str(2 ** 40)]))}")
+        elif kind == "affine":
+            lines.append(f"{pad}{target} = {draw(st.sampled_from(WIDE_CONSTANTS))} * {name} "
+                         f"{draw(st.sampled_from(['+', '-']))} "
+                         f"{draw(st.sampled_from(WIDE_CONSTANTS))}")
+        elif kind == "mask":
+            lines.append(f"{pad}{target} = ({name} {draw(st.sampled_from(['%', '&']))} "
+                         f"{draw(st.sampled_from(['7', '1024', '-9']))}) * "
+                         f"{draw(st.sampled_from(['3', str(2 ** 40), str(-(2 ** 52))]))}")
+        elif kind == "index" and loop_vars:
+            lines.append(f"{pad}{target} = {loop_vars[-1]} {draw(st.sampled_from(INDEX_USES))}")
+        elif kind == "if":
+            lines.append(f"{pad}if {name} > {draw(st.sampled_from(names))}:")
+            lines += draw(ranged_statements(indent + 1, 0, loop_vars))
+            lines.append(f"{pad}else:")
+            lines += draw(ranged_statements(indent + 1, 0, loop_vars))
+        elif kind == "for":
+            var = f"k{len(loop_vars)}"
+            lines.append(f"{pad}for {var} in {draw(st.sampled_from(RANGES))}:")
+            lines.append(f"{pad}    {target} = {var} {draw(st.sampled_from(INDEX_USES))}")
+            lines += draw(ranged_statements(indent + 1, depth - 1, (*loop_vars, var)))
+        elif kind == "while":
+            var = f"w{len(loop_vars)}"
+            lines.append(f"{pad}{var} = 0")
+            lines.append(f"{pad}while {var} < 4:")
+            lines.append(f"{pad}    {var} += 1")
+            lines += draw(ranged_statements(indent + 1, depth - 1, (*loop_vars, var)))
+        else:
+            lines.append(f"{pad}{target} = {name}")
+    return lines
+
+
+@st.composite
+def ranged_programs(draw) -> str:
+    body = draw(ranged_statements(1, 2, ()))
+    return RANGED_HEADER + "\n".join(body) + "\n    return s, t, u\n"
+
+
+EDGE_INTS = st.one_of(st.integers(-6, 6), st.sampled_from(
+    [INT64_MIN, INT64_MIN + 1, INT64_MIN + 2, INT64_MAX, INT64_MAX - 1, INT64_MAX - 2,
+     2 ** 62, -(2 ** 62), (INT64_MAX - 1) // 3, 2 ** 23]),
+    st.integers(INT64_MAX - 8, INT64_MAX), st.integers(INT64_MIN, INT64_MIN + 8))
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+          derandomize=EXAMPLES <= DEFAULT_EXAMPLES)
+@given(source=ranged_programs(), calls=st.lists(st.tuples(EDGE_INTS, EDGE_INTS, EDGE_INTS),
+                                                min_size=3, max_size=3))
+def test_random_loops_over_bounded_ints_give_pythons_ints(source, calls):
+    """Where int_ranges lets native code leave a test out, the value must stay in int64
+    on every call: counters, loop indices and affine values at the ends of int64."""
+    fn = load(source)
+    try:
+        check_native(fn, *calls)
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n--- program ---\n{source}") from None

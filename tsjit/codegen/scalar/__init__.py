@@ -14,19 +14,20 @@ Semantics are the interpreter's (and so eager Python's), bit for bit.  Native in
 bits wide; Python's are not, and the interpreter computes with Python ints.  So every int
 operation that may leave the int64 range (`+ - * << ** //`, negation, `abs`, conversions
 such as `int()`, `round()` and `math.floor()` of a float or a uint64) tests whether
-Python's result needs more bits: arithmetic sets a flag that is tested once per loop
-iteration and before every effect, fallback site and return (bailout.py), conversions
-test at once.  Where it does, as where Python's result is of another *type* than the IR's
+Python's result needs more bits, but where passes/int_ranges shows that it cannot (loop
+indices, counters, remainders; an affine chain such as `3 * x + 1` is tested once, on
+x).  Where it does, as where Python's result is of another *type* than the IR's
 (`int ** negative int` is a float, `(-2.0) ** 0.5` a complex number), native code cannot
 hold it, so it gives up and the region runs again from its original inputs in the
 interpreter, which gives Python's value; stats() count it as a bailout.  (Scripted ints
 used to wrap here while the profiling calls gave Python's ints: a result changed between
 calls.)  That re-run is only sound while the run has done
 nothing observable: once the region has written an array, printed or emitted a NumPy
-warning, it raises instead a TypeError naming the operation, why it could not re-run, and
-the script location (bailout.py).  Floats are CPython's bit for bit (no contraction or
-reassociation); `math` functions call the same C library CPython calls.  NumPy scalars
-follow NumPy (NEP 50 promotion, the dtype's rounding and wrap-around).
+warning, it raises instead a TypeError (an OverflowError for an int) naming the
+operation, why it could not re-run, and the script location (bailout.py).  Floats are
+CPython's bit for bit (no contraction or reassociation); `math` functions call the same
+C library CPython calls.  NumPy scalars follow NumPy (NEP 50 promotion, the dtype's
+rounding and wrap-around).
 
 Nothing rare is reimplemented: where Python or NumPy raises, warns or leaves the fast
 numeric path (a zero divisor, an index out of bounds, a non-finite float, an overflowing

@@ -75,6 +75,22 @@ def exceeds_dtype(b: ir.IRBuilder, op: str, x: ir.Value, y: ir.Value, dtype: np.
                  b.icmp_signed(">", exact, const(wide, int(info.max))))
 
 
+def in_bounds(b: ir.IRBuilder, x: ir.Value, low: int | None, high: int | None,
+              negate: bool = False) -> ir.Value:
+    """low <= x <= high for an i64 x (a None bound holds), or with `negate` its negation:
+    one compare per bound, and one for both (x - low <= high - low, unsigned)."""
+    if low is not None and high is not None:
+        offset = b.sub(x, const(I64, low))
+        span = high - low                               # < 2**64: as a signed constant
+        return b.icmp_unsigned(">" if negate else "<=", offset,
+                               const(I64, span - 2 ** 64 if span >= 2 ** 63 else span))
+    if low is not None:
+        return b.icmp_signed("<" if negate else ">=", x, const(I64, low))
+    if high is not None:
+        return b.icmp_signed(">" if negate else "<=", x, const(I64, high))
+    return ir.Constant(I1, int(not negate))
+
+
 def to_int64(b: ir.IRBuilder, value: ir.Value, kind: PyScalar) -> ir.Value:
     """A Python int or bool as i64."""
     return b.zext(value, I64) if kind == PY_BOOL else value

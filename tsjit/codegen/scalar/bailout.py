@@ -30,7 +30,7 @@ from llvmlite import ir
 
 from ...ir.graph import Node
 from . import cpython
-from .ntypes import I1, PTR
+from .ntypes import I1, I64, PTR
 
 if TYPE_CHECKING:
     from .emitter import FunctionEmitter
@@ -81,30 +81,19 @@ class Bailouts:
         self.em = em
         self._rerun_handler = rerun_handler
         self._effect_performed = em.alloca(I1)
-        self._int_beyond = em.alloca(I1)
-        self._int_rerun: Rerun | None = None
+        self._calls: ir.Value | None = None
         self._rerun: ir.Block | None = None
         em.b.store(ir.Constant(I1, 0), self._effect_performed)
-        em.b.store(ir.Constant(I1, 0), self._int_beyond)
 
-    def note_int_beyond(self, beyond: ir.Value, node: Node) -> None:
-        """Where `beyond`, `node`'s int result needed more than 64 bits: remember it, with
-        no branch, until the next check_ints().  Until then native code goes on with the
-        wrapped value, which nothing observable sees: the checks come before every effect,
-        fallback site, raise and return, and with the interrupt check every
-        INTERRUPT_CHECK_INTERVAL loop back-edges (so a loop run away on a wrapped bound
-        stops).  A branch per operation made collatz's loop 2-3x slower; a test per
-        iteration 1.5x (LLVM splits the flags' `or` into one branch each)."""
-        if self._int_rerun is None:
-            self._int_rerun = Rerun("Python's int needs more than 64 bits (here or in a "
-                                    "later int operation)", node, OverflowError)
+    def give_up_at_call(self, limit: int, rerun: Rerun) -> None:
+        """Count the times this code runs (in a function) and give up with `rerun` at the
+        `limit`-th."""
         b = self.em.b
-        b.store(b.or_(b.load(self._int_beyond, typ=I1), beyond), self._int_beyond)
-
-    def check_ints(self) -> None:
-        """Give up if an int result noted since the function began needed more bits."""
-        if self._int_rerun is not None:
-            self.give_up_if(self.em.b.load(self._int_beyond, typ=I1), self._int_rerun)
+        if self._calls is None:
+            self._calls = self.em.alloca(I64, initial=ir.Constant(I64, 0))
+        calls = b.add(b.load(self._calls, typ=I64), ir.Constant(I64, 1))
+        b.store(calls, self._calls)
+        self.give_up_if(b.icmp_signed(">=", calls, ir.Constant(I64, limit)), rerun)
 
     def mark_effect(self) -> None:
         """What follows does something observable: after it, this run may not re-run."""

@@ -4,10 +4,10 @@ forms, comparisons, unary `- + ~`).
 Operands that are Python numbers get Python's semantics (`//`, `%` floor; exact int/float
 comparison; ZeroDivisionError, negative shift counts, int true division beyond 2**53 and
 non-finite powers through CPython).  Native ints are 64 bits: an int result that needs
-more (`+ - * ** << //`, negation, `abs`: each sets a flag, tested once per loop
-iteration and before anything observable, see Bailouts.note_int_beyond), like
-`int ** negative int` or a complex power, whose result is of another type, makes the
-region run again in the interpreter, which gives Python's int (see bailout.py); an
+more (`+ - * ** << //`, negation, `abs`: each is tested, unless passes/int_ranges shows
+it cannot, see _exact_int), like `int ** negative int` or a complex power, whose result
+is of another type, makes the region run again in the interpreter, which gives Python's
+int (see bailout.py); an
 operand that is a NumPy scalar gives NumPy's semantics (numpy_ops).  Augmented
 assignment of numbers rebinds, so `x += y` is `x + y` (arrays never reach these rules).
 """
@@ -31,6 +31,7 @@ from .arith import (
     elementwise,
     exceeds_dtype,
     flip,
+    in_bounds,
     intrinsic,
     is_finite,
     libm,
@@ -151,10 +152,19 @@ def _int_binary(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValue]
 def _exact_int(em: FunctionEmitter, node: Node, args: Sequence[NValue], beyond: ir.Value,
                value: ir.Value) -> list[NValue]:
     """`value`, Python's int where `beyond` is false; where it is true Python's int needs
-    more than 64 bits, and the region gives up at the next check (Bailouts.note_int_beyond)
-    to run again in the interpreter.  No branch: small ifs may run it on both arms (an
-    arm not taken that goes beyond only costs a re-run)."""
-    em.bailouts.note_int_beyond(beyond, node)
+    more than 64 bits, and the region gives up (to run again in the interpreter).  The
+    test is left out where int_ranges shows that the result stays in int64, and made on
+    the operand where the result is an affine function of one (`3 * x + 1`: x <= c,
+    one compare; the operations before the last need none, wrapped arithmetic being
+    exact modulo 2**64).  A small `if` may run it on both arms: an arm not taken that
+    goes beyond only costs a re-run."""
+    test = em.int_ranges.test_for(node)
+    if test is not None:
+        if test.root is not None:
+            root = em.values[test.root]
+            beyond = in_bounds(em.b, to_int64(em.b, root.value, root.kind), test.low,
+                               test.high, negate=True)
+        em.test_int(beyond, node)
     return [NValue(PY_INT, (value,))]
 
 
