@@ -11,6 +11,7 @@ import pytest
 from _differential import assert_same
 from _native import INT64_MAX, INT64_MIN, check_native, native
 from test_native_fuzz import INDEX_USES, RANGES, WIDE_CONSTANTS, load
+from test_native_scalar import collatz
 
 import tsjit
 from tsjit.codegen.scalar import emitter
@@ -25,19 +26,6 @@ def _tests_by_source(fn) -> dict[str, RangeTest | None]:
     return {node.source.text(): ranges.test_for(node) for node in graph.nodes()
             if node.source and node.kind.startswith("aten::") and len(node.outputs) == 1
             and node.outputs[0].type is IntType}
-
-
-def collatz(n: int) -> int:
-    total = 0
-    for i in range(1, n + 1):
-        x = i
-        while x != 1:
-            if x % 2 == 0:
-                x = x // 2
-            else:
-                x = 3 * x + 1
-            total += 1
-    return total
 
 
 def test_a_counter_and_an_index_need_no_test_and_an_affine_result_one_compare():

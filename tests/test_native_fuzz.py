@@ -135,6 +135,11 @@ def bool_exprs(draw, depth: int, loop_vars: tuple[str, ...]) -> str:
            f"{draw(bool_exprs(depth - 1, loop_vars))})"
 
 
+def counted_while(pad: str, var: str, condition: str) -> list[str]:
+    """A while loop's first lines: its counter (0, then + 1 per pass) and its header."""
+    return [f"{pad}{var} = 0", f"{pad}while {condition}:", f"{pad}    {var} += 1"]
+
+
 @st.composite
 def statements(draw, indent: int, depth: int, loop_vars: tuple[str, ...]) -> list[str]:
     pad = "    " * indent
@@ -170,9 +175,7 @@ def statements(draw, indent: int, depth: int, loop_vars: tuple[str, ...]) -> lis
             lines += draw(statements(indent + 1, depth - 1, (*loop_vars, var)))
         elif kind == "while":
             var = f"w{len(loop_vars)}"
-            lines.append(f"{pad}{var} = 0")
-            lines.append(f"{pad}while {var} < 6 and {draw(bool_exprs(1, loop_vars))}:")
-            lines.append(f"{pad}    {var} += 1")
+            lines += counted_while(pad, var, f"{var} < 6 and {draw(bool_exprs(1, loop_vars))}")
             lines += draw(statements(indent + 1, depth - 1, (*loop_vars, var)))
         else:
             lines.append(f"{pad}if {draw(bool_exprs(1, loop_vars))}:")
@@ -339,9 +342,7 @@ def ranged_statements(draw, indent: int, depth: int, loop_vars: tuple[str, ...])
             lines += draw(ranged_statements(indent + 1, depth - 1, (*loop_vars, var)))
         elif kind == "while":
             var = f"w{len(loop_vars)}"
-            lines.append(f"{pad}{var} = 0")
-            lines.append(f"{pad}while {var} < 4:")
-            lines.append(f"{pad}    {var} += 1")
+            lines += counted_while(pad, var, f"{var} < 4")
             lines += draw(ranged_statements(indent + 1, depth - 1, (*loop_vars, var)))
         else:
             lines.append(f"{pad}{target} = {name}")
