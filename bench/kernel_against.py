@@ -7,7 +7,8 @@ another git revision's, one process, interleaved.
 Each workload (bench/elementwise_workloads.py) is scripted and run once; every fused
 kernel it launches is compiled twice, by this tree's generator and by REV's
 (bench/revision_vmath.py loads REV's tsjit/codegen), and both versions run on the same
-arguments and write into the same output arrays. Their results must be the same bits.
+arguments and write into the same output arrays. Their results must be the same bits (or,
+for a change of the math library's bits, within --rtol of each output's scale).
 Timings: one thread's CPU time (wall time with --threads above 1) of calls of each
 version, alternating; the figure is the median of the per-pair ratios (this / REV) and
 their quartiles. Data placement within a page changes a kernel's time by several percent
@@ -101,8 +102,10 @@ def placed(value, offset: int):
     return copy
 
 
-def measure(fn, args, samples: int, placements: int, threads: int) -> list[float]:
-    """Per-sample ratios of this tree's time to REV's, over ``placements`` copies."""
+def measure(fn, args, samples: int, placements: int, threads: int,
+            rtol: float = 0.0) -> list[float]:
+    """Per-sample ratios of this tree's time to REV's, over ``placements`` copies; the
+    versions' results may differ by ``rtol`` of each output's largest magnitude."""
     scripted = tsjit.script(fn)
     for _ in range(3):
         scripted(*args)
@@ -114,8 +117,9 @@ def measure(fn, args, samples: int, placements: int, threads: int) -> list[float
         for versions, launch_args, kwargs in Versions.launches:
             results = [k.call(*launch_args, **kwargs) for k in versions.kernels]
             for mine, theirs in zip(*results):
-                if not np.array_equal(mine.view(np.uint8), theirs.view(np.uint8)):
-                    raise SystemExit(f"{fn.__name__}: the two versions' bits differ")
+                if not _close(mine, theirs, rtol):
+                    raise SystemExit(f"{fn.__name__}: the two versions' results differ"
+                                     + (f" (by more than --rtol {rtol})" if rtol else ""))
             outs = tuple(placed(r, 16 * int(rng.integers(256))) for r in results[0])
             runs.append((versions, launch_args, kwargs, outs))
 
@@ -124,6 +128,21 @@ def measure(fn, args, samples: int, placements: int, threads: int) -> list[float
             versions.kernels[version].call(*launch_args, out=outs, **kwargs)
 
     return alternating_ratios(run, samples, threads)
+
+
+def _close(mine: np.ndarray, theirs: np.ndarray, rtol: float) -> bool:
+    """The same bits, or (``rtol`` > 0) floats within ``rtol`` of the largest magnitude
+    and NaN at the same places: a math function's other bits, within its ulps, move a
+    composite's results by that much relative to its scale, not to each (cancelling)
+    result."""
+    if np.array_equal(mine.view(np.uint8), theirs.view(np.uint8)):
+        return True
+    if rtol == 0 or mine.dtype.kind != "f" or not np.array_equal(np.isnan(mine),
+                                                                 np.isnan(theirs)):
+        return False
+    finite = ~np.isnan(mine)
+    scale = np.max(np.abs(theirs[finite]), initial=0.0)
+    return bool(np.all(np.abs(mine[finite] - theirs[finite]) <= rtol * scale))
 
 
 def alternating_ratios(run, samples: int, threads: int) -> list[float]:
@@ -163,12 +182,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--samples", type=int, default=61)
     parser.add_argument("--placements", type=int, default=8)
+    parser.add_argument("--rtol", type=float, default=0.0,
+                        help="results may differ by this much relative to each output's "
+                             "largest magnitude (a change of the math library's bits); "
+                             "default: the same bits")
     args = parser.parse_args(argv)
     prepare(args.threads)
     compile_both(args.revision)
     placements = min(args.placements, 2) if args.large else args.placements
     for label, fn, fn_args in cases(args.workloads.split(","), args.large):
-        ratios = measure(fn, fn_args, args.samples, placements, args.threads)
+        ratios = measure(fn, fn_args, args.samples, placements, args.threads, args.rtol)
         print(f"{label:32s} {summary(ratios, args.revision, args.threads)}", flush=True)
 
 

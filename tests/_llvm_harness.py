@@ -16,7 +16,7 @@ import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
-from tsjit.codegen import vmath
+from tsjit.codegen import vmath, vmath_table
 
 _LLVM_TYPES = {np.dtype(np.float32): ir.FloatType(), np.dtype(np.float64): ir.DoubleType()}
 _ARITY = {"pow": 2, "arctan2": 2}
@@ -88,6 +88,8 @@ class MathKernels:
         options.slp_vectorization = True
         builder = llvm.create_pass_builder(tm, options)
         builder.getModulePassManager().run(parsed, builder)
+        if vmath_table.MARKER in str(module):   # (as llvm_jit.optimize_and_emit does)
+            vmath_table.inline_variants(parsed, builder)
         self.optimized_ir = str(parsed)
         declared = [line for line in self.optimized_ir.splitlines() if line.startswith("declare")]
         library_calls = [d for d in declared if not _NON_LIBRARY_DECLARATION.match(d)]

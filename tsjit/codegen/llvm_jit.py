@@ -15,6 +15,7 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from tsjit import forking
+from tsjit.codegen import vmath_table
 
 __all__ = ["emit_assembly", "host_description", "link", "optimize_and_emit"]
 
@@ -99,6 +100,8 @@ def optimize_and_emit(text: str, pipeline: str) -> tuple[bytes, str]:
         return state.quick_tm.emit_object(mod), str(mod)
     builder = state.pass_builders[{"O2": 2, "O3": 3}[pipeline]]
     builder.getModulePassManager().run(mod, builder)
+    if vmath_table.MARKER in text:  # (the vectorizer's calls of vmath's table lookups)
+        vmath_table.inline_variants(mod, builder)
     return state.tm.emit_object(mod), str(mod)
 
 

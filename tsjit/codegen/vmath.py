@@ -29,7 +29,7 @@ from fractions import Fraction
 
 from llvmlite import ir
 
-from tsjit.codegen import numpy_flags, numpy_nans, vmath_trig
+from tsjit.codegen import numpy_flags, numpy_nans, vmath_exp32, vmath_trig
 from tsjit.codegen import vmath_poly as K
 from tsjit.codegen.vmath_emit import F32, F64, Emit
 
@@ -122,8 +122,12 @@ def _exp(em: Emit, x, x_lo=None):
     if x_lo is not None:
         in_range = em.b.and_(em.b.not_(special), em.cmp_numbers("==", clamped, finite))
         x_lo = em.sel(in_range, x_lo, 0.0)
-    e, n = _exp_reduce(em, clamped, x_lo)
-    return _at_infinities_and_nan(em, x, special, em.ldexp(em.add(e, 1.0), n), 0.0)
+    if em.fmt is F32 and x_lo is None:
+        value = vmath_exp32.exp_exact(em, clamped)
+    else:
+        e, n = _exp_reduce(em, clamped, x_lo)
+        value = em.ldexp(em.add(e, 1.0), n)
+    return _at_infinities_and_nan(em, x, special, value, 0.0)
 
 
 # The offset K of ``_exp_nonpositive``'s scale 2**(n + K): n + K is a normal exponent for
@@ -145,9 +149,14 @@ def _exp_nonpositive(em: Emit, x):
     fmt, b = em.fmt, em.b
     low, _ = _EXP_RANGE[fmt.name]
     special, finite = _finite_part(em, x)
-    e, n = _exp_reduce(em, em.sel(em.cmp_numbers("<", finite, low), low, finite))
+    clamped = em.sel(em.cmp_numbers("<", finite, low), low, finite)
     offset = _NONPOSITIVE_OFFSET[fmt.name]
-    value = em.mul(em.mul(em.add(e, 1.0), em.pow2(b.add(n, em.int(offset)))), 2.0**-offset)
+    if fmt is F32:
+        value = vmath_exp32.exp_nonpositive(em, clamped, offset)
+    else:
+        e, n = _exp_reduce(em, clamped)
+        value = em.mul(em.mul(em.add(e, 1.0), em.pow2(b.add(n, em.int(offset)))),
+                       2.0**-offset)
     nan = em.magnitude_above(em.fabs(x), _INF)
     nan_bits = em.bits(x) if em.nan_argument_bits is None else em.int(em.nan_argument_bits)
     zero = em.int(0)
@@ -563,10 +572,13 @@ def _nan_where(em: Emit, outside, value):
 def _fast_exp(em: Emit, x):
     """``_exp``'s value on ordinary arguments (|x| up to the limit, one signed compare of
     |x|'s bits: NaN and infinities are beyond it), with five operations less."""
-    e, n = _exp_reduce(em, x)
-    scaled = em.b.add(em.bits(em.add(e, 1.0)), em.b.shl(n, em.int(em.fmt.mant_bits)))
-    return _nan_where(em, em.magnitude_above(em.fabs(x), _EXP_FAST_LIMIT[em.fmt.name]),
-                      em.from_bits(scaled))
+    if em.fmt is F32:
+        value = vmath_exp32.exp_fast(em, x)
+    else:
+        e, n = _exp_reduce(em, x)
+        value = em.from_bits(em.b.add(em.bits(em.add(e, 1.0)),
+                                      em.b.shl(n, em.int(em.fmt.mant_bits))))
+    return _nan_where(em, em.magnitude_above(em.fabs(x), _EXP_FAST_LIMIT[em.fmt.name]), value)
 
 
 def _fast_tanh(em: Emit, x):

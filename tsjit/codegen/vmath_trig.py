@@ -43,12 +43,12 @@ from fractions import Fraction
 from llvmlite import ir
 
 from tsjit.codegen import vmath_poly as K
+from tsjit.codegen import vmath_table
 from tsjit.codegen.vmath_emit import F32, F64, Emit, Format
 
 __all__ = ["LIMIT", "cos", "sin", "tan"]
 
 _INF = float("inf")
-_PTR = ir.PointerType()
 
 # Arguments from which the inline Cody-Waite reduction would round: the out-of-line code
 # takes over (float32 with a float64 Cody-Waite up to _WIDENED_LIMIT, then Payne-Hanek).
@@ -311,8 +311,8 @@ def _out_of_line(module: ir.Module, name: str, fmt: Format) -> tuple[ir.Function
         body_name = f"tsjit_vmath_trig_{fmt.name}_huge"
         body = module.globals.get(body_name) or _body(module, body_name, fmt)
         number = ir.Constant(_I32, _NUMBER[name])
-        _keep_alive(module, [_adapter(module, f"{symbol}_v{n}", body, number, fmt, n)
-                             for n in lanes])
+        vmath_table.keep_alive(module, [_adapter(module, f"{symbol}_v{n}", body, number, fmt,
+                                                 n) for n in lanes])
         function = _adapter(module, symbol, body, number, fmt, None)
         function.attributes.add("noinline")
     return function, variant_list
@@ -411,20 +411,6 @@ def _define(module: ir.Module, name: str, signature: ir.FunctionType) -> ir.Func
     set.add(function.attributes, "willreturn")
     set.add(function.attributes, "memory(none)")  # reads only the constant table
     return function
-
-
-def _keep_alive(module: ir.Module, functions: list[ir.Function]) -> None:
-    """List ``functions`` in @llvm.compiler.used: only call-site attributes name the vector
-    variants, and the optimizer would delete them before the vectorizer looks for them."""
-    used = module.globals.get("llvm.compiler.used")
-    if used is None:
-        used = ir.GlobalVariable(module, ir.ArrayType(_PTR, 0), "llvm.compiler.used")
-        used.linkage = "appending"
-        used.section = "llvm.metadata"
-        used.initializer = ir.Constant(used.value_type, [])
-    entries = [*used.initializer.constant, *functions]
-    used.value_type = ir.ArrayType(_PTR, len(entries))
-    used.initializer = ir.Constant(used.value_type, entries)
 
 
 # ---------------------------------------------------------------- sin, cos, tan
