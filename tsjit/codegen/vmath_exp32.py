@@ -61,10 +61,8 @@ def _powers() -> tuple[tuple[int, ...], tuple[int, ...]]:
 _HI_BITS, _TAIL_BITS = _powers()
 
 
-def _scale_table(offset: int) -> tuple[int, ...]:
-    """hi_j's bits minus j << 20, plus ``offset`` << 23: added to k << 20, the bits of
-    hi_j * 2**(m + offset)."""
-    return tuple(bits - (j << 20) + (offset << 23) for j, bits in enumerate(_HI_BITS))
+# hi_j's bits minus j << 20: added to k << 20, the bits of hi_j * 2**m.
+_SCALE_BITS = tuple(bits - (j << 20) for j, bits in enumerate(_HI_BITS))
 
 
 def _reduce(em, x) -> tuple[ir.Value, ir.Value]:
@@ -96,20 +94,15 @@ def _expm1(em, x, r):
     return em.mla(w, em.sel(tiny, r, a), r)
 
 
-def _scaled(em, x, offset: int):
-    """hi_j 2**(m + offset) (1 + q) rounded once, for x whose m + offset keeps hi_j 2**(m +
-    offset) normal (and the product finite)."""
-    bits, r = _reduce(em, x)
-    q = _expm1(em, x, r)
-    scale = em.from_bits(em.b.add(vmath_table.lookup(em, _scale_table(offset), bits),
-                                  em.b.shl(bits, em.int(20))))
-    return em.mla(scale, q, scale)
-
-
 def exp_fast(em, x):
     """exp(x) for |x| <= 86 (results normal; other lanes: some value): the bits of the
-    exact form's."""
-    return _scaled(em, x, 0)
+    exact form's, as hi_j 2**m (1 + q) in one fused step, hi_j 2**m an integer add to the
+    table's bits."""
+    bits, r = _reduce(em, x)
+    q = _expm1(em, x, r)
+    scale = em.from_bits(em.b.add(vmath_table.lookup(em, _SCALE_BITS, bits),
+                                  em.b.shl(bits, em.int(20))))
+    return em.mla(scale, q, scale)
 
 
 def _mantissa(em, x) -> tuple[ir.Value, ir.Value]:
