@@ -43,8 +43,6 @@ _LN2_EIGHTH = K.split(Fraction(K.LN2) / 8, (13,), "float32")
 # Minimax on |r| <= ln2/16 (widened by 0.1%: k may be off by one near a half-integer):
 # expm1(r) = r + r^2 (c0 + c1 r), absolute error 2**-25.2.
 _EXP_POLY = (0.5000649094581604, 0.16668109595775604)
-# r + r^2 (c0 + c1 r + c2 r^2), absolute error 2**-32.4 (for ``_mantissa``'s deep lanes).
-_ACCURATE_POLY = (0.5, 0.16668029129505157, 0.04167063906788826)
 
 
 def _powers() -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -79,19 +77,21 @@ def _reduce(em, x) -> tuple[ir.Value, ir.Value]:
 _TINY = 2.0**-30
 
 
-def _expm1(em, x, r):
+def _expm1(em, x, r, last=None):
     """q = expm1(r) by the degree-3 polynomial. Where ``em.denormal_underflow`` is unset, the
     tiny lanes (|x| < 2**-30: r = x) compute r + (r/2) r, so that r^2 is never rounded alone
     there: it underflows for |r| < 2**-63, where NumPy's exp is quiet (the polynomial
     rounds to 1/2 there; vmath._expm1_short_chain does the same). Where the mimicked loop
-    raises underflow at denormal arguments, r^2 is rounded alone, which does."""
+    raises underflow at denormal arguments, r^2 is rounded alone, which does. ``last``:
+    the term added last in place of r (``_mantissa``'s r + t_j)."""
     c0, c1 = _EXP_POLY
     a = em.mla(r, c1, c0)
+    last = r if last is None else last
     if em.denormal_underflow:
-        return em.mla(em.mul(r, r), a, r)
+        return em.mla(em.mul(r, r), a, last)
     tiny = em.b.icmp_signed("<", em.bits(em.fabs(x)), em.bits(_TINY))
     w = em.mul(r, em.sel(tiny, 0.5, r))
-    return em.mla(w, em.sel(tiny, r, a), r)
+    return em.mla(w, em.sel(tiny, r, a), last)
 
 
 def exp_fast(em, x):
@@ -107,24 +107,18 @@ def exp_fast(em, x):
 
 def _mantissa(em, x) -> tuple[ir.Value, ir.Value]:
     """(p, m) with exp(x) = p 2**m, p = hi_j (1 + q) rounded once (in [0.95, 2.1]), for x in
-    [-104, 89]. Where p 2**m is below the normal range (m < -125), p is the accurately
-    rounded value instead: hi_j (1 + q + t_j), q of degree 4 and t_j hi_j's rounding error
-    (a second table). NumPy raises underflow there when its own p (2**(x - n ln2)
-    correctly rounded, nearly always) loses bits in the scaling, and hi_j's rounding alone
-    would change the lost bits of 1 in 4 arguments (as many underflow flags NumPy does
-    not raise, and the rest not raised). The fast form never has such lanes."""
+    [-104, 89]. Where p 2**m is below the normal range (m < -125), p is closer to the
+    correctly rounded value: hi_j (1 + q + t_j), t_j hi_j's rounding error (a second
+    table; 0 on the other lanes, which keep the fast form's bits). NumPy raises underflow
+    there when its own p (2**(x - n ln2), nearly always correctly rounded) loses bits in
+    the scaling, and hi_j's rounding alone changes the lost bits of more arguments (as
+    many underflow flags NumPy does not raise, and the rest not raised)."""
     bits, r = _reduce(em, x)
     hi = em.from_bits(vmath_table.lookup(em, _HI_BITS, bits))
     m = em.b.ashr(em.b.sub(bits, em.bits(_SHIFTER)), em.int(3))
-    c0, c1, c2 = _ACCURATE_POLY
     deep = em.b.icmp_signed("<", m, em.int(-125))
-    # (r on the deep lanes only, as integers: LLVM would fold a float select into the
-    # products, and r^2 underflows at tiny arguments)
-    r_deep = em.guard(deep, r, 0.25)
-    w = em.mul(r_deep, r_deep)
-    tail = em.from_bits(vmath_table.lookup(em, _TAIL_BITS, bits))
-    accurate = em.mla(w, em.mla(w, c2, em.mla(r_deep, c1, c0)), em.add(r_deep, tail))
-    return em.mla(hi, em.sel(deep, accurate, _expm1(em, x, r)), hi), m
+    tail = em.guard(deep, em.from_bits(vmath_table.lookup(em, _TAIL_BITS, bits)), 0.0)
+    return em.mla(hi, _expm1(em, x, r, em.add(r, tail)), hi), m
 
 
 def exp_exact(em, x):
