@@ -112,6 +112,7 @@ from tsjit.codegen.row_memory import (
     streamed_outputs,
     streaming,
 )
+from tsjit.codegen.row_vectors import fits_vectors, vector_outputs, write_vectors
 from tsjit.codegen.vmath import FAST_FORMS, emit_math
 
 __all__ = ["build_row_kernel_module"]
@@ -495,6 +496,8 @@ class _RowKernelBuilder:
                     fused[p] = build_tree(self, p, build_node(self, p, cached, fused=True))
             trees.append(build_parallel_tree(self, p, tree) if split[p] else tree)
         outputs = self.build_outputs(cached)
+        vectors = vector_outputs(self, cached) if outputs is not None and \
+            streamed_outputs(spec, self.levels) else None
         loads, _ = self.scratch(len(self.passes), cached)
         outputs_compute = self.needed([v for v in spec.outputs if self.levels[v]], loads)
         fn = self.function(f"{self.name}_row{'c' if cached else ''}", [PTR, PTR, I64, I1],
@@ -528,7 +531,8 @@ class _RowKernelBuilder:
         pointers = self.pointers_from(b, rowptrs, cached)
         if outputs is not None:
             interruptible_blocks(b, i64(0), n, INTERRUPT_ELEMENTS, lambda b, lo, hi:
-                                 self.write_outputs(b, outputs, pointers, state, lo, hi, stream),
+                                 self.write_outputs(b, outputs, vectors, pointers, state, lo,
+                                                    hi, stream),
                                  self.parallel)
         row = self.load_state(b, state)
         for j, v in enumerate(spec.outputs):
@@ -556,19 +560,35 @@ class _RowKernelBuilder:
                        if i not in self.spec.row_inputs)
         return b.icmp_signed("<=", b.mul(n, i64(itemsize)), i64(FUSED_ROW_BYTES))
 
-    def write_outputs(self, b: ir.IRBuilder, outputs: ir.Function, pointers: list,
-                      state: ir.Value, lo: ir.Value, hi: ir.Value, stream: ir.Value) -> None:
-        """Elements [lo, hi) of the element-level outputs; ``stream``: past the caches."""
+    def write_outputs(self, b: ir.IRBuilder, outputs: ir.Function,
+                      vectors: ir.Function | None, pointers: list, state: ir.Value,
+                      lo: ir.Value, hi: ir.Value, stream: ir.Value) -> None:
+        """Elements [lo, hi) of the element-level outputs; ``stream``: past the caches,
+        from the registers where ``vectors`` (``row_vectors.vector_outputs``) suits the
+        range, else through L1 chunk buffers."""
         with b.if_else(stream) as (streamed, cached):
             with streamed:
-                spec, n_in = self.spec, len(self.array_inputs)
-                types = [memory_type(spec.inputs[i].dtype) for i in self.array_inputs] + \
-                    [memory_type(spec.value_dtype(v)) for v in spec.outputs] + \
-                    [llvm_type(spec.value_dtype(v)) for v in self.cached]
-                stream_outputs(b, outputs, pointers, types, [n_in + j for j, v in enumerate(
-                    spec.outputs) if self.levels[v]], state, lo, hi)
+                if vectors is None:
+                    self.stream_chunks(b, outputs, pointers, state, lo, hi)
+                else:
+                    with b.if_else(fits_vectors(b, self, pointers, lo, hi)) as (fits, other):
+                        with fits:
+                            write_vectors(b, self, vectors, outputs, pointers, state, lo, hi)
+                        with other:
+                            self.stream_chunks(b, outputs, pointers, state, lo, hi)
             with cached:
                 b.call(outputs, pointers + [state, lo, hi])
+
+    def stream_chunks(self, b: ir.IRBuilder, outputs: ir.Function, pointers: list,
+                      state: ir.Value, lo: ir.Value, hi: ir.Value) -> None:
+        """Elements [lo, hi) of the element-level outputs through L1 chunk buffers
+        (``row_memory.stream_outputs``)."""
+        spec, n_in = self.spec, len(self.array_inputs)
+        types = [memory_type(spec.inputs[i].dtype) for i in self.array_inputs] + \
+            [memory_type(spec.value_dtype(v)) for v in spec.outputs] + \
+            [llvm_type(spec.value_dtype(v)) for v in self.cached]
+        stream_outputs(b, outputs, pointers, types, [n_in + j for j, v in enumerate(
+            spec.outputs) if self.levels[v]], state, lo, hi)
 
     def add_later_chunks(self, b: ir.IRBuilder, reductions: list[int], tree: ir.Function,
                          rowptrs: ir.Value, state: ir.Value, n: ir.Value) -> None:

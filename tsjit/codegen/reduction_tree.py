@@ -29,6 +29,7 @@ from tsjit.codegen.pairwise import (
 )
 from tsjit.codegen.reduction_interrupts import INTERRUPT_ELEMENTS, emit_pending
 from tsjit.codegen.row_fast_blocks import UNCHECKED
+from tsjit.codegen.row_vectors import ARITHMETIC, FLOATS, operand_vectors
 from tsjit.codegen.vmath import FAST_FORMS
 
 F32, F64 = ir.FloatType(), ir.DoubleType()
@@ -44,17 +45,6 @@ NODE = 1024
 # a core) in every pass after the first that read them: its sums of computed operands
 # may read them at several places at once (``fuses_in_cache``).
 FUSED_ROW_BYTES = 1 << 17
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
-# The element ops a sum may compute where it reads them (``fuses_in_cache``), on vectors,
-# without NaN selects: each the arithmetic of its exact lowering (``element_ops``), so the
-# same values where no operand is NaN, and the same flags.
-_FUSED = {
-    "add": lambda b, a: b.fadd(a[0], a[1]),
-    "sub": lambda b, a: b.fsub(a[0], a[1]),
-    "mul": lambda b, a: b.fmul(a[0], a[1]),
-    "square": lambda b, a: b.fmul(a[0], a[0]),
-    "neg": lambda b, a: b.fneg(a[0]),
-}
 
 
 def build_node(kb, p: int, cached: bool, fused: bool = False) -> ir.Function:
@@ -125,7 +115,7 @@ def fuses_in_cache(kb, p: int, cached: bool) -> bool:
     """Whether pass ``p``'s computed operands may be computed where its sums read them
     (``_fused_equal_blocks``) in a row short enough (``FUSED_ROW_BYTES``): contiguous
     rows, no scratch values to store, float reductions of values of their own dtype,
-    computed by float arithmetic alone (_FUSED: each op's flags its instruction raises),
+    computed by float arithmetic alone (ARITHMETIC: each op's flags its instruction raises),
     from array inputs an earlier pass of the row has read (so they come from the cache).
 
     Why only from the cache: the equal blocks read their operands at ``count`` places a
@@ -138,11 +128,11 @@ def fuses_in_cache(kb, p: int, cached: bool) -> bool:
     if kb.spec.strided or kb.spec.full or stores or not reductions:
         return False
     values = kb.needed([kb._op(r).args[0] for r in reductions], loads)
-    return all(np.dtype(kb._op(r).dtype) in _FLOATS and
+    return all(np.dtype(kb._op(r).dtype) in FLOATS and
                kb.spec.value_dtype(kb._op(r).args[0]) == np.dtype(kb._op(r).dtype)
                for r in reductions) and \
-        all(kb.spec.value_dtype(v) in _FLOATS and (v in loads or kb._op(v) is None or
-                                                   kb._op(v).op in _FUSED) for v in values) and \
+        all(kb.spec.value_dtype(v) in FLOATS and (
+            v in loads or kb._op(v) is None or kb._op(v).op in ARITHMETIC) for v in values) and \
         all(kb.first_use[v] < p for v in values if kb._op(v) is None)
 
 
@@ -165,49 +155,15 @@ def _fused_equal_blocks(kb, b: ir.IRBuilder, p: int, cached: bool, pointers: lis
             for j, (r, k) in enumerate(zip(kb.passes[p], kb.sources(p, cached))):
                 op = kb._op(r)
                 if k is None:
-                    value = equal_blocks(b, op.op, op.dtype, n, count, _operand_vectors(
-                        kb, pointers, row, loads, start, op.args[0]))
+                    vectors = operand_vectors(kb, pointers, row, loads, start, [op.args[0]],
+                                              LANES)
+                    value = equal_blocks(b, op.op, op.dtype, n, count,
+                                         lambda b, at, a=op.args[0], f=vectors: f(b, at)[a])
                 else:
                     value = _reduce_memory(kb, b, op, pointers, k, start, n)
                 b.store(value, element(b, results, i64(j), I64))
             with b.if_then(b.not_(_any_nan(kb, b, p, results)), likely=True):
                 b.ret_void()
-
-
-def _operand_vectors(kb, pointers: list, row: dict, loads: dict, start: ir.Value, a: int):
-    """``load(b, offset)`` for ``pairwise.equal_blocks``: value ``a`` of the node's
-    elements [offset, offset + LANES) as one vector (row values broadcast), by _FUSED's
-    plain arithmetic."""
-    wanted = kb.needed([a], loads)
-
-    def vector_type(v: int) -> ir.VectorType:
-        return ir.VectorType(llvm_type(kb.spec.value_dtype(v)), LANES)
-
-    def load(b: ir.IRBuilder, offset: ir.Value) -> ir.Value:
-        index = b.add(start, offset)
-        values = {}
-        for v in sorted(wanted):
-            op = kb._op(v)
-            if v in loads:
-                at = b.gep(pointers[loads[v]], [index], source_etype=vector_type(v).element)
-                values[v] = b.load(at, typ=vector_type(v))
-            elif op is None:
-                at = kb.input_address(b, pointers, kb.array_inputs.index(v), index, row)
-                values[v] = b.load(at, typ=vector_type(v), align=1)
-            else:
-                args = [values[x] if x in values else _splat(b, row[x]) for x in op.args]
-                values[v] = _FUSED[op.op](b, args)
-        return values[a]
-
-    return load
-
-
-def _splat(b: ir.IRBuilder, value: ir.Value) -> ir.Value:
-    """A row value in every lane."""
-    vector = ir.VectorType(value.type, LANES)
-    first = b.insert_element(ir.Constant(vector, ir.Undefined), value, i64(0))
-    return b.shuffle_vector(first, ir.Constant(vector, ir.Undefined),
-                            ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES))
 
 
 def _inner(kb, p: int, cached: bool, fast: bool | str,
