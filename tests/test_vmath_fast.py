@@ -100,3 +100,22 @@ def test_the_fast_exp_of_nonpositive_arguments_gives_the_nonpositive_forms_bits(
     bits = np.uint32 if dtype == np.float32 else np.uint64
     differ = value.view(bits) != exact("exp", x).view(bits)
     assert not np.any(differ & want), x[differ & want][:10]
+
+
+def test_the_fast_exp_of_nonpositive_arguments_tests_them_with_one_compare():
+    """Softmax's exp loop is bound by its operation count: for x - max the fast form
+    checks its argument with one quiet float compare (NaN fails it too) and marks the
+    other lanes with an or, where the general fast form compares |x|'s bits with the
+    limit's (an and and two operations in AVX2: the compare is unsigned) and blends."""
+    import llvmlite.ir as ir
+
+    def emitted(nonpositive: bool) -> str:
+        module = ir.Module()
+        fn = ir.Function(module, ir.FunctionType(ir.FloatType(), [ir.FloatType()]), "f")
+        b = ir.IRBuilder(fn.append_basic_block())
+        b.ret(vmath.emit_math(b, "exp", [fn.args[0]], nonpositive=nonpositive, fast=True))
+        return str(module)
+
+    general, nonpositive = emitted(False), emitted(True)
+    assert "icmp sgt" in general and "fcmp ult" not in general   # |x|'s bits > limit's
+    assert "icmp sgt" not in nonpositive and nonpositive.count("fcmp ult") == 1

@@ -112,6 +112,12 @@ from tsjit.codegen.row_memory import (
     streamed_outputs,
     streaming,
 )
+from tsjit.codegen.row_pipeline import (
+    Pipeline,
+    build_pipeline,
+    emit_pipelined_rows,
+    pipelines,
+)
 from tsjit.codegen.row_vectors import fits_vectors, vector_outputs, write_vectors
 from tsjit.codegen.vmath import FAST_FORMS, emit_math
 
@@ -158,6 +164,7 @@ class _RowKernelBuilder:
         # data, block, scalars, the job's floating-point status (i32)
         self.context_type = ir.LiteralStructType([PTR, PTR, PTR, PTR])
         self.fp_status = fp_status.supported()
+        self.trees: dict[tuple, ir.Function] = {}   # each pass's, by (pass, cached, follow)
 
     # ------------------------------------------------------------------ schedule
     def _op(self, v: int) -> KernelOp | None:
@@ -470,9 +477,13 @@ class _RowKernelBuilder:
             values[v] = value
             b.store(value, self.state_slot(b, state, v))
 
-    def build_row_variant(self, cached: bool) -> ir.Function:
-        """``row(rowptrs, state, n)``: one row, every pass, its outputs; ``cached``: the
-        row pointers end with the scratch buffers of the cached values."""
+    def build_row_variant(self, cached: bool, deferred: str = "") -> ir.Function:
+        """``row(rowptrs, state, n, stream)``: one row, every pass, its outputs; ``cached``:
+        the row pointers end with the scratch buffers of the cached values.  ``deferred``
+        (``row_pipeline``): the row's element outputs are left to the next row or the
+        task's end ("first"), or the last pass writes the previous row's too ("follow":
+        ``(..., prevptrs, prevstate, upcoming)``, upcoming: the pointers of the row to
+        prefetch meanwhile)."""
         spec = self.spec
         # a long row splits its tree across threads: a full reduction's one run, or the
         # only row of a job (the entry calls the task on this thread then, see build_entry);
@@ -485,24 +496,32 @@ class _RowKernelBuilder:
             sequential = any(self._op(r).op in SEQUENTIAL for r in reductions)
             buffered.append(any(BUFFERED in self._op(r).attrs for r in reductions))
             split.append(parallel and not sequential and not buffered[p])
-            fused.append(None)
-            if sequential or all(self._op(r).op != "reduce_sum" for r in reductions):
-                tree = build_scan(self, p, cached)   # max/min too: in any order
-                if fast_extremes(self, p, cached):
-                    tree = build_extremes(self, p, cached, tree)
-            else:
-                tree = build_tree(self, p, build_node(self, p, cached))
-                if not buffered[p] and fuses_in_cache(self, p, cached):
-                    fused[p] = build_tree(self, p, build_node(self, p, cached, fused=True))
-            trees.append(build_parallel_tree(self, p, tree) if split[p] else tree)
-        outputs = self.build_outputs(cached)
+            follow = deferred == "follow" and p == len(self.passes) - 1
+            key = (p, cached, follow)   # a pipeline's two row functions share the others
+            if key not in self.trees:
+                tree, fused_tree = None, None
+                if sequential or all(self._op(r).op != "reduce_sum" for r in reductions):
+                    tree = build_scan(self, p, cached)   # max/min too: in any order
+                    if fast_extremes(self, p, cached):
+                        tree = build_extremes(self, p, cached, tree)
+                else:
+                    tree = build_tree(self, p, build_node(self, p, cached, previous=follow))
+                    if not follow and not buffered[p] and fuses_in_cache(self, p, cached):
+                        fused_tree = build_tree(self, p, build_node(self, p, cached, fused=True))
+                self.trees[key] = (build_parallel_tree(self, p, tree) if split[p] else tree,
+                                   fused_tree)
+            trees.append(self.trees[key][0])
+            fused.append(self.trees[key][1])
+        outputs = None if deferred else self.build_outputs(cached)
         vectors = vector_outputs(self, cached) if outputs is not None and \
             streamed_outputs(spec, self.levels) else None
         loads, _ = self.scratch(len(self.passes), cached)
         outputs_compute = self.needed([v for v in spec.outputs if self.levels[v]], loads)
-        fn = self.function(f"{self.name}_row{'c' if cached else ''}", [PTR, PTR, I64, I1],
+        fn = self.function(f"{self.name}_row{'c' if cached else ''}{deferred}",
+                           [PTR, PTR, I64, I1] + ([PTR] * 3 if deferred == "follow" else []),
                            computes=outputs_compute - set(loads))
-        rowptrs, state, n, stream = fn.args
+        rowptrs, state, n, stream = fn.args[:4]
+        previous = [*fn.args[4:6], stream, *fn.args[6:]]   # as PIPELINE_ARGS
         b = ir.IRBuilder(fn.append_basic_block())
         for p, reductions in enumerate(self.passes):
             self.compute_row_values(b, state, n, p)
@@ -515,7 +534,9 @@ class _RowKernelBuilder:
                         self.call_tree(b, trees[p], split[p], buffered[p], rowptrs, state, n,
                                        results)
             else:
-                self.call_tree(b, trees[p], split[p], buffered[p], rowptrs, state, n, results)
+                last = deferred == "follow" and p == len(self.passes) - 1
+                self.call_tree(b, trees[p], split[p], buffered[p], rowptrs, state, n, results,
+                               previous if last else [])
             for j, r in enumerate(reductions):
                 op = self._op(r)
                 ty = llvm_type(op.dtype)
@@ -543,15 +564,16 @@ class _RowKernelBuilder:
         return fn
 
     def call_tree(self, b: ir.IRBuilder, tree: ir.Function, split: bool, buffered: bool,
-                  rowptrs: ir.Value, state: ir.Value, n: ir.Value, results: ir.Value) -> None:
+                  rowptrs: ir.Value, state: ir.Value, n: ir.Value, results: ir.Value,
+                  following: list = ()) -> None:
         """A pass's ``tree`` on the row (``split``: a parallel run's; ``buffered``: its
-        first chunk)."""
+        first chunk; ``following``: a pipelined pass's PIPELINE_ARGS)."""
         if split:
             b.call(tree, [rowptrs, state, n, results])
         else:
             first = b.select(b.icmp_signed("<", n, i64(BUFFER)), n, i64(BUFFER)) \
                 if buffered else n
-            b.call(tree, [rowptrs, state, i64(0), first, results])
+            b.call(tree, [rowptrs, state, i64(0), first, results, *following])
 
     def in_cache(self, b: ir.IRBuilder, n: ir.Value) -> ir.Value:
         """Whether a row of ``n`` elements stays in the cache from pass to pass (i1): its
@@ -608,9 +630,10 @@ class _RowKernelBuilder:
         interruptible_blocks(b, i64(BUFFER), n, BUFFER, chunk, self.parallel)
 
     def build_row(self) -> ir.Function:
-        """A row: with scratch buffers for the cached values when it fits them."""
+        """A row: with scratch buffers for the cached values when it fits them (a
+        pipelined kernel's task runs those rows itself, ``row_pipeline``)."""
         plain = self.build_row_variant(False)
-        if not self.cached:
+        if not self.cached or pipelines(self):
             return plain
         with_scratch = self.build_row_variant(True)
         fn = self.function(f"{self.name}_row_dispatch", [PTR, PTR, I64, I1])
@@ -655,8 +678,9 @@ class _RowKernelBuilder:
         bases = [b.load(element(b, data, i64(k), PTR), typ=PTR) for k in range(self.n_operands)]
         return fn, b, bases, block, status, state
 
-    def build_rows_task(self, row: ir.Function) -> ir.Function:
-        """``rows(context, begin, end)``: rows [begin, end), the pool's task."""
+    def build_rows_task(self, row: ir.Function, pipeline: Pipeline | None) -> ir.Function:
+        """``rows(context, begin, end)``: rows [begin, end), the pool's task (``row``
+        each; ``pipeline``: rows that fit the scratch buffers pipelined instead)."""
         spec = self.spec
         fn, b, bases, block, status, state = self.task_prologue(f"{self.name}_rows")
         _, begin, end = fn.args
@@ -675,10 +699,12 @@ class _RowKernelBuilder:
         ahead = rows_ahead(any(self.levels[v] and self._op(v).op in MATH_FUNCTIONS
                                for v in range(self.n_in, len(self.levels))))
 
-        def compute(b: ir.IRBuilder, r: ir.Value) -> None:
-            following = b.add(r, i64(ahead))
-            with b.if_then(b.and_(prefetch, b.icmp_signed("<", following, end))):
-                prefetch_next_row(b, prefetched, bases, strides, following, n)
+        def fill(b: ir.IRBuilder, r: ir.Value, rowptrs: ir.Value, state: ir.Value,
+                 prefetched_here: bool = True) -> None:
+            if prefetched_here:
+                following = b.add(r, i64(ahead))
+                with b.if_then(b.and_(prefetch, b.icmp_signed("<", following, end))):
+                    prefetch_next_row(b, prefetched, bases, strides, following, n)
             for k in range(self.n_operands):
                 at = b.gep(bases[k], [b.mul(r, strides[k])], source_etype=ir.IntType(8))
                 b.store(at, element(b, rowptrs, i64(k), PTR))
@@ -686,19 +712,43 @@ class _RowKernelBuilder:
                     i = self.array_inputs[k]
                     b.store(load_value(b, at, spec.inputs[i].dtype),
                             self.state_slot(b, state, i))
+
+        def rows(visit) -> None:
+            def one(b: ir.IRBuilder, r: ir.Value) -> None:
+                if not self.parallel:   # no runtime: nothing to check for Ctrl-C
+                    visit(b, r)
+                    return
+                pending = declare_function(self.module, INTERRUPT_PENDING, I32, [])
+                with b.if_then(b.icmp_signed("==", b.srem(r, i64(INTERRUPT_ROWS)), i64(0))):
+                    b.store(b.call(pending, []), stopped)
+                with b.if_then(b.icmp_unsigned("==", b.load(stopped, typ=I32),
+                                               ir.Constant(I32, 0))):
+                    visit(b, r)
+
+            loop(b, begin, end, one)
+
+        def upcoming(b: ir.IRBuilder, r: ir.Value) -> ir.Value:
+            """The pointers of the row to prefetch while row ``r`` runs, or null."""
+            following, slots = b.add(r, i64(ahead)), rowptrs   # rowptrs: unused then
+            for k in range(self.n_operands):
+                at = b.gep(bases[k], [b.mul(following, strides[k])], source_etype=ir.IntType(8))
+                b.store(at, element(b, slots, i64(k), PTR))
+            return b.select(b.and_(prefetch, b.icmp_signed("<", following, end)),
+                            slots, ir.Constant(PTR, None))
+
+        def plain(b: ir.IRBuilder, r: ir.Value) -> None:
+            fill(b, r, rowptrs, state)
             b.call(row, [rowptrs, state, n, stream])
 
-        def one(b: ir.IRBuilder, r: ir.Value) -> None:
-            if not self.parallel:   # no runtime: nothing to check for Ctrl-C
-                compute(b, r)
-                return
-            pending = declare_function(self.module, INTERRUPT_PENDING, I32, [])
-            with b.if_then(b.icmp_signed("==", b.srem(r, i64(INTERRUPT_ROWS)), i64(0))):
-                b.store(b.call(pending, []), stopped)
-            with b.if_then(b.icmp_unsigned("==", b.load(stopped, typ=I32), ir.Constant(I32, 0))):
-                compute(b, r)
-
-        loop(b, begin, end, one)
+        if pipeline is None:
+            rows(plain)
+        else:
+            with b.if_else(b.icmp_signed("<=", n, i64(SCRATCH_ELEMENTS))) as (short, long):
+                with short:
+                    emit_pipelined_rows(self, b, pipeline, state, n, stream, SCRATCH_ELEMENTS,
+                                        fill, upcoming, rows)
+                with long:
+                    rows(plain)
         if streamed_outputs(spec, self.levels):
             with b.if_then(stream):
                 store_fence(b)
@@ -775,5 +825,6 @@ def build_row_kernel_module(spec: RowKernelSpec, name: str, parallel: bool) -> i
     """The row kernel for ``spec`` with entry point ``name``; ``parallel``: the runtime's
     thread pool is there to call."""
     kb = _RowKernelBuilder(spec, name, parallel)
-    kb.build_entry(kb.build_rows_task(kb.build_row()))
+    kb.build_entry(kb.build_rows_task(kb.build_row(),
+                                      build_pipeline(kb) if pipelines(kb) else None))
     return kb.module

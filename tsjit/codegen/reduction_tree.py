@@ -29,6 +29,7 @@ from tsjit.codegen.pairwise import (
 )
 from tsjit.codegen.reduction_interrupts import INTERRUPT_ELEMENTS, emit_pending
 from tsjit.codegen.row_fast_blocks import UNCHECKED
+from tsjit.codegen.row_pipeline import PIPELINE_ARGS, emit_with_previous
 from tsjit.codegen.row_vectors import ARITHMETIC, FLOATS, operand_vectors
 from tsjit.codegen.vmath import FAST_FORMS
 
@@ -47,9 +48,12 @@ NODE = 1024
 FUSED_ROW_BYTES = 1 << 17
 
 
-def build_node(kb, p: int, cached: bool, fused: bool = False) -> ir.Function:
+def build_node(kb, p: int, cached: bool, fused: bool = False,
+               previous: bool = False) -> ir.Function:
     """``node(rowptrs, state, start, n, results)``: the pass's reductions of elements
-    [start, start + n), n <= NODE, into 8-byte result slots.  A loop computes the
+    [start, start + n), n <= NODE, into 8-byte result slots; ``previous``: then
+    ``(..., prevptrs, prevstate, stream, upcoming)``, and its loop writes those elements of
+    the previous row's outputs too (``row_pipeline``).  A loop computes the
     operands that are not in memory already into node buffers (and the pass's cached
     values into their scratch buffers); it is in an inlined function whose pointers
     are noalias (inputs are only read; outputs are not touched; scratch buffers are
@@ -68,10 +72,12 @@ def build_node(kb, p: int, cached: bool, fused: bool = False) -> ir.Function:
     loads, stores = kb.scratch(p, cached)
     sources = kb.sources(p, cached)
     computed = [kb._op(r).args[0] for r, k in zip(reductions, sources) if k is None]
-    fn = kb.function(f"{kb.name}_node{p}{'c' if cached else ''}{'f' if fused else ''}",
-                     [PTR, PTR, I64, I64, PTR],
+    fn = kb.function(f"{kb.name}_node{p}{'c' if cached else ''}{'f' if fused else ''}"
+                     f"{'p' if previous else ''}",
+                     [PTR, PTR, I64, I64, PTR] + (PIPELINE_ARGS if previous else []),
                      computes=kb.needed(computed + list(stores), loads) - set(loads))
-    rowptrs, state, start, n, results = fn.args
+    rowptrs, state, start, n, results = fn.args[:5]
+    following = list(fn.args[5:])
     b = ir.IRBuilder(fn.append_basic_block())
     pointers = kb.pointers_from(b, rowptrs, cached)
     buffers = [stack_slot(b, ir.ArrayType(llvm_type(spec.value_dtype(a)), NODE))
@@ -88,16 +94,19 @@ def build_node(kb, p: int, cached: bool, fused: bool = False) -> ir.Function:
     elif not checked:
         if fused:
             _fused_equal_blocks(kb, b, p, cached, pointers, state, start, n, results)
-        b.call(_inner(kb, p, cached, True), pointers + [state, start, n, *buffers])
+        b.call(_inner(kb, p, cached, True, previous=previous),
+               pointers + [state, start, n, *buffers, *following])
         _reduce(kb, b, p, cached, pointers, start, n, results, buffers)
     else:
         saved = fp_status.save(b) if quick and fp_status.supported() else None
-        b.call(_inner(kb, p, cached, UNCHECKED, blind), pointers + [state, start, n, *buffers])
+        b.call(_inner(kb, p, cached, UNCHECKED, blind, previous),
+               pointers + [state, start, n, *buffers, *following])
         _reduce(kb, b, p, cached, pointers, start, n, results, buffers)
         with b.if_then(_any_nan(kb, b, p, results), likely=False):
             if saved is not None:
                 fp_status.restore(b, saved)
-            b.call(_inner(kb, p, cached, False), pointers + [state, start, n, *buffers])
+            b.call(_inner(kb, p, cached, False, previous=previous),
+                   pointers + [state, start, n, *buffers, *following])
             _reduce(kb, b, p, cached, pointers, start, n, results, buffers)
     b.ret_void()
     return fn
@@ -167,11 +176,12 @@ def _fused_equal_blocks(kb, b: ir.IRBuilder, p: int, cached: bool, pointers: lis
 
 
 def _inner(kb, p: int, cached: bool, fast: bool | str,
-           blind: frozenset[int] = frozenset()) -> ir.Function:
+           blind: frozenset[int] = frozenset(), previous: bool = False) -> ir.Function:
     """``inner(pointers..., state, start, n, buffers...)``, inlined into the node: the
     loop computing the node's operands into its buffers and the cached values into their
     scratch buffers (``fast``: as ``element_loop``'s; ``blind``: the ops that leave out
-    their NaN selects in a fast pass)."""
+    their NaN selects in a fast pass); ``previous``: ``(..., PIPELINE_ARGS)``, and the
+    loop writes the previous row's outputs too (``row_pipeline``)."""
     spec = kb.spec
     reductions = kb.passes[p]
     loads, stores = kb.scratch(p, cached)
@@ -179,18 +189,18 @@ def _inner(kb, p: int, cached: bool, fast: bool | str,
                 if k is None]
     types = [llvm_type(spec.value_dtype(a)) for a in computed]
     mode = {True: "", False: "_exact", UNCHECKED: "_fast"}[fast]
-    name = f"{kb.name}_node{p}{'c' if cached else ''}_inner{mode}"
+    name = f"{kb.name}_node{p}{'c' if cached else ''}_inner{mode}{'_p' if previous else ''}"
     if name in kb.module.globals:   # the node's other variant's (``fused``)
         return kb.module.globals[name]
     inner = kb.function(name,
-                        [PTR] * kb.n_slots + [PTR, I64, I64] + [PTR] * len(computed),
-                        inline=True)
-    for arg in inner.args:
+                        [PTR] * kb.n_slots + [PTR, I64, I64] + [PTR] * len(computed) +
+                        (PIPELINE_ARGS if previous else []), inline=True)
+    for arg in inner.args[:kb.n_slots + 3 + len(computed)]:
         if arg.type == PTR:
             arg.add_attribute("noalias")
     inner_pointers = list(inner.args[:kb.n_slots])
     inner_state, inner_start, inner_n = inner.args[kb.n_slots:kb.n_slots + 3]
-    inner_buffers = inner.args[kb.n_slots + 3:]
+    inner_buffers = inner.args[kb.n_slots + 3:kb.n_slots + 3 + len(computed)]
     ib = ir.IRBuilder(inner.append_basic_block())
     row = kb.load_state(ib, inner_state)
     wanted = kb.needed(computed + list(stores), loads)
@@ -203,8 +213,14 @@ def _inner(kb, p: int, cached: bool, fast: bool | str,
             ib.store(values[a], element(ib, buffer, i, ty))
         return values
 
-    kb.element_loop(ib, i64(0), inner_n, one, wanted - set(loads),
-                    (row, inner_pointers, inner_start), fast=fast)
+    if previous:
+        emit_with_previous(kb, ib, inner_start, inner_n, one, *inner.args[-len(PIPELINE_ARGS):],
+                           lambda ib, lo, hi, body: kb.element_loop(
+                               ib, lo, hi, body, wanted - set(loads),
+                               (row, inner_pointers, inner_start), fast=fast))
+    else:
+        kb.element_loop(ib, i64(0), inner_n, one, wanted - set(loads),
+                        (row, inner_pointers, inner_start), fast=fast)
     ib.ret_void()
     return inner
 
@@ -235,14 +251,16 @@ def _reduce_memory(kb, b: ir.IRBuilder, op, pointers: list, k: int, start: ir.Va
 
 def build_tree(kb, p: int, node: ir.Function) -> ir.Function:
     """``tree(rowptrs, state, start, n, results)``: NumPy's pairwise recursion down to
-    subtrees of at most NODE elements."""
+    subtrees of at most NODE elements (a node that writes the previous row's outputs
+    too takes their arguments after these: every call passes them on)."""
     reductions = kb.passes[p]
-    fn = kb.function(f"{node.name}_tree", [PTR, PTR, I64, I64, PTR])
-    rowptrs, state, start, n, results = fn.args
+    fn = kb.function(f"{node.name}_tree", [a.type for a in node.args])
+    rowptrs, state, start, n, results = fn.args[:5]
+    following = list(fn.args[5:])
     b = ir.IRBuilder(fn.append_basic_block())
     with b.if_else(b.icmp_signed("<=", n, i64(NODE))) as (small, large):
         with small:
-            b.call(node, [rowptrs, state, start, n, results])
+            b.call(node, [rowptrs, state, start, n, results, *following])
         with large:
             if kb.parallel:   # Ctrl-C: skip a large subtree (reduction_interrupts)
                 with b.if_then(b.icmp_signed(">", n, i64(INTERRUPT_ELEMENTS))), \
@@ -253,8 +271,9 @@ def build_tree(kb, p: int, node: ir.Function) -> ir.Function:
             half = emit_split(b, n)
             left = stack_slot(b, ir.ArrayType(I64, len(reductions)))
             right = stack_slot(b, ir.ArrayType(I64, len(reductions)))
-            b.call(fn, [rowptrs, state, start, half, left])
-            b.call(fn, [rowptrs, state, b.add(start, half), b.sub(n, half), right])
+            b.call(fn, [rowptrs, state, start, half, left, *following])
+            b.call(fn, [rowptrs, state, b.add(start, half), b.sub(n, half), right,
+                        *following])
             combine_slots(kb, b, reductions, left, right, results)
     b.ret_void()
     return fn

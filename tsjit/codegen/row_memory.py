@@ -42,7 +42,8 @@ from tsjit.codegen.ir_util import (
 )
 from tsjit.codegen.reduction_spec import ROW_INDEX
 
-__all__ = ["PREFETCH_JOB", "STREAM_BYTES", "prefetch_next_row", "prefetched_operands",
+__all__ = ["CACHE_LINE", "PREFETCH_JOB", "STREAM_BYTES", "prefetch_line", "prefetch_next_row",
+           "prefetched_operands",
            "prefetching", "rows_ahead", "stream_outputs", "streamed_outputs", "streaming"]
 
 CACHE_LINE = 64
@@ -90,15 +91,19 @@ def prefetch_next_row(b: ir.IRBuilder, operands: list[tuple[int, int]], bases: l
                       strides: list, r: ir.Value, n: ir.Value) -> None:
     """Ask for the cache lines of row ``r`` of ``operands``, one prefetch per line (those
     broadcast along the rows, stride 0, are in cache already)."""
-    intrinsic = declare_function(b.module, "llvm.prefetch.p0", VOID, [PTR, I32, I32, I32])
-    flags = [ir.Constant(I32, 0), ir.Constant(I32, 3), ir.Constant(I32, 1)]
     for k, itemsize in operands:
         with b.if_then(b.icmp_signed("!=", strides[k], i64(0))):
             row = b.gep(bases[k], [b.mul(r, strides[k])], source_etype=I8)
             lines = b.udiv(b.add(b.mul(n, i64(itemsize)), i64(CACHE_LINE - 1)),
                            i64(CACHE_LINE))
-            loop(b, i64(0), lines, lambda b, line, row=row: b.call(intrinsic, [
-                b.gep(row, [b.mul(line, i64(CACHE_LINE))], source_etype=I8), *flags]))
+            loop(b, i64(0), lines, lambda b, line, row=row: prefetch_line(
+                b, b.gep(row, [b.mul(line, i64(CACHE_LINE))], source_etype=I8)))
+
+
+def prefetch_line(b: ir.IRBuilder, address: ir.Value) -> None:
+    """Ask for the cache line at ``address`` (for reading, into every level)."""
+    intrinsic = declare_function(b.module, "llvm.prefetch.p0", VOID, [PTR, I32, I32, I32])
+    b.call(intrinsic, [address, ir.Constant(I32, 0), ir.Constant(I32, 3), ir.Constant(I32, 1)])
 
 
 # ---------------------------------------------------------------------- streaming

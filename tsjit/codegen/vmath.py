@@ -572,13 +572,27 @@ def _nan_where(em: Emit, outside, value):
 def _fast_exp(em: Emit, x):
     """``_exp``'s value on ordinary arguments (|x| up to the limit, one signed compare of
     |x|'s bits: NaN and infinities are beyond it), with five operations less."""
+    return _nan_where(em, em.magnitude_above(em.fabs(x), _EXP_FAST_LIMIT[em.fmt.name]),
+                      _fast_exp_value(em, x))
+
+
+def _fast_exp_value(em: Emit, x):
+    """The fast forms' exp(x), right where |x| is up to the limit (unchecked)."""
     if em.fmt is F32:
-        value = vmath_exp32.exp_fast(em, x)
-    else:
-        e, n = _exp_reduce(em, x)
-        value = em.from_bits(em.b.add(em.bits(em.add(e, 1.0)),
-                                      em.b.shl(n, em.int(em.fmt.mant_bits))))
-    return _nan_where(em, em.magnitude_above(em.fabs(x), _EXP_FAST_LIMIT[em.fmt.name]), value)
+        return vmath_exp32.exp_fast(em, x)
+    e, n = _exp_reduce(em, x)
+    return em.from_bits(em.b.add(em.bits(em.add(e, 1.0)),
+                                 em.b.shl(n, em.int(em.fmt.mant_bits))))
+
+
+def _fast_exp_nonpositive(em: Emit, x):
+    """``_fast_exp`` for arguments <= 0 or NaN (softmax's ``x - max``): the ordinary ones
+    are those not below -limit, one quiet float compare that NaN fails too, and the others
+    come out as the NaN of all bits set (an or: no blend; row kernels only test for NaN).
+    ``_fast_exp``'s |x| test is an and and an unsigned integer compare, which AVX2 does in
+    two operations, then a blend: softmax's exp loop is bound by its operation count."""
+    outside = em.b.fcmp_unordered("<", x, em.v(-_EXP_FAST_LIMIT[em.fmt.name]))
+    return em.from_bits(em.b.or_(em.bits(_fast_exp_value(em, x)), em.b.sext(outside, em.itype)))
 
 
 def _fast_tanh(em: Emit, x):
@@ -622,6 +636,9 @@ _FAST: dict[str, Callable[[Emit, ir.Value], ir.Value]] = {
     "exp": _fast_exp, "tanh": _fast_tanh, "log": _fast_logarithm(None),
     "log2": _fast_logarithm(_LOG2), "log10": _fast_logarithm(_LOG10)}
 FAST_FORMS: frozenset[str] = frozenset(_FAST)
+# The fast forms for arguments known to be <= 0 or NaN (emit_math's ``nonpositive``).
+_FAST_NONPOSITIVE: dict[str, Callable[[Emit, ir.Value], ir.Value]] = {
+    "exp": _fast_exp_nonpositive}
 
 
 # ---------------------------------------------------------------- dispatch
@@ -693,6 +710,8 @@ def emit_math(builder: ir.IRBuilder, name: str, args: list[ir.Value],
               # (half arguments are normal numbers in the float arithmetic used for them)
               denormal_underflow=(like or fmt.name) == fmt.name
               and numpy_flags.underflows_at_denormals(name, fmt.name))
+    if fast and nonpositive and name in _FAST_NONPOSITIVE:
+        return _FAST_NONPOSITIVE[name](em, *args)
     if fast and name in _FAST:   # nonpositive too: the same bits where ordinary
         return _FAST[name](em, *args)
     result = emit(em, *args)
