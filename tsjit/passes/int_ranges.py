@@ -7,12 +7,16 @@ a counter that starts at 0 and grows by 1 per iteration needs 2**63 iterations t
 overflow.  This analysis gives each int an interval that holds on every run in which no
 test has failed yet (values computed after a failed test may be anything; native code
 gives up before anything observable sees them), and so tells the code generator which
-tests it may leave out (`IntRanges.fits_int64`).
+tests it may leave out, and how to make the others (`IntRanges.test_for`).
 
 Intervals are those of abstract interpretation: an operation's result interval from its
 operands' (exact, Python's unbounded ints; a tested result is clamped to int64, since a
 result beyond makes the region give up), loops iterated to a fixed point with widening
-to int64.
+to int64.  An affine chain (`3 * x + 1`: additions, subtractions and products with
+constants, negations) is tested once, at its end, as a bound on x: its inner results,
+which only the chain uses, need no test, since wrapped arithmetic is exact modulo 2**64
+(only the end's value must lie in int64), and that bound is one compare where x's own
+interval already satisfies the other.
 
 Counters need one more argument, since their interval grows with every iteration.  A
 *web* is a set of ints tied by loop-carried values (initial, carried, next, result), the
@@ -37,7 +41,9 @@ from ..ir.graph import Block, Graph, Node, Value
 Interval = tuple[int, int]
 INT64: Interval = (-2 ** 63, 2 ** 63 - 1)
 BACK_EDGE_LIMIT = 2 ** 56
-_BIG = 2 ** 130             # bounds beyond this are as good as infinite
+# A result's bounds are clamped here (powers get large): an operand's interval lies in
+# int64 (a tested result is clamped to it), so only the test of the result looks at them.
+_BIG = 2 ** 130
 _GROWTHS_BEFORE_WIDENING = 3
 _MAX_PASSES = 64            # a safety bound: the widening makes the passes settle long before
 _COPIES = ("aten::annotate", "prim::unchecked_cast")
