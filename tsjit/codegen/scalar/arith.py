@@ -66,7 +66,13 @@ def exceeds_dtype(b: ir.IRBuilder, op: str, x: ir.Value, y: ir.Value, dtype: np.
                   ) -> ir.Value:
     """Whether the exact x op y ("add", "sub", "mul") of two integers of `dtype` lies
     outside it: NumPy's integer overflow, and for int64 where a Python int needs more than
-    64 bits (LLVM turns the 128-bit test into the overflow flag of the 64-bit operation)."""
+    64 bits.  64-bit operands take LLVM's overflow intrinsics (the processor's overflow
+    flag: `add; jo`); a 128-bit test became 128-bit arithmetic there (~10 instructions
+    for s += i * i), while narrower types compute in 128 bits cheaply."""
+    if dtype.itemsize == 8:
+        signed = "s" if dtype.kind == "i" else "u"
+        overflow = getattr(b, f"{signed}{op}_with_overflow")(x, y)
+        return b.extract_value(overflow, 1)
     wide = ir.IntType(128)
     extend = b.sext if dtype.kind == "i" else b.zext
     exact = getattr(b, op)(extend(x, wide), extend(y, wide))

@@ -122,8 +122,9 @@ def _int_binary(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValue]
 
     def kernel() -> ir.Value:
         return elementwise(b, KERNEL_OPS[op], [x, y], INT64)
-    if op in ("add", "sub", "mul"):
-        return _exact_int(em, node, args, exceeds_dtype(b, op, x, y, INT64), kernel())
+    if op in ("add", "sub", "mul"):            # the wrapped result and the overflow flag
+        both = getattr(b, f"s{op}_with_overflow")(x, y)
+        return _exact_int(em, node, args, b.extract_value(both, 1), b.extract_value(both, 0))
     if op in ("floordiv", "mod", "lshift", "rshift"):
         if isinstance(y, ir.Constant) and not _python_raises(op, y.constant):
             if op in ("floordiv", "mod") and _power_of_two(y.constant):
