@@ -167,3 +167,37 @@ def test_float16_means_and_roots_of_sums_lie_as_numpys(fn, shape):
         assert got.strides == want.strides
     if fn is not half_mean_of_first_axis or len(shape) == 2:   # (a 3-D view: NumPy's calls)
         assert scripted.stats()["kernel_launches"] > 0
+
+
+def exp_and_its_min(x, e):
+    t = np.exp(x * e)
+    return t, t.min(axis=-1, keepdims=True)
+
+
+def power_and_its_max(x, e):
+    t = x ** 2.5
+    return t, np.max(t, axis=-1)
+
+
+def power_by_rows_and_its_min(x, e):
+    t = x ** e
+    return t, t.min(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("fn", [exp_and_its_min, power_and_its_max,
+                                power_by_rows_and_its_min])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(3, 7), (5, 40), (7,)])
+def test_a_cached_value_whose_max_comes_first_is_written(fn, dtype, shape):
+    """A row kernel caches an expensive element value (exp, pow) in a scratch buffer when
+    its first pass reduces it and a later one writes it; the first pass's max/min read that
+    buffer as if it were filled already (reduction_extremes), so it was never written: the
+    element result was the buffer's old memory (x ** e of a (3, 7) x and a (3, 1) e gave
+    [8.5e-314, 4.7e-310, ...]; the tensor-program fuzzer, seed 7)."""
+    x = (np.arange(np.prod(shape)).reshape(shape) % 11 / 4 + 0.5).astype(dtype)
+    e = np.full(shape[:-1] + (1,), 2.0, dtype)
+    scripted = tsjit.script(fn)
+    want = fn(x, e)
+    for _ in range(3):
+        assert_same(scripted(x, e), want, ulps=4)
+    assert scripted.stats()["kernel_launches"] > 0

@@ -41,8 +41,10 @@ def fast_extremes(kb, p: int, cached: bool) -> bool:
     if not (fp_status.supported() and llvm.get_host_cpu_features().get("avx", False)):
         return False
     ops = [kb._op(r) for r in kb.passes[p]]
+    _, stores = kb.scratch(p, cached)   # (a value this pass computes is not there yet)
     return all((op.op, np.dtype(op.dtype).name) in _INTRINSICS for op in ops) and \
-        all(k is not None for k in kb.sources(p, cached))
+        all(k is not None for k in kb.sources(p, cached)) and \
+        not any(op.args[0] in stores for op in ops)
 
 
 def build_extremes(kb, p: int, cached: bool, exact: ir.Function) -> ir.Function:
