@@ -120,6 +120,19 @@ def mean_of_rows(x):
     return (x * 1).mean(axis=-1)
 
 
+def _same_values_and_strides(fn, shape, dtype):
+    """Calls ``fn`` scripted 3 times on a Fortran-ordered array of ``shape`` and checks
+    its results' values and strides against eager's; returns the scripted function."""
+    x = np.asfortranarray((np.arange(np.prod(shape)) % 5 + 1).astype(dtype).reshape(shape))
+    scripted = tsjit.script(fn)
+    want = fn(x)
+    for _ in range(3):
+        got = scripted(x)
+        assert_same(got, want, ulps=4)
+        assert got.strides == want.strides
+    return scripted
+
+
 @pytest.mark.parametrize("fn", [half_mean_of_first_axis, deviation_of_rows, mean_of_rows])
 @pytest.mark.parametrize("shape", [(9, 3), (2, 1, 3)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -129,13 +142,7 @@ def test_mean_and_std_keep_the_layout_of_their_sums(fn, shape, dtype):
     a Fortran-ordered (8, 2) view has strides (8, 8); the row kernel's was C-ordered,
     (16, 8), the layout model laying the division out as a fresh ufunc's (a probe of
     reductions on views, seed 1 x 200)."""
-    x = np.asfortranarray((np.arange(np.prod(shape)) % 5 + 1).astype(dtype).reshape(shape))
-    scripted = tsjit.script(fn)
-    want = fn(x)
-    for _ in range(3):
-        got = scripted(x)
-        assert_same(got, want, ulps=4)
-        assert got.strides == want.strides
+    scripted = _same_values_and_strides(fn, shape, dtype)
     assert scripted.stats()["kernel_launches"] > 0
 
 
@@ -157,14 +164,7 @@ def test_float16_means_and_roots_of_sums_lie_as_numpys(fn, shape):
     ((x * 0.5).mean(axis=0, keepdims=True) of a Fortran (9, 3) array: (2, 2) for (6, 2);
     np.sqrt of a Fortran (5, 4, 3) array's sum over the last axis: (2, 10, 2) for
     (2, 10, 40)), found by last session's layout sweep."""
-    x = np.asfortranarray((np.arange(np.prod(shape)) % 5 + 1).astype(np.float16)
-                           .reshape(shape))
-    scripted = tsjit.script(fn)
-    want = fn(x)
-    for _ in range(3):
-        got = scripted(x)
-        assert_same(got, want, ulps=4)
-        assert got.strides == want.strides
+    scripted = _same_values_and_strides(fn, shape, np.float16)
     if fn is not half_mean_of_first_axis or len(shape) == 2:   # (a 3-D view: NumPy's calls)
         assert scripted.stats()["kernel_launches"] > 0
 
