@@ -2,7 +2,6 @@
 and points at the user's code (file, line and the marked source), not at a library's."""
 from __future__ import annotations
 
-import dataclasses
 import os
 import pdb
 import subprocess
@@ -104,25 +103,6 @@ def test_pdb_set_trace_is_reported_at_the_users_call():
 
 
 # ---------------------------------------------------------------- no source
-
-
-@dataclasses.dataclass
-class Point:
-    x: int
-    y: int
-
-
-def make_point(x: int) -> int:
-    p = Point(x, 2)
-    return p.x
-
-
-def test_a_dataclass_is_reported_at_its_use_saying_why():
-    message = str(compile_error(make_point))
-    assert "class Point is a dataclass: the methods @dataclass generates" in message
-    assert "write its __init__ out" in message
-    assert underlined(message) == ["Point"]
-    assert f"line {line_of(make_point, 'Point(x, 2)')}" in message
 
 
 WAYS_OUT = ("tsjit.trace(fn, example_inputs)", "define it in a file", "TSJIT_DISABLE=1")

@@ -134,7 +134,7 @@ def _constant(value: object) -> bool:
 _ATTRIBUTES: dict[str, dict[str, Callable[[object], bool]]] = {
     "prim::Constant": {"value": _constant, "shared": _flag},
     "prim::GetAttr": {"name": is_identifier},
-    "prim::SetAttr": {"name": is_identifier},
+    "prim::SetAttr": {"name": is_identifier, "direct": _flag},
     "prim::RaiseException": {"cls": _exception_class},
     "prim::isinstance": {"types": _types},
     "prim::FormatValue": {"conversion": _conversion},

@@ -26,6 +26,7 @@ import re
 import unicodedata
 
 from ..frontend.compiler import CompiledCallable
+from ..frontend.dataclass_methods import script_method_names, synthesized_method
 from ..frontend.errors import CompilationError
 from ..interpreter.helpers import value_matches
 from ..ir.graph import Graph
@@ -198,11 +199,13 @@ class _Encoder(ValueEncoder):
         been used from script code, which compiles only the methods it calls)."""
         from .script import _compiler
         where = f"class '{t.py_class.__qualname__}'"
-        for name, member in vars(t.py_class).items():
+        for name in script_method_names(t.py_class):
+            member = vars(t.py_class)[name]
             if isinstance(member, property) and member.fset is not None:
                 raise SerializationError(f"cannot save {where}: property '{name}' has a "
                                          "setter (only getters are saved)")
             fn = member.fget if isinstance(member, property) else member
+            fn = synthesized_method(t.py_class, name) or fn
             if inspect.isfunction(fn) and not getattr(fn, "_tsjit_ignore", False):
                 try:
                     _compiler.method(t, name, None)

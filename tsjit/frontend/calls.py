@@ -387,7 +387,25 @@ class CallMixin:
                     raise
                 return self.sugared_expr(arg_nodes[2])      # getattr(obj, name, default)
             return found if name == "getattr" else self.const(True, src)
+        if name == "object.__setattr__":
+            return self.object_setattr(arg_nodes, kwargs, src)
         raise CompilationError(f"{name}() is not supported in script code", src)
+
+    def object_setattr(self, arg_nodes, kwargs, src: SourceRange):
+        """`object.__setattr__(obj, "name", value)`: sets the attribute past the class's
+        own __setattr__ (how a frozen dataclass sets its fields)."""
+        if len(arg_nodes) != 3 or kwargs or not (
+                isinstance(arg_nodes[1], ast.Constant) and isinstance(arg_nodes[1].value, str)):
+            raise CompilationError("object.__setattr__() takes an object, a constant "
+                                   "attribute name and a value", src)
+        base = self.expr(arg_nodes[0])
+        if not isinstance(base.type, ClassType):
+            raise CompilationError(f"object.__setattr__() of a {base.type.annotation}: only "
+                                   "attributes of script class instances can be set", src)
+        value = self.expr(arg_nodes[2])
+        self.compiler.set_class_attribute(self, base, arg_nodes[1].value, value, src,
+                                          direct=True)
+        return self.const(None, src)
 
     def is_isinstance_call(self, node: ast.Call) -> bool:
         if not isinstance(node.func, (ast.Name, ast.Attribute)):

@@ -8,7 +8,6 @@ constants).
 from __future__ import annotations
 
 import ast
-import dataclasses
 import functools
 import inspect
 import os
@@ -38,6 +37,7 @@ from .annotations import (
     parse_type_comment,
     to_type,
 )
+from .dataclass_methods import is_init_variable, synthesized_method
 from .emitter import constant_type
 from .errors import CompilationError
 from .module_types import ModuleTypes
@@ -375,17 +375,12 @@ class Compiler(ModuleTypes):
         t = ClassType.for_class(cls)
         if t.methods.get("$compiled") or t in self.compiling_init:
             return t
-        if dataclasses.is_dataclass(cls) and _generated(inspect.getattr_static(cls, "__init__")):
-            raise CompilationError(
-                f"class {cls.__qualname__} is a dataclass: the methods @dataclass generates "
-                "(__init__, __eq__, __repr__) have no source text for script code to compile; "
-                "write its __init__ out in the class body, or create the object in a "
-                "@tsjit.ignore function")
         self.compiling_init.append(t)
         try:
             hints = class_annotations(cls)
             for name, ann in hints.items():
-                if typing.get_origin(ann) is typing.ClassVar or ann is typing.ClassVar:
+                if typing.get_origin(ann) is typing.ClassVar or ann is typing.ClassVar \
+                        or is_init_variable(ann):
                     continue        # a class variable (read from the class), no attribute
                 t.attributes[name] = to_type(ann, self.class_type_of)
             if has_own_init(cls):
@@ -401,7 +396,8 @@ class Compiler(ModuleTypes):
         found = t.methods.get(name)
         if found is not None:
             return found
-        fn = inspect.getattr_static(t.py_class, name, None)
+        fn = synthesized_method(t.py_class, name) or inspect.getattr_static(t.py_class, name,
+                                                                             None)
         if isinstance(fn, property):            # compiled as a method: its getter
             fn = fn.fget
         if not inspect.isfunction(fn):          # missing, or inherited from object
@@ -508,7 +504,7 @@ class Compiler(ModuleTypes):
         return matches, em.insert("prim::unchecked_cast", [value], [type_], src=src).output
 
     def set_class_attribute(self, em, base: Value, name: str, value: Value,
-                            src: SourceRange) -> None:
+                            src: SourceRange, direct: bool = False) -> None:
         t: ClassType = base.type
         member = inspect.getattr_static(t.py_class, name, None)
         if isinstance(member, property) and name not in t.attributes:
@@ -537,7 +533,8 @@ class Compiler(ModuleTypes):
                 raise CompilationError(f"attribute '{name}' has type {declared.annotation}; "
                                        f"cannot assign a {value.type.annotation}", src)
             t.attributes[name] = joined
-        em.insert("prim::SetAttr", [base, value], [], {"name": name}, src)
+        em.insert("prim::SetAttr", [base, value], [],
+                  {"name": name, "direct": True} if direct else {"name": name}, src)
 
 @functools.cache
 def _library_dirs() -> tuple[str, ...]:
@@ -553,11 +550,6 @@ def is_library_code(obj: object) -> bool:
     module = sys.modules.get(getattr(obj, "__module__", None) or "")
     path = getattr(module, "__file__", None)
     return path is not None and os.path.realpath(path).startswith(_library_dirs())
-
-
-def _generated(fn: object) -> bool:
-    """Whether a function was made by exec() (as @dataclass makes __init__): no source."""
-    return getattr(getattr(fn, "__code__", None), "co_filename", "").startswith("<")
 
 
 def has_own_init(cls: type) -> bool:

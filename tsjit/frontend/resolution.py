@@ -39,7 +39,7 @@ SPECIAL_FORMS = {
     builtins.range: "range", builtins.enumerate: "enumerate", builtins.zip: "zip",
     builtins.reversed: "reversed",
     builtins.isinstance: "isinstance", builtins.print: "print", builtins.super: "super",
-    builtins.getattr: "getattr", builtins.hasattr: "hasattr",
+    builtins.getattr: "getattr", builtins.hasattr: "hasattr", builtins.object: "object",
     decorators.annotate: "annotate", decorators.is_scripting: "is_scripting",
     decorators.isinstance: "isinstance",
 }

@@ -171,6 +171,11 @@ class SpecialForm(Sugared):
     def call(self, em, args, kwargs, src):
         return em.special_form(self.name, args, kwargs, src)
 
+    def attr(self, em, name, src):
+        if self.name == "object" and name == "__setattr__":
+            return SpecialForm("object.__setattr__", object.__setattr__)
+        return super().attr(em, name, src)
+
 
 class IterableForm(Sugared):
     """range(...), enumerate(...), zip(...), reversed(...): a loop steps an index through

@@ -46,7 +46,11 @@ register("prim::DictConstruct", "*items", None,
 
 
 register("prim::GetAttr", "obj", None, "{0}.{name}", may_raise=False, attrs={"names": ("name",)})
-register("prim::SetAttr", "obj, value", _no_result, "{0}.{name} = {1}", writes=(0,),
+# `direct`: object.__setattr__ (a frozen dataclass's __init__ sets its fields past the
+# class's own __setattr__, which raises)
+register("prim::SetAttr", "obj, value", _no_result,
+         lambda a, attrs: f"object.__setattr__({a[0]}, {attrs['name']!r}, {a[1]})"
+         if attrs.get("direct") else f"{a[0]}.{attrs['name']} = {a[1]}", writes=(0,),
          may_raise=False, attrs={"names": ("name",)})
 register("prim::CreateObject", "", None, "{cls}.__new__({cls})", may_raise=False)
 
