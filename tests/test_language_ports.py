@@ -385,3 +385,33 @@ def consumed_twice(xs: list[int]):
 def test_reading_an_iterator_twice_is_not_one_read():
     # CSE merged the two sum(it): (6, 6) where eager gives (6, 0)
     check(consumed_twice, ([1, 2, 3],), ([],), ([5],))
+
+
+def generators_that_stop_early(xs: list[int]):
+    # 10 // 0 is reached only if the generator is read past the deciding element
+    return (any(10 // x > 4 for x in xs), all(10 // x > 0 for x in xs),
+            any(x for x in xs if x > 2), all(y < x for x in xs for y in range(x) if y % 2 == 0))
+
+
+def generators_read_whole(xs: list[int], words: list[str]):
+    x = -1          # the generator's own x does not leak
+    return (sum(x * x for x in xs), max(x % 3 for x in xs), sorted((x for x in xs if x),
+                                                                   reverse=True),
+            tuple(x for x in xs), ",".join(w.upper() for w in words),
+            dict((w, len(w)) for w in words), x)
+
+
+def generator_of_array_elements(a: np.ndarray, n: int):
+    return sum(a[i] * 2 for i in range(n)), any(a[i] > 0.5 for i in range(n))
+
+
+def test_generator_arguments_of_builtins():
+    # Numba/PyTorch-style `sum(x * x for x in xs)`, `any(... for ...)` were refused
+    # ("script code does not support generator expressions")
+    scripted = check(generators_that_stop_early, ([1, 20, 0],), ([20, 0],), ([],), ([5, 1],),
+                     ([2, 0],))
+    restored = pickle.loads(pickle.dumps(scripted))
+    assert restored([1, 20, 0]) == generators_that_stop_early([1, 20, 0])
+    check(generators_read_whole, ([1, 2, 0], ["a", "bc"]), ([], []), ([3], [""]))
+    check(generator_of_array_elements, (np.array([0.25, 0.75, 0.1]), 2),
+          (np.array([0.25, 0.75], np.float32), 1), (np.array([0.1]), 0))

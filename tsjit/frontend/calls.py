@@ -114,6 +114,10 @@ class CallMixin:
             return self.dict_with_keywords(node)
         if isinstance(func, SpecialForm):
             return self.special_form(func.name, node.args, node.keywords, src)
+        if node.args and isinstance(node.args[0], ast.GeneratorExp):
+            found = self.generator_argument_call(func, node)
+            if found is not None:
+                return found
         if any(isinstance(a, ast.Starred) for a in node.args) or any(
                 k.arg is None for k in node.keywords):
             raise CompilationError("*args and **kwargs in calls are not supported", src)

@@ -28,6 +28,7 @@ from .environment import (
     RETURNED,
     Binding,
     Frame,
+    debug_name,
     is_synthetic,
     undefined,
 )
@@ -150,7 +151,7 @@ class ControlFlowMixin:
             block.add_output(self._widened(block, b.value, joined)
                              if b is not None and b.value is not None
                              else self.uninitialized(block, joined))
-        out = node.add_output(joined, None if synthetic else name)
+        out = node.add_output(joined, debug_name(name))
         parent.vars[name] = Binding(out, max((b.source for b in defined if b.source),
                                              key=lambda r: r.start, default=src))
 
@@ -259,7 +260,7 @@ class ControlFlowMixin:
         iteration = body.add_param(IntType)
         frame = Frame(body, self.frame, carried=frozenset(names))
         for name, v in zip(names, initial):
-            frame.assign(name, body.add_param(v.type, None if name[0] == "$" else name), src)
+            frame.assign(name, body.add_param(v.type, debug_name(name)), src)
 
         def run_body():
             # The body runs only while no break or return flag is set (they stop the
@@ -309,7 +310,7 @@ class ControlFlowMixin:
                         "(a loop-carried variable must keep its type)", where or src)
             body.add_output(final)
         for name, param in zip(names, body.params[1:]):
-            out = node.add_output(param.type, None if name[0] == "$" else name)
+            out = node.add_output(param.type, debug_name(name))
             self.frame.assign(name, out, src)
         for name, binding in frame.vars.items():
             if name not in names and not name.startswith("$") and not binding.refinement \

@@ -41,7 +41,7 @@ from ..ops.registry import OpTypeError, infer_types, lookup_method, op
 from .annotations import AnnotationError, evaluate, to_type
 from .calls import CallMixin, literal_hint
 from .control_flow import ControlFlowMixin, contains_statement
-from .environment import RAISED, RETURNED, Frame, undefined
+from .environment import RAISED, RETURNED, Frame, debug_name, undefined
 from .errors import CompilationError
 from .expressions import BINARY, MAGIC, ExpressionMixin, constant_bool
 from .loops import LoopMixin
@@ -368,7 +368,7 @@ class FunctionEmitter(CallMixin, LoopMixin, ExpressionMixin, ControlFlowMixin):
         if isinstance(value, IterableForm) and value.is_iterator():
             value = value.as_value(self, src)   # one object, which its first consumer exhausts
         if isinstance(target, ast.Name):
-            if isinstance(value, Value) and value.name is None and "'" not in target.id:
+            if isinstance(value, Value) and value.name is None and debug_name(target.id):
                 value.name = target.id
             self.frame.assign(target.id, value, self.src(target))
         elif isinstance(target, (ast.Tuple, ast.List)):

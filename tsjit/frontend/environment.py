@@ -25,6 +25,13 @@ def is_synthetic(name: str) -> bool:
     return name.startswith("$")
 
 
+def debug_name(name: str) -> str | None:
+    """The name a variable gives its values in the graph text: none for the front end's
+    own variables ($brk1, $any2) and renamed comprehension targets (x'1), which the IR
+    text does not spell."""
+    return None if is_synthetic(name) or "'" in name else name
+
+
 @dataclass
 class Binding:
     value: object                      # Value or Sugared; None when undefined here

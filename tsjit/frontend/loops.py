@@ -332,9 +332,74 @@ class LoopMixin:
                                                   body()), [], src,
                        ast.Tuple(elts=[first.target, rebinding], ctx=ast.Load()))
 
+    # ---- generator expressions consumed by a call
+    def generator_argument_call(self, func, node: ast.Call) -> Value | None:
+        """`f(x for x in xs)` where `f` consumes the whole generator at once (sum, min,
+        max, sorted, list, tuple, str.join, ...): the same as of a list comprehension.
+        any()/all() stop at the first element that decides them, as Python's do: they
+        are a loop that breaks. None: not such a call."""
+        genexp = node.args[0]
+        obj = getattr(func, "obj", None)
+        if obj in (builtins.any, builtins.all) and len(node.args) == 1 and not node.keywords:
+            return self.short_circuit(genexp, obj is builtins.any)
+        if not (_hashable(obj) and obj in _CONSUMERS or getattr(func, "name", None) == "join"
+                and isinstance(getattr(func, "receiver", None), Value)
+                and func.receiver.type == StrType):
+            return None
+        listcomp = ast.copy_location(ast.ListComp(elt=genexp.elt, generators=genexp.generators),
+                                     genexp)
+        return self.expr_Call(ast.copy_location(ast.Call(
+            func=node.func, args=[listcomp, *node.args[1:]], keywords=node.keywords), node))
+
+    def short_circuit(self, genexp: ast.GeneratorExp, is_any: bool) -> Value:
+        """any(elt for ...) / all(elt for ...) as the loop Python runs: the result starts
+        False (True), and the first element that is true (false) sets it and breaks out of
+        every `for` of the generator."""
+        unique = self.next_comprehension_id()
+        generators, (elt,) = _rename_targets(genexp.generators, [genexp.elt], unique)
+        flag = f"${'any' if is_any else 'all'}{unique}"   # no name a program can bind
+
+        def name(ctx=ast.Load):
+            return ast.Name(flag, ctx())
+
+        def const(value):
+            return ast.Constant(value)
+        decided = ast.UnaryOp(ast.Not(), elt) if not is_any else elt
+        body: list[ast.stmt] = [ast.If(decided, [ast.Assign([name(ast.Store)], const(is_any)),
+                                                 ast.Break()], [])]
+        for depth, g in enumerate(reversed(generators)):
+            for cond in reversed(g.ifs):
+                body = [ast.If(cond, body, [])]
+            if depth:       # an inner loop has ended: leave this one too once decided
+                done = name() if is_any else ast.UnaryOp(ast.Not(), name())
+                body = [*body, ast.If(done, [ast.Break()], [])]
+            body = [ast.For(g.target, g.iter, body, [], None)]
+        statements = [ast.Assign([name(ast.Store)], const(not is_any)), *body]
+        for statement in statements:
+            for child in ast.walk(statement):
+                ast.copy_location(child, genexp)
+                if hasattr(child, "end_lineno"):
+                    child.end_lineno, child.end_col_offset = genexp.end_lineno, \
+                        genexp.end_col_offset
+        self.emit_statements(statements)
+        return self.frame.value_of(flag, self.src(genexp))
+
     def next_comprehension_id(self) -> int:
         self.comprehension_count = getattr(self, "comprehension_count", 0) + 1
         return self.comprehension_count
+
+
+# builtins that consume a whole iterable argument at once
+_CONSUMERS = {builtins.sum, builtins.min, builtins.max, builtins.sorted, builtins.list,
+              builtins.tuple, builtins.set, builtins.frozenset, builtins.dict}
+
+
+def _hashable(obj: object) -> bool:
+    try:
+        hash(obj)
+    except TypeError:
+        return False
+    return True
 
 
 class _Renamer(ast.NodeTransformer):
