@@ -342,7 +342,7 @@ class LoopMixin:
         obj = getattr(func, "obj", None)
         if obj in (builtins.any, builtins.all) and len(node.args) == 1 and not node.keywords:
             return self.short_circuit(genexp, obj is builtins.any)
-        if not (_hashable(obj) and obj in _CONSUMERS or getattr(func, "name", None) == "join"
+        if not (any(obj is c for c in _CONSUMERS) or getattr(func, "name", None) == "join"
                 and isinstance(getattr(func, "receiver", None), Value)
                 and func.receiver.type == StrType):
             return None
@@ -390,16 +390,8 @@ class LoopMixin:
 
 
 # builtins that consume a whole iterable argument at once
-_CONSUMERS = {builtins.sum, builtins.min, builtins.max, builtins.sorted, builtins.list,
-              builtins.tuple, builtins.set, builtins.frozenset, builtins.dict}
-
-
-def _hashable(obj: object) -> bool:
-    try:
-        hash(obj)
-    except TypeError:
-        return False
-    return True
+_CONSUMERS = (builtins.sum, builtins.min, builtins.max, builtins.sorted, builtins.list,
+              builtins.tuple, builtins.set, builtins.frozenset, builtins.dict)
 
 
 class _Renamer(ast.NodeTransformer):
