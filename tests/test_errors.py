@@ -204,7 +204,7 @@ def uses_set_comprehension(x: int) -> int:
 
 
 def uses_generator_expression(x: int) -> int:
-    return sum(i for i in range(x))
+    return len(i for i in range(x))    # (a TypeError in Python: no len of a generator)
 
 
 def uses_kwargs_parameter(x: int, **kwargs) -> int:
