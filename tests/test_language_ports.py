@@ -5,6 +5,7 @@ dtypes or shapes whose guards fail), and through save/load where saving was the 
 from __future__ import annotations
 
 import pickle
+from typing import Any
 
 import numpy as np
 import pytest
@@ -415,3 +416,45 @@ def test_generator_arguments_of_builtins():
     check(generators_read_whole, ([1, 2, 0], ["a", "bc"]), ([], []), ([3], [""]))
     check(generator_of_array_elements, (np.array([0.25, 0.75, 0.1]), 2),
           (np.array([0.25, 0.75], np.float32), 1), (np.array([0.1]), 0))
+
+
+def fill_when_absent(xs: list[int] | None = None, flag: bool = True) -> int:
+    if xs is None:
+        xs = []             # a List[int], as the other path's xs
+    xs.append(1)
+    ys: list[int] | None = [2] if flag else None
+    if ys is None:
+        ys = []
+    return len(xs) + len(ys)
+
+
+def test_an_empty_list_assigned_beside_a_typed_list_takes_its_type():
+    # torchvision-style `if xs is None: xs = []` was refused ("set to type
+    # List[Uninitialized] in the true branch and type List[int] in the false branch")
+    check(fill_when_absent, ([3],), (None,), (None, False), ([], False))
+
+
+class Tally:
+    def __init__(self, log: list[str]):
+        self.log = log
+
+    def __enter__(self):
+        self.log.append("enter")
+        return self
+
+    def __exit__(self, kind: Any, value: Any, traceback: Any):
+        self.log.append("exit")
+
+
+def tally_twice(log: list[str], x: int) -> int:
+    with Tally(log) as t:
+        t.log.append(str(x))
+    return len(log)
+
+
+def test_a_function_with_a_context_manager_class_is_saved():
+    # pickling refused the class: "method name '__enter__' is not ... a special method a
+    # script class may define"
+    restored = pickle.loads(pickle.dumps(tsjit.script(tally_twice)))
+    log: list[str] = []
+    assert restored(log, 3) == 3 and log == ["enter", "3", "exit"]

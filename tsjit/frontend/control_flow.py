@@ -14,11 +14,13 @@ from collections.abc import Callable
 from ..ir.graph import Node, SourceRange, Value
 from ..ir.types import (
     IntType,
+    ListType,
     TensorType,
     Type,
     UninitializedType,
     is_number,
     unify,
+    union_options,
     widen,
 )
 from .environment import (
@@ -137,6 +139,11 @@ class ControlFlowMixin:
                 return
             raise CompilationError(f"'{name}' refers to different compile-time objects on "
                                    "the two branches", src)
+        # `if xs is None: xs = []` beside a List[int]: the empty literal is a List[int]
+        lists = [o for v in values for o in union_options(v.type)
+                 if isinstance(o, ListType) and o.elem != UninitializedType]
+        if lists:
+            self.settle(values, lists[0])
         # a loop-carried number that becomes a NumPy value on one branch (`if ...: c += x[i]`)
         # widens there as it does at the end of the loop body
         join = widen if parent.carries(name) else unify
