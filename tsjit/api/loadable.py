@@ -200,6 +200,7 @@ def check_loaded_graph(graph: Graph, names: Mapping[ClassType, set[str]]) -> Non
         and its type is the attribute's declared type where the class declares one;
       - an object made by CreateObject / TupleConstruct is of the class its node names;
       - every unchecked_cast narrows;
+      - a `with` body's Enter / Exit mark an object whose class defines __exit__;
       - every constant holds a value of its type (the passes and native code take a
         constant's type as given)."""
     for node in graph.block.walk():
@@ -215,12 +216,20 @@ def check_loaded_graph(graph: Graph, names: Mapping[ClassType, set[str]]) -> Non
                 node.outputs[0].type, node.inputs[0].type):
             raise ValueError(f"prim::unchecked_cast from {node.inputs[0].type} to "
                              f"{node.outputs[0].type} does not narrow")
+        elif node.kind in ("prim::Enter", "prim::Exit") and not _manages_context(
+                node.inputs[0].type):
+            raise ValueError(f"{node.kind} of a {node.inputs[0].type}: not a program class "
+                             "with __exit__ (the interpreter calls it)")
         elif node.kind == "aten::format":
             _check_format_string(node)
         elif node.kind == "prim::Constant" and not value_has_type(
                 node.attrs.get("value"), node.outputs[0].type):
             raise ValueError(f"a constant of type {node.outputs[0].type} holds "
                              f"{node.attrs.get('value')!r:.80}")
+
+
+def _manages_context(t: Type) -> bool:
+    return isinstance(t, ClassType) and "__exit__" in vars(t.py_class)
 
 
 def _check_format_string(node: Node) -> None:

@@ -646,17 +646,20 @@ class FunctionEmitter(CallMixin, LoopMixin, ExpressionMixin, ControlFlowMixin):
                 raise CompilationError("with needs a script class instance with __enter__ "
                                        "and __exit__", src)
             entered = self.call_method(manager, "__enter__", [], {}, src)
+            # from here an exception calls __exit__ (in the target's assignment too)
+            self.insert("prim::Enter", [manager], [], src=src)
             if item.optional_vars is not None:
                 self.assign_target(item.optional_vars, entered, src)
             managers.append(manager)
         self.emit_statements(stmt.body)
         exited = self.frame.exited
-        if exited != RAISED:            # __exit__ runs on return/break too
-            none = self.const(None, src)
-            self.frame.exited = None
-            for manager in reversed(managers):
+        none = self.const(None, src)
+        self.frame.exited = None
+        for manager in reversed(managers):
+            self.insert("prim::Exit", [manager], [], src=src)
+            if exited != RAISED:            # __exit__ runs on return/break too
                 self.call_method(manager, "__exit__", [none, none, none], {}, src)
-            self.frame.exited = exited
+        self.frame.exited = exited
 
 
 def _unsupported_statement(stmt: ast.stmt) -> str:

@@ -101,14 +101,40 @@ class _Writer:
     # ---- blocks and nodes
     def block(self, block: Block) -> None:
         self.delete(self.released("at_start", block))
-        for node in block.nodes:
+        self.nodes(block.nodes)
+
+    def nodes(self, nodes: Sequence[Node]) -> None:
+        i = 0
+        while i < len(nodes):
+            node = nodes[i]
+            if node.kind == "prim::Enter":
+                end = _matching_exit(nodes, i)
+                self.with_body(node, nodes[i + 1:end])
+                i = end
+                continue
             if node.kind == "prim::If":
                 self.if_(node)
             elif node.kind == "prim::Loop":
                 self.loop(node)
-            elif node.kind != "prim::Constant" and node not in self._loop_indices:
+            elif node.kind not in ("prim::Constant", "prim::Exit") and \
+                    node not in self._loop_indices:
                 self.op(node)
             self.delete(self.released("after", node))
+            i += 1
+
+    def with_body(self, enter: Node, body: Sequence[Node]) -> None:
+        """The nodes of a `with` body: an exception leaving them calls the manager's
+        __exit__ with it, as Python's with statement does, then goes on (the manager's
+        Exit node, after them, keeps the manager alive to here)."""
+        self.delete(self.released("after", enter))
+        lines = self.nested(lambda: self.nodes(body))
+        manager, error = self.expr(enter.inputs[0]), self.vars.fresh("error")
+        self.emit("try:", enter.source)
+        self.lines += self.suite(lines)
+        self.emit(f"except BaseException as {error}:", enter.source)
+        self.emit(f"{_INDENT}{manager}.__exit__(type({error}), {error}, "
+                  f"{error}.__traceback__)", enter.source)
+        self.emit(f"{_INDENT}raise")
 
     def op(self, node: Node) -> None:
         op_def = OPS.get(node.kind)
@@ -285,6 +311,18 @@ class _Writer:
             self.emit(f"{_INDENT}raise {located} from None")
         sources = {i + 1: src for i, (_, _, src) in enumerate(self.lines) if src is not None}
         return "\n".join(_INDENT * depth + text for depth, text, _ in self.lines) + "\n", sources
+
+
+def _matching_exit(nodes: Sequence[Node], enter: int) -> int:
+    """The index of the Exit node that closes the Enter at `enter` (the block's end if
+    none does: the body always raises)."""
+    depth = 0
+    for i in range(enter, len(nodes)):
+        kind = nodes[i].kind
+        depth += (kind == "prim::Enter") - (kind == "prim::Exit")
+        if depth == 0:
+            return i
+    return len(nodes)
 
 
 def _annotation(t) -> str:

@@ -53,6 +53,11 @@ register("prim::SetAttr", "obj, value", _no_result,
          if attrs.get("direct") else f"{a[0]}.{attrs['name']} = {a[1]}", writes=(0,),
          may_raise=False, attrs={"names": ("name",)})
 register("prim::CreateObject", "", None, "{cls}.__new__({cls})", may_raise=False)
+# The body of a `with` statement lies between these two (same block): an exception raised
+# in it calls the manager's __exit__ before it propagates (interpreter/codegen.py writes a
+# try statement around the nodes between them). They compute nothing.
+register("prim::Enter", "manager", _no_result, "pass", side_effect=True, may_raise=False)
+register("prim::Exit", "manager", _no_result, "pass", side_effect=True, may_raise=False)
 
 # Calls: `fn` is the callable (a compiled script function or an ignored Python one).
 register("prim::CallFunction", "*args", None,
