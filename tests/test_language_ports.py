@@ -458,3 +458,47 @@ def test_a_function_with_a_context_manager_class_is_saved():
     restored = pickle.loads(pickle.dumps(tsjit.script(tally_twice)))
     log: list[str] = []
     assert restored(log, 3) == 3 and log == ["enter", "3", "exit"]
+
+
+class Scaler:
+    def __init__(self, k: int):
+        self.k = k
+
+    def __call__(self, x: int) -> int:
+        return x * self.k
+
+    def __floordiv__(self, d: int) -> Scaler:
+        return Scaler(self.k // d)
+
+    def __ifloordiv__(self, d: int) -> Scaler:
+        self.k //= d
+        return self
+
+    def __ior__(self, other: int) -> Scaler:
+        self.k |= other
+        return self
+
+    @tsjit.unused
+    def debug_dump(self) -> str:
+        import json  # not script code: calls of it raise
+        return json.dumps(self.k)
+
+    def scaled_or_dump(self, x: int) -> int:
+        if x < 0:
+            return len(self.debug_dump())
+        return self(x)
+
+
+def call_scalers(x: int) -> int:
+    s = Scaler(6)
+    s //= 2
+    s |= 4
+    return s(x) + (s // 2)(1) + s.scaled_or_dump(x)
+
+
+def test_classes_with_call_in_place_operators_and_unused_methods_are_saved():
+    # pickling refused '__call__' and '__ior__' as method names, and tried to compile the
+    # @tsjit.unused method's body
+    scripted = check(call_scalers, (2,), (0,))
+    restored = pickle.loads(pickle.dumps(scripted))
+    assert restored(3) == call_scalers(3)

@@ -47,7 +47,9 @@ SPECIAL_METHODS = frozenset(
         "init len getitem setitem delitem contains iter eq ne lt le gt ge hash str repr "
         "bool int float index neg pos abs invert add sub mul truediv floordiv mod pow "
         "matmul and or xor lshift rshift radd rsub rmul rtruediv rfloordiv rmod rpow "
-        "iadd isub imul itruediv ifloordiv imod post_init enter exit").split())
+        "iadd isub imul itruediv ifloordiv imod ipow imatmul iand ior ixor ilshift irshift "
+        "rand ror rxor rlshift rrshift rmatmul divmod rdivmod round floor ceil trunc "
+        "call next reversed post_init enter exit").split())
 # What an exception class may have of its own and still be rebuilt from its name and base.
 _PLAIN_CLASS_MEMBERS = {"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__",
                         "__firstlineno__", "__static_attributes__"}

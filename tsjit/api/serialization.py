@@ -206,7 +206,8 @@ class _Encoder(ValueEncoder):
                                          "setter (only getters are saved)")
             fn = member.fget if isinstance(member, property) else member
             fn = synthesized_method(t.py_class, name) or fn
-            if inspect.isfunction(fn) and not getattr(fn, "_tsjit_ignore", False):
+            if inspect.isfunction(fn) and not getattr(fn, "_tsjit_ignore", False) and \
+                    not getattr(fn, "_tsjit_unused", False):    # calls of it raise
                 try:
                     _compiler.method(t, name, None)
                 except CompilationError as e:
