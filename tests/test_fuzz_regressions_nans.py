@@ -100,3 +100,22 @@ def test_power_of_arrays_follows_glibc_at_signalling_nans(dtype, tmp_path):
     grid = np.concatenate([special, numbers])
     x, y = (np.resize(v.ravel(), 64) for v in np.meshgrid(grid, grid, indexing="ij"))
     _same_bits(fn, x.copy(), y.copy())
+
+
+REMAINDERS = ["x % {e}", "np.remainder(x, {e})", "x // {e}"]
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("remainder", REMAINDERS)
+def test_remainder_of_two_nans_is_numpys(remainder, dtype, tmp_path):
+    """NumPy's remainder loop computes fmod by x87's fprem: of two NaNs it gives the one
+    with the larger significand, the positive one of a tie (-nan % +nan is +nan), where
+    the kernel's fmod (the C library's, as np.fmod) gave the first one. Every pair of
+    quiet and signalling NaNs of both signs, and NaNs beside numbers; the quotient keeps
+    the first NaN."""
+    fn = program("y", tmp_path, remainder)
+    size = np.dtype(dtype).itemsize
+    grid = np.concatenate([np.array(NANS[size], UINTS[size]).view(dtype),
+                           np.array([1.5, -1.5, 0.0, -0.0, np.inf], dtype)])
+    x, y = (np.resize(v.ravel(), 128) for v in np.meshgrid(grid, grid, indexing="ij"))
+    _same_bits(fn, x.copy(), y.copy())

@@ -114,3 +114,29 @@ def test_arithmetic_with_a_constant_llvm_folds_has_eager_pythons_bits(fn, x):
     got = run(x, 1.0)
     assert sum(r.stats()["native_calls"] for r in regions) == 1
     assert hex(_bits(got)) == hex(_bits(fn(x, 1.0)))
+
+
+def remainder(x: float, y: float) -> float:
+    return x % y
+
+
+def divmod_remainder(x: float, y: float) -> float:
+    return divmod(x, y)[1]
+
+
+@pytest.mark.parametrize("fn", [remainder, divmod_remainder])
+@pytest.mark.parametrize("x, y", [(NEGATIVE_NAN, POSITIVE_NAN), (POSITIVE_NAN, NEGATIVE_NAN),
+                                  (-POSITIVE_NAN, POSITIVE_NAN), (SIGNALING_NAN, POSITIVE_NAN)])
+def test_a_remainder_of_python_floats_has_cpythons_nan(fn, x, y):
+    """CPython's float % calls the C library's fmod, whose NaN of two NaNs is the first one
+    (quieted); NumPy's remainder loop (x87's fprem) gives the larger: native code gives
+    each its own (kernel_spec.PYTHON_FLOAT_REMAINDER)."""
+    run, regions = native(fn)
+    got = run(x, y)
+    assert sum(r.stats()["native_calls"] for r in regions) == 1
+    assert hex(_bits(got)) == hex(_bits(fn(x, y)))
+    numpy_got = tsjit.script(fn)
+    for _ in range(3):
+        got = numpy_got(np.float64(x), np.float64(y))
+        assert type(got) is np.float64
+        assert hex(_bits(got)) == hex(_bits(fn(np.float64(x), np.float64(y))))

@@ -22,6 +22,7 @@ from tsjit.codegen.kernel_spec import (
     MATH_FUNCTIONS,
     NAN_FIXED_LATER,
     PYTHON_FLOAT_EXPONENT,
+    PYTHON_FLOAT_REMAINDER,
     PYTHON_INT_EXPONENT,
     SCALAR_OPERANDS,
     KernelOp,
@@ -247,6 +248,24 @@ def _float_divmod(b: ir.IRBuilder, a: ir.Value, d: ir.Value) -> tuple[ir.Value, 
     return b.select(d_is_zero, quotient, floordiv), b.select(d_is_zero, fmod, mod)
 
 
+def _remainder_of_nans(b: ir.IRBuilder, a: ir.Value, d: ir.Value, mod: ir.Value) -> ir.Value:
+    """``mod`` (``frem``'s NaN: the first NaN operand) with NumPy's NaN where both operands
+    are NaN, where its remainder loop gives the one with the larger significand, the
+    positive one of a tie (numpy_nans.larger_nan_wins_remainder): -nan % +nan is +nan."""
+    if not numpy_nans.larger_nan_wins_remainder({"float": "float32",
+                                                 "double": "float64"}[str(a.type)]):
+        return mod
+    bits = ir.IntType(_float_bits(a.type))
+    magnitude = _const(bits, (1 << (bits.width - 1)) - 1)
+    qa, qd = _quiet_bits(b, a), _quiet_bits(b, d)
+    ma, md = b.and_(qa, magnitude), b.and_(qd, magnitude)
+    second = b.or_(b.icmp_unsigned(">", md, ma),
+                   b.and_(b.icmp_unsigned("==", md, ma), b.icmp_unsigned("==", qd, md)))
+    both = b.and_(b.fcmp_unordered("uno", a, a), b.fcmp_unordered("uno", d, d))
+    nan = b.bitcast(b.select(second, qd, qa), a.type)
+    return b.select(both, nan, mod)
+
+
 def _fmaximum(b: ir.IRBuilder, x: ir.Value, y: ir.Value, pred: str) -> ir.Value:
     """NumPy maximum/minimum: NaN in either operand wins; ties (+0 vs -0) go to the second
     operand with a strict ``pred``, to the first with a non-strict one."""
@@ -426,7 +445,8 @@ _FLOAT_OPS: dict[str, Lowering] = {
                          else _x86_arithmetic(b, "fmul", a[0], a[1])),
     "truediv": lambda b, a: _x86_arithmetic(b, "fdiv", a[0], a[1]),
     "floordiv": lambda b, a: _float_floor_divide(b, a[0], a[1]),
-    "mod": lambda b, a: _float_divmod(b, a[0], a[1])[1],
+    "mod": lambda b, a: _remainder_of_nans(b, a[0], a[1], _float_divmod(b, a[0], a[1])[1]),
+    "python_float_mod": lambda b, a: _float_divmod(b, a[0], a[1])[1],
     "pow": lambda b, a: vmath.emit_math(b, "pow", a),
     "neg": lambda b, a: b.fneg(a[0]),
     "pos": lambda b, a: a[0],
@@ -659,6 +679,8 @@ def lower_op(
     operand_dtype = arg_dtypes[0]
     if NAN_FIXED_LATER in op.attrs and name == "square" and operand_dtype != _F16:
         return b.fmul(args[0], args[0])  # (x86's NaN select of _self_product not needed)
+    if name == "mod" and PYTHON_FLOAT_REMAINDER in op.attrs:
+        name = "python_float_mod"
     if SCALAR_OPERANDS in op.attrs and operand_dtype in (_F32, _F64):
         name = {"clip": "clip_scalar_bounds", "pow": "pow_scalar_exponent"}[name]
     elif SCALAR_OPERANDS in op.attrs and name == "pow" and operand_dtype == _F16:

@@ -26,6 +26,7 @@ __all__ = [
     "OpSignature",
     "OPS_WITH_SCALAR_OPERAND_LOOPS",
     "PYTHON_FLOAT_EXPONENT",
+    "PYTHON_FLOAT_REMAINDER",
     "PYTHON_INT_EXPONENT",
     "SCALAR_OPERANDS",
     "NAN_FIXED_LATER",
@@ -61,6 +62,10 @@ OPS_WITH_SCALAR_OPERAND_LOOPS = frozenset({"clip", "pow"})
 # float16 form is powf: ``-nan ** -1.0`` is +nan there, ``(-0.0) ** 0.5`` +0.0.
 PYTHON_INT_EXPONENT = "python_int_exponent"
 PYTHON_FLOAT_EXPONENT = "python_float_exponent"
+# A mod's `attrs` flag: Python's float % (CPython calls the C library's fmod, whose NaN of
+# two NaN operands is the first one's), where NumPy's remainder loop gives the one with the
+# larger significand (numpy_nans.larger_nan_wins_remainder).
+PYTHON_FLOAT_REMAINDER = "python_float_remainder"
 # An op's `attrs` flag: a later op of the kernel replaces the result's NaNs, so the op need
 # not give x86's NaN itself (a square is then the plain product, whose NaN LLVM may take
 # from another operand: ``fabs(y) * fabs(y)`` becomes ``y * y``).
@@ -75,7 +80,7 @@ EXPLICIT_CAST = "explicit_cast"
 class KernelOp:
     """``result = op(values[args])``; ``dtype`` is the result's dtype; ``attrs``: a cast's
     target dtype (and EXPLICIT_CAST), or SCALAR_OPERANDS (clip, pow), or NAN_FIXED_LATER
-    (square)."""
+    (square), or PYTHON_FLOAT_REMAINDER (mod)."""
 
     op: str
     args: tuple[int, ...]

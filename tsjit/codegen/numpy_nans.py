@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["NanBits", "converted", "cube_nan_positive", "fingerprint", "invalid_nan_bits",
-           "nan_bits", "second_nan_wins"]
+           "larger_nan_wins_remainder", "nan_bits", "second_nan_wins"]
 
 _INF = float("inf")
 
@@ -134,6 +134,28 @@ def second_nan_wins(name: str, dtype: str) -> bool:
         int(second[0])
 
 
+@functools.cache
+def larger_nan_wins_remainder(dtype: str) -> bool:
+    """Whether NumPy's ``remainder`` (and divmod's remainder) of two NaNs gives the one with
+    the larger significand, the positive one where they tie: x87's rule, where NumPy's
+    loop computes fmod inline by the x87 ``fprem`` (GCC's builtin), while ``np.fmod``, the
+    C library's, gives the first operand's NaN as SSE arithmetic does (-nan % +nan is
+    +nan, np.fmod(-nan, +nan) -nan). Asked of its loop for each sign pair, both orders."""
+    uint = _uint(np.dtype(dtype))
+    small = _PAYLOAD_NANS[np.dtype(dtype).itemsize][0]      # positive
+    sign = 1 << (8 * np.dtype(dtype).itemsize - 1)
+    for x, y in ((small, small + 2), (small + 2, small), (small, small)):
+        for a, b in ((x, y), (x | sign, y), (x, y | sign), (x | sign, y | sign)):
+            if x != y:
+                want = a if x > y else b
+            else:
+                want = a if not a & sign else b          # a tie: the positive one
+            got = _run(np.remainder, [np.array([v], uint).view(dtype) for v in (a, b)])
+            if int(got.view(uint)[0]) != want:
+                return False
+    return True
+
+
 def converted(bits: int, dtype: str, target: str) -> int:
     """The bits of the NaN ``bits`` of ``dtype`` converted to ``target`` as NumPy converts
     (sign and payload kept, so converting back gives ``bits``)."""
@@ -147,5 +169,6 @@ def fingerprint() -> str:
     table = repr([(name, dtype, nan_bits(name, dtype)) for name in sorted(_UFUNCS)
                   for dtype in _DTYPES] + [cube_nan_positive(d) for d in _DTYPES[1:]]
                  + [invalid_nan_bits(d) for d in _DTYPES[1:]]
-                 + [second_nan_wins(op, d) for op in ("add", "mul") for d in _DTYPES])
+                 + [second_nan_wins(op, d) for op in ("add", "mul") for d in _DTYPES]
+                 + [larger_nan_wins_remainder(d) for d in _DTYPES[1:]])
     return hashlib.sha256(table.encode()).hexdigest()[:16]

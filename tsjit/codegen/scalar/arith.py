@@ -37,10 +37,11 @@ def dtype_of(kind: NType) -> np.dtype:
 
 
 def elementwise(b: ir.IRBuilder, op: str, args: list[ir.Value], dtype: np.dtype,
-                arg_dtypes: list[np.dtype] | None = None) -> ir.Value:
-    """NumPy's per-element `op` with result dtype `dtype` (operands already converted)."""
+                arg_dtypes: list[np.dtype] | None = None, attrs: tuple = ()) -> ir.Value:
+    """NumPy's per-element `op` with result dtype `dtype` (operands already converted;
+    ``attrs`` as KernelOp's)."""
     arg_dtypes = arg_dtypes or [dtype] * len(args)
-    return lower_op(b, KernelOp(op, (), np.dtype(dtype)), list(args), arg_dtypes)
+    return lower_op(b, KernelOp(op, (), np.dtype(dtype), attrs), list(args), arg_dtypes)
 
 
 PREDICATES = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}

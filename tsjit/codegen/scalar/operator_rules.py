@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from llvmlite import ir
 
 from ...ir.graph import Node
+from ..kernel_spec import PYTHON_FLOAT_REMAINDER
 from . import numpy_ops
 from .arith import (
     FLOAT64,
@@ -63,6 +64,7 @@ _BITWISE = ("and", "or", "xor")
 _BOOL_BUILDERS = {"and": ir.IRBuilder.and_, "or": ir.IRBuilder.or_, "xor": ir.IRBuilder.xor}
 _EXACT_INT_DOUBLE = 2 ** 53        # ints of at most this magnitude convert to double exactly
 _INT64_MIN = -2 ** 63
+_PYTHON_FLOAT = (PYTHON_FLOAT_REMAINDER,)   # float % and divmod: CPython's NaN of two NaNs
 
 
 def _operator_name(node: Node) -> str:
@@ -271,7 +273,7 @@ def _float_binary(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValu
                                       lambda: [NValue(PY_FLOAT, (b.fdiv(x, y),))])
         return [NValue(PY_FLOAT, (elementwise(b, op, [x, y], FLOAT64),))]
     if op in ("floordiv", "mod"):
-        return [NValue(PY_FLOAT, (elementwise(b, op, [x, y], FLOAT64),))]
+        return [NValue(PY_FLOAT, (elementwise(b, op, [x, y], FLOAT64, attrs=_PYTHON_FLOAT),))]
     result = libm(b, "pow", x, y)                     # CPython's float_pow calls pow()
     unusual = any_of(b, [b.not_(is_finite(b, v)) for v in (x, y, result)])
     return em.python_fallback(node, args, unusual, [NValue(PY_FLOAT, (result,))])
@@ -310,8 +312,9 @@ def _divmod_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NValu
     else:
         x, y = (to_double(b, a.value, a.kind) for a in args)
         dtype, zero = FLOAT64, b.fcmp_ordered("==", y, const(DOUBLE, 0.0))
+    attrs = _PYTHON_FLOAT if dtype == FLOAT64 else ()
     return em.python_fallback(node, args, zero, lambda: [NValue(kind, tuple(
-        elementwise(b, op, [x, y], dtype) for op in ("floordiv", "mod")))])
+        elementwise(b, op, [x, y], dtype, attrs=attrs) for op in ("floordiv", "mod")))])
 
 
 register_rule("aten::divmod", _divmod_infer, _divmod_emit)
