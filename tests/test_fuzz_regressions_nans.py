@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+from test_fuzz_fusion import run
 
 import tsjit
 
@@ -119,3 +120,33 @@ def test_remainder_of_two_nans_is_numpys(remainder, dtype, tmp_path):
                            np.array([1.5, -1.5, 0.0, -0.0, np.inf], dtype)])
     x, y = (np.resize(v.ravel(), 128) for v in np.meshgrid(grid, grid, indexing="ij"))
     _same_bits(fn, x.copy(), y.copy())
+
+
+SIGNALLING = {np.float16: 0x7D01, np.float32: 0xFFA00001, np.float64: 0x7FF4000000000001}
+
+
+@pytest.mark.parametrize("errstate", ["default", "raise", "call"])
+@pytest.mark.parametrize("array_dtype", [np.float32, np.int8])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("expression", ["x + s", "np.maximum(x, s) * 2", "x < s"])
+def test_a_signalling_nan_scalar_operand_reports_as_numpy(expression, dtype, array_dtype,
+                                                           errstate, tmp_path):
+    """A NumPy scalar holding a signalling NaN reached the kernel as a double, which
+    quiets it: NumPy's loop raises invalid on it ("invalid value encountered in add", or
+    "in cast" where it is converted to the loop's type), the kernel raised nothing. The
+    launcher now runs such a call's ops in NumPy."""
+    fn = program("y", tmp_path, expression.replace("s", "{e}"))
+    s = np.array([SIGNALLING[dtype]], UINTS[np.dtype(dtype).itemsize]).view(dtype)[0]
+    x = np.array([1.0, -2.0, 0.0, 3.0] * 5, array_dtype)
+    scripted = tsjit.script(fn)
+    want = run(fn, [x.copy(), s], errstate)
+    for _ in range(3):
+        got = run(scripted, [x.copy(), s], errstate)
+        assert got[2] == want[2]
+        if isinstance(want[0], type):
+            assert got[0] is want[0]
+        else:
+            assert [(r.dtype, r.tobytes()) for r in got[0]] == \
+                [(r.dtype, r.tobytes()) for r in want[0]]
+    if expression == "x + s":   # (the compare raises nothing in NumPy either)
+        assert want[2] or want[0] is FloatingPointError

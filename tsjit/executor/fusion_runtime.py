@@ -17,6 +17,8 @@ import math
 import warnings
 from collections.abc import Callable
 
+import numpy as np
+
 from ..interpreter import compile_graph
 from ..interpreter.rendering import literal
 from ..ir.graph import Graph, Node
@@ -25,6 +27,16 @@ from ..passes.insert_guards import unspecialized
 from ..passes.reduction_kernel import build_fused_group, read_reduction
 
 log = logging.getLogger("tsjit.fuser")
+
+
+def signalling_nan(value) -> bool:
+    """Whether a float scalar (Python float, NumPy scalar or 0-d array) that is NaN is a
+    signalling one: its quiet bit (the significand's highest) clear."""
+    array = np.asarray(value)
+    if array.dtype.kind != "f":
+        return False
+    bits = int(array.view(f"u{array.dtype.itemsize}"))
+    return not bits >> (np.finfo(array.dtype).nmant - 1) & 1
 
 
 class InterpretedGroup:
@@ -107,6 +119,14 @@ class FusionRuntime:
             lines += [f"if ({unless_known}) and _may_raise(_known):", f"    {bail}"]
         for k, (lo, hi) in fused.range_checks.items():
             lines += [f"if not {lo} <= {args[k]} <= {hi}:", f"    {bail}"]
+        # a float scalar reaches the kernel as a double, which quiets a signalling NaN:
+        # NumPy's loop would raise invalid on it (and warn), the kernel not
+        for k, feed in enumerate(fused.feeds):
+            if feed.value is not None and fused.spec.inputs[k].is_scalar \
+                    and fused.spec.inputs[k].dtype.kind == "f":
+                namespace["_signalling"] = signalling_nan
+                lines += [f"if {args[k]} != {args[k]} and _signalling({args[k]}):",
+                          f"    {bail}"]
         if len(arrays) > 1 and checks:
             from ..codegen.launch import broadcast_shape  # loaded: the kernel is compiled
             namespace["_broadcast"] = broadcast_shape
