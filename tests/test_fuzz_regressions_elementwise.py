@@ -434,3 +434,59 @@ def test_two_kernels_whose_members_interleave_report_in_program_order(errstate):
     with np.errstate(all="ignore"):
         assert_bitwise(scripted(x, y)[1], interleaved_kernels(x, y)[1])
     assert scripted.stats()["kernel_launches"] > 0
+
+
+def power_times_one(x, e):
+    return (x ** e) * 1.0
+
+
+def clip_times_one(x, lo, hi):
+    return np.clip(x, lo, hi) * 1.0
+
+
+def nan_bits_of(a: np.ndarray) -> list[int]:
+    return a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize]).ravel().tolist()
+
+
+@pytest.mark.parametrize("dtypes", [(np.float32, np.float32), (np.float64, np.float64),
+                                    (np.float16, np.float64), (np.float32, np.float64)])
+@pytest.mark.parametrize("shape", [(1,), (1, 1), ()])
+@pytest.mark.parametrize("value", [0.5, 2.0, -1.0, 1.0, 0.0])
+def test_an_exponent_of_one_element_broadcast_is_numpys_scalar_exponent(value, shape, dtypes):
+    """NumPy's float and double power loops compute x ** 0.5, ** 2, ** -1, ** 1 and ** 0
+    as sqrt(x), x * x, 1 / x, x and 1 wherever the exponent is read at stride 0: 0-d, but
+    also an exponent of shape (1,) or (1, 1) broadcast to more elements, which the kernel
+    computed by its pow ((-0.0) ** 0.5 was +0.0, (-inf) ** 0.5 +inf, nan ** 0 1). Such a
+    call runs in NumPy now; an exponent that is not broadcast ((1,) beside (1,)) is pow's."""
+    x_dtype, e_dtype = dtypes
+    x = zeros_and_nans(x_dtype)
+    e = np.full(shape, value, e_dtype)
+    for args in ((x, e), (x[:1], e)):
+        scripted = tsjit.script(power_times_one)
+        with np.errstate(all="ignore"):
+            want = power_times_one(*args)
+            for _ in range(3):
+                got = scripted(*args)
+                assert (got.dtype, got.shape) == (want.dtype, want.shape)
+                assert nan_bits_of(got) == nan_bits_of(want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(1,), (1, 1), ()])
+@pytest.mark.parametrize("bounds", [(0.0, 2.0), (-1.0, -0.0), (np.nan, 2.0), (-1.0, np.nan),
+                                    (np.nan, -np.nan)])
+def test_clip_bounds_of_one_element_broadcast_are_numpys_scalar_bounds(bounds, shape, dtype):
+    """NumPy's float and double clip loops with both bounds read at stride 0 keep x at a
+    tie (-0.0 clipped to [0, 2] stays -0.0) and give a NaN bound before a NaN x; with bound
+    arrays a tie gives the bound and a NaN x wins. The kernel took the scalar path only for
+    0-d bounds (where it gave the NaN x first) and the array path for (1,) and (1, 1)."""
+    x = zeros_and_nans(dtype)
+    lo, hi = (np.full(shape, b, dtype) for b in bounds)
+    for args in ((x, lo, hi), (x[:1], lo, hi)):
+        scripted = tsjit.script(clip_times_one)
+        with np.errstate(all="ignore"):
+            want = clip_times_one(*args)
+            for _ in range(3):
+                got = scripted(*args)
+                assert (got.dtype, got.shape) == (want.dtype, want.shape)
+                assert nan_bits_of(got) == nan_bits_of(want)

@@ -266,6 +266,15 @@ def _remainder_of_nans(b: ir.IRBuilder, a: ir.Value, d: ir.Value, mod: ir.Value)
     return b.select(both, nan, mod)
 
 
+def _clip_scalar_bounds(b: ir.IRBuilder, x: ir.Value, lo: ir.Value, hi: ir.Value) -> ir.Value:
+    """NumPy's float and double clip with bounds read at stride 0: ties keep x, and a NaN
+    bound is the result as it is (lo's before hi's), before a NaN x (which the loop with
+    bound arrays gives first)."""
+    result = _clip_keeping_ties(b, [x, lo, hi])
+    result = b.select(b.fcmp_unordered("uno", hi, hi), hi, result)
+    return b.select(b.fcmp_unordered("uno", lo, lo), lo, result)
+
+
 def _fmaximum(b: ir.IRBuilder, x: ir.Value, y: ir.Value, pred: str) -> ir.Value:
     """NumPy maximum/minimum: NaN in either operand wins; ties (+0 vs -0) go to the second
     operand with a strict ``pred``, to the first with a non-strict one."""
@@ -459,7 +468,7 @@ _FLOAT_OPS: dict[str, Lowering] = {
     "fmax": lambda b, a: _fmaxnum(b, a[0], a[1], ">"),
     "fmin": lambda b, a: _fmaxnum(b, a[0], a[1], "<"),
     "clip": lambda b, a: _fmaximum(b, _fmaximum(b, a[0], a[1], ">"), a[2], "<"),
-    "clip_scalar_bounds": _clip_keeping_ties,
+    "clip_scalar_bounds": lambda b, a: _clip_scalar_bounds(b, *a),
     "pow_scalar_exponent": lambda b, a: _pow_scalar_exponent(b, a[0], a[1]),
     "floor": lambda b, a: _call(b, "floor", a[0]),
     "ceil": lambda b, a: _call(b, "ceil", a[0]),

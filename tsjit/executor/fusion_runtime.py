@@ -119,6 +119,11 @@ class FusionRuntime:
             lines += [f"if ({unless_known}) and _may_raise(_known):", f"    {bail}"]
         for k, (lo, hi) in fused.range_checks.items():
             lines += [f"if not {lo} <= {args[k]} <= {hi}:", f"    {bail}"]
+        for bounds, base in fused.size_one_checks:   # NumPy's stride-0 loops (clip, power)
+            test = " and ".join(f"{array[k]}.size == 1" for k in sorted(bounds))
+            if base is not None:
+                test += f" and not ({' and '.join(f'{array[k]}.size == 1' for k in base)})"
+            lines += [f"if {test}:", f"    {bail}"]
         # a float scalar reaches the kernel as a double, which quiets a signalling NaN:
         # NumPy's loop would raise invalid on it (and warn), the kernel not
         for k, feed in enumerate(fused.feeds):

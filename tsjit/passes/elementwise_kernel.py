@@ -79,6 +79,7 @@ _PYTHON_CLASSES = {t: cls for cls, t in PYTHON_SCALARS.items()}
 # Exponents of `x ** c` whose NumPy result the kernel computes without pow: NumPy's own
 # fast paths for float arrays (bitwise), and x*x*x for 3 (computed in float64: within an
 # ulp of pow).
+_STRIDE_ZERO_LOOPS = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 _POWERS = {2: ("square",), 0.5: ("sqrt",), -1: ("reciprocal",), 3: ("square", "mul")}
 # Binary ops whose result LLVM computes from their operand when both are one value (x * x,
 # x + x, maximum(x, x) -> x). Others it may fold to a constant (int x - x, x ^ x, x > x)
@@ -162,6 +163,10 @@ class FusedKernel:
     range_checks: dict[int, tuple[int, int]] = field(default_factory=dict)  # Python ints
     value_types: dict[Value, TensorType] = field(default_factory=dict)
     raising: frozenset[Node] = frozenset()      # members that may raise ValueError
+    # (bound inputs, base inputs or None): a call where the bound inputs all have one
+    # element and a base input more (or, None, always) runs in NumPy (see
+    # `_Builder.stride_zero_check`)
+    size_one_checks: tuple[tuple[frozenset[int], frozenset[int] | None], ...] = ()
     # the state after the members' ops, which `extend_group` continues from
     builder: _Builder | None = field(default=None, repr=False, compare=False)
 
@@ -231,6 +236,7 @@ class _Builder:
         self.raising: set[Node] = set()
         self.range_checks: dict[int, tuple[int, int]] = {}   # kernel input -> (lo, hi)
         self.checked_ints: list[tuple[Value, np.dtype]] = []  # Python ints out checks convert
+        self.size_one_checks: list[tuple[frozenset[int], frozenset[int] | None]] = []
 
     def copy(self) -> _Builder:
         """A builder that continues from this one's state, leaving this one as it is (the
@@ -539,11 +545,30 @@ class _Builder:
         # reads it at stride 0, where its clip and power loops take paths of their own
         scalars = call.kernel in OPS_WITH_SCALAR_OPERAND_LOOPS and not any(
             self.rank(a) for a in args[1:])
+        if call.kernel in OPS_WITH_SCALAR_OPERAND_LOOPS and not scalars:
+            self.stride_zero_check(args, out)
         attrs = (SCALAR_OPERANDS,) if scalars else ()
         if scalars and call.power_operator:   # NumPy's fast_scalar_power may take it
             attrs += {IntType: (PYTHON_INT_EXPONENT,),
                       FloatType: (PYTHON_FLOAT_EXPONENT,)}.get(call.operands[1].type, ())
         return self.op(call.kernel, args, out, attrs)
+
+    def stride_zero_check(self, operands: tuple[int, ...], out: np.dtype) -> None:
+        """NumPy's float32 and float64 clip and power loops take their scalar paths
+        wherever the bounds (the exponent) are read at stride 0: 0-d, and also arrays of
+        one element broadcast to more ((1,) or (1, 1) beside a larger base), or of one
+        element among operands of other ranks (NumPy's iterator then reads every operand
+        of its one element at stride 0; operands of one shape take the trivial loop,
+        which does not). The kernel takes its array path for bounds of some rank, so such
+        a call runs in NumPy."""
+        if out not in _STRIDE_ZERO_LOOPS:
+            return
+        base, *bounds = operands
+        one_rank = len({self.rank(a) for a in operands if self.rank(a)}) == 1
+        if one_rank and not self.ancestors[base]:   # a scalar base: one element at most
+            return
+        self.size_one_checks.append((frozenset().union(*(self.ancestors[a] for a in bounds)),
+                                     self.ancestors[base] if one_rank else None))
 
     def small_power(self, call: ElementwiseCall, out: np.dtype) -> int | None:
         """`x ** c` for the exponents in _POWERS in a float32 or float64 loop (NumPy's loop
@@ -649,7 +674,7 @@ class _Builder:
                            tuple(i for i in inplace if i is not None),
                            {v: self.input_type(v) for v in self.group_inputs},
                            dict(self.range_checks), value_types, frozenset(self.raising),
-                           self)
+                           tuple(self.size_one_checks), self)
 
     def final(self, vid: int) -> int:
         """The KernelSpec value number of value id `vid` (inputs first, then ops)."""

@@ -448,7 +448,7 @@ class _RowBuilder(_Builder):
                            {v: self.input_type(v) for v in self.group_inputs},
                            self.range_checks,
                            {v: self.value_type(self.number(v)) for v in members},
-                           frozenset(self.raising))
+                           frozenset(self.raising), tuple(self.size_one_checks))
 
     def layout(self) -> dict:
         """The spec's iteration fields for the group's reduced axes: rows over trailing
