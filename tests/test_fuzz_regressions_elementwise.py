@@ -444,8 +444,20 @@ def clip_times_one(x, lo, hi):
     return np.clip(x, lo, hi) * 1.0
 
 
-def nan_bits_of(a: np.ndarray) -> list[int]:
-    return a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize]).ravel().tolist()
+def same_bits_on_every_call(fn, *calls: tuple) -> None:
+    """fn scripted anew for each argument tuple of ``calls``: its profiling and optimized
+    calls give eager's dtype, shape and bits (NaN payloads too)."""
+    def bits(a: np.ndarray) -> list[int]:
+        return a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize]).tolist()
+
+    for args in calls:
+        scripted = tsjit.script(fn)
+        with np.errstate(all="ignore"):
+            want = fn(*args)
+            for _ in range(3):
+                got = scripted(*args)
+                assert (got.dtype, got.shape) == (want.dtype, want.shape)
+                assert bits(got.ravel()) == bits(want.ravel())
 
 
 @pytest.mark.parametrize("dtypes", [(np.float32, np.float32), (np.float64, np.float64),
@@ -461,14 +473,7 @@ def test_an_exponent_of_one_element_broadcast_is_numpys_scalar_exponent(value, s
     x_dtype, e_dtype = dtypes
     x = zeros_and_nans(x_dtype)
     e = np.full(shape, value, e_dtype)
-    for args in ((x, e), (x[:1], e)):
-        scripted = tsjit.script(power_times_one)
-        with np.errstate(all="ignore"):
-            want = power_times_one(*args)
-            for _ in range(3):
-                got = scripted(*args)
-                assert (got.dtype, got.shape) == (want.dtype, want.shape)
-                assert nan_bits_of(got) == nan_bits_of(want)
+    same_bits_on_every_call(power_times_one, (x, e), (x[:1], e))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -482,11 +487,4 @@ def test_clip_bounds_of_one_element_broadcast_are_numpys_scalar_bounds(bounds, s
     0-d bounds (where it gave the NaN x first) and the array path for (1,) and (1, 1)."""
     x = zeros_and_nans(dtype)
     lo, hi = (np.full(shape, b, dtype) for b in bounds)
-    for args in ((x, lo, hi), (x[:1], lo, hi)):
-        scripted = tsjit.script(clip_times_one)
-        with np.errstate(all="ignore"):
-            want = clip_times_one(*args)
-            for _ in range(3):
-                got = scripted(*args)
-                assert (got.dtype, got.shape) == (want.dtype, want.shape)
-                assert nan_bits_of(got) == nan_bits_of(want)
+    same_bits_on_every_call(clip_times_one, (x, lo, hi), (x[:1], lo, hi))
