@@ -511,7 +511,8 @@ class FunctionEmitter(CallMixin, LoopMixin, ExpressionMixin, ControlFlowMixin):
             self.call_op(lookup_method(current.type, "extend"), [current, rhs], {}, src,
                          "extend")
             return current
-        if isinstance(current.type, MUTABLE_IN_PLACE):
+        if isinstance(current.type, MUTABLE_IN_PLACE) or name == "or" and isinstance(
+                current.type, DictType):        # d |= e updates d
             result = self.emit_op(f"aten::i{name}", [current, rhs], src=src)
             if isinstance(current.type, ListType) and result.type != current.type:
                 raise CompilationError(f"cannot {name} a {rhs.type.annotation} to a "

@@ -484,34 +484,59 @@ class ExpressionMixin:
 
     def expr_Dict(self, node: ast.Dict, annotated: Type | None = None) -> Value:
         src = self.src(node)
-        if any(k is None for k in node.keys):
-            raise CompilationError("dict unpacking (**) is not supported", src)
-        keys = [self.expr(k) for k in node.keys]
-        values = [self.expr(v) for v in node.values]
+        # (key, value) of each entry, in order; a `**mapping` entry is (None, mapping)
+        entries = [(None if k is None else self.expr(k), self.expr(v))
+                   for k, v in zip(node.keys, node.values)]
+        keys = [k for k, _ in entries if k is not None]
+        values = [v for k, v in entries if k is not None]
+        merged = [v for k, v in entries if k is None]
+        for m in merged:
+            if not isinstance(m.type, DictType):
+                raise CompilationError(f"'**' in a dict literal needs a dict, not a "
+                                       f"{m.type.annotation}", src)
         self.settle(values, annotated.value if isinstance(annotated, DictType) else None)
         if annotated is not None:
             if not isinstance(annotated, DictType):
                 raise CompilationError(f"a dict literal cannot be {annotated.annotation}", src)
             dict_type = annotated
-        elif not keys:
+        elif not entries:
             dict_type = DictType(StrType, TENSOR)
         else:
-            dict_type = DictType(self.common_type(keys, "dict key", src),
-                                 self.common_type(values, "dict value", src))
+            dict_type = DictType(
+                self.common_type_of([*(k.type for k in keys), *(m.type.key for m in merged)],
+                                    "dict key", src),
+                self.common_type_of([*(v.type for v in values),
+                                     *(m.type.value for m in merged)], "dict value", src))
         self.check_dict_key(dict_type.key, src)
         for k, v in zip(keys, values):
             self.check_assignable(k.type, dict_type.key, src, "dict key")
             self.check_assignable(v.type, dict_type.value, src, "dict value")
-        flat = [x for kv in zip(keys, values) for x in kv]
-        return self.insert("prim::DictConstruct", flat, [dict_type], src=src).output
+        for m in merged:
+            self.check_assignable(m.type.key, dict_type.key, src, "dict key")
+            self.check_assignable(m.type.value, dict_type.value, src, "dict value")
+        if not merged:
+            flat = [x for kv in zip(keys, values) for x in kv]
+            return self.insert("prim::DictConstruct", flat, [dict_type], src=src).output
+        # {**a, "k": v, **b}: the entries stored in order into a new dict, as Python does
+        result = self.insert("prim::DictConstruct", [], [dict_type], src=src).output
+        for k, v in entries:
+            if k is None:
+                self.emit_op("dict::update", [result, v], src=src)
+            else:
+                self.emit_op("aten::__setitem__", [result, k, v], src=src)
+        return result
 
     def common_type(self, values: list[Value], what: str, src) -> Type:
-        result = values[0].type
-        for v in values[1:]:
-            joined = unify(result, v.type)
+        return self.common_type_of([v.type for v in values], what, src)
+
+    @staticmethod
+    def common_type_of(types: list[Type], what: str, src) -> Type:
+        result = types[0]
+        for t in types[1:]:
+            joined = unify(result, t)
             if joined is None:
                 raise CompilationError(f"{what}s must have a single type: found "
-                                       f"{result.annotation} and {v.type.annotation}", src)
+                                       f"{result.annotation} and {t.annotation}", src)
             result = joined
         return result
 

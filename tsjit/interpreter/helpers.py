@@ -6,6 +6,7 @@ holding exactly these, to which the code generator adds the objects it binds (`_
 """
 from __future__ import annotations
 
+import collections
 import math
 import operator
 from collections.abc import Iterator
@@ -142,7 +143,7 @@ class Stepper:
 def namespace() -> dict[str, object]:
     """Fresh globals for one generated function."""
     return {"np": np, "math": math, "_operator": operator, "_isinstance": isinstance_of,
-            "_Stepper": Stepper}
+            "_Stepper": Stepper, "_OrderedDict": collections.OrderedDict}
 
 
 # Global names of generated code that local variables must never shadow.

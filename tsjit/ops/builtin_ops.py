@@ -19,6 +19,7 @@ Names follow TorchScript (`aten::len`, `aten::Int`, `aten::str`, `aten::format`)
 from __future__ import annotations
 
 import ast
+import collections
 from collections.abc import Sequence
 
 import numpy as np
@@ -320,3 +321,10 @@ register_function("aten::next", next, "iterator, *default", _next_rule, writes=(
                   views=True)
 register_function("aten::tuple", tuple, "iterable", _tuple_rule, views=True)
 register_function("aten::dict", dict, "mapping", _dict_rule, views=True)
+# OrderedDict(...): a Dict in script code, an OrderedDict object when it runs (its
+# equality is order-sensitive, its copies are OrderedDicts); OrderedDict() is TorchScript's
+# Dict[str, Tensor]
+register("aten::OrderedDict", "*mapping", lambda types, attrs: _dict_rule(types, attrs)
+         if types else DictType(StrType, TENSOR),
+         lambda a, attrs: f"_OrderedDict({', '.join(a)})", python=(collections.OrderedDict,),
+         views=True)

@@ -140,6 +140,8 @@ def _sequence_result(name: str, a: Type, b: Type) -> Type | None:
                               "when it runs mixes element types")
     if name == "mod" and a == StrType:
         return StrType
+    if name == "or_" and isinstance(a, DictType) and a == b:     # d | e: a merged copy
+        return a
     return None
 
 
