@@ -238,8 +238,8 @@ def uses_bare_raise(x: int) -> int:
     raise
 
 
-def uses_dict_unpacking(d: dict[str, int]) -> dict[str, int]:
-    return {**d}
+def uses_dict_unpacking(xs: list[int]) -> dict[str, int]:
+    return {**xs}           # a TypeError in Python: ** needs a mapping
 
 
 @pytest.mark.parametrize("fn,reason,marked", [
@@ -261,7 +261,7 @@ def uses_dict_unpacking(d: dict[str, int]) -> dict[str, int]:
     (uses_import, r"import", "import math"),
     (uses_class_definition, r"class", "class Local:"),
     (uses_bare_raise, r"raise", "raise"),
-    (uses_dict_unpacking, r"\*\*", "{**d}"),
+    (uses_dict_unpacking, r"'\*\*' in a dict literal needs a dict", "{**xs}"),
 ])
 def test_unsupported_syntax_is_rejected_at_its_location(fn, reason, marked):
     error = compile_error(fn)
