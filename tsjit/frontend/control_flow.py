@@ -41,6 +41,9 @@ INT64_MAX = 2**63 - 1
 
 class ControlFlowMixin:
     frame: Frame
+    # new variables an and/or operand assigns (`:=`): a join keeps their value on the
+    # paths that define them (Binding.partial)
+    partially_defined: frozenset[str] = frozenset()
 
     # ---- if/else
     def emit_if(self, cond: Value, then_fn: Callable[[], None], else_fn: Callable[[], None],
@@ -82,11 +85,18 @@ class ControlFlowMixin:
         for node in reversed(block.nodes[count:]):
             node.destroy()
         self.frame.vars = saved
-        return refine
+        # (not the values an assignment expression gives on one side: they were removed)
+        return tuple({n: t for n, t in side.items() if not isinstance(t, Value)}
+                     for side in refine)
 
     def apply_refinements(self, narrowed: dict[str, Type], src: SourceRange) -> None:
-        """Rebind each narrowed variable to a cast of its current value."""
+        """Rebind each narrowed variable to a cast of its current value; a variable an
+        assignment expression defines only on this side (`a and (v := f())`) to the
+        value it has there."""
         for name, type_ in narrowed.items():
+            if isinstance(type_, Value):
+                self.frame.assign(name, type_, src, refinement=True)
+                continue
             value = self.frame.value_of(name, src)
             if isinstance(value, Value) and value.type != type_:
                 cast = self.insert("prim::unchecked_cast", [value], [type_], src=src).output
@@ -105,9 +115,15 @@ class ControlFlowMixin:
         if not live:
             parent.exited = min((f.exited for f in frames), key=EXIT_STRENGTH.get)
         elif len(live) == 1:
-            # the other branch exited: what the live branch learned still holds
-            self.apply_refinements({n: b.value.type for n, b in live[0].vars.items()
+            # the other branch exited: what the live branch learned still holds (a value
+            # an and/or defined on this side: the value it has where defined)
+            self.apply_refinements({n: self._partial(n) or b.value.type
+                                    for n, b in live[0].vars.items()
                                     if b.refinement and n not in names}, src)
+
+    def _partial(self, name: str) -> Value | None:
+        outer = self.frame.lookup(name)
+        return outer.partial if outer is not None and outer.value is None else None
 
     def _join_variable(self, node: Node, name: str, frames: list[Frame],
                        src: SourceRange) -> None:
@@ -122,15 +138,21 @@ class ControlFlowMixin:
             return
         defined = [b for b in bindings if b is not None and b.value is not None]
         if not defined:             # undefined on every path: keep the first reason
-            parent.vars[name] = next(b for b in bindings if b is not None)
+            parent.vars[name] = binding = next(b for b in bindings if b is not None)
+            if name in self.partially_defined:
+                parent.vars[name] = self._join_partial(node, name, frames, flowing, bindings,
+                                                       binding)
             return
         if len(defined) < len(bindings) and not synthetic:
             missing = frames.index(flowing[[b in defined for b in bindings].index(False)])
-            parent.vars[name] = undefined(
+            parent.vars[name] = binding = undefined(
                 f"'{name}' is not defined in the {('true', 'false')[missing]} branch", None,
                 (f"'{name}' is defined in the other branch here:", defined[0].source),
                 ("and used after this if statement, which does not define it on every "
                  "path:", src))
+            if name in self.partially_defined:
+                parent.vars[name] = self._join_partial(node, name, frames, flowing, bindings,
+                                                       binding)
             return
         values = [b.value for b in defined]
         if any(not isinstance(v, Value) for v in values):
@@ -161,6 +183,26 @@ class ControlFlowMixin:
         out = node.add_output(joined, debug_name(name))
         parent.vars[name] = Binding(out, max((b.source for b in defined if b.source),
                                              key=lambda r: r.start, default=src))
+
+    def _join_partial(self, node: Node, name: str, frames: list[Frame], flowing: list[Frame],
+                      bindings: list, undefined_here: Binding) -> Binding:
+        """`undefined_here` (the join's binding of a variable some paths leave undefined),
+        with the value it has on the paths that define it, even partially (an inner
+        and/or): an output of `node` that is Uninitialized on the other paths."""
+        def where_defined(b):
+            if b is None:
+                return None
+            return b.value if b.value is not None else b.partial
+        values = [where_defined(bindings[flowing.index(f)]) if f in flowing else None
+                  for f in frames]
+        known = [v for v in values if isinstance(v, Value)]
+        if len(known) != len([v for v in values if v is not None]) or not known or any(
+                v.type != known[0].type for v in known):
+            return Binding(None, undefined_here.source, error=undefined_here.error)
+        for block, v in zip(node.blocks, values):
+            block.add_output(v if v is not None else self.uninitialized(block, known[0].type))
+        return Binding(None, undefined_here.source, error=undefined_here.error,
+                       partial=node.add_output(known[0].type, debug_name(name)))
 
     @staticmethod
     def _mismatch(name: str, defined: list[Binding], src: SourceRange) -> Binding:
@@ -228,7 +270,8 @@ class ControlFlowMixin:
     def emit_loop(self, trip_count: Value, first_cond: Value, body_stmts: list[ast.stmt],
                   bind_iteration: Callable[[Value], None], next_cond: Callable[[], Value] | None,
                   src: SourceRange, widened: dict[str, Type] | None = None,
-                  target: ast.expr | None = None) -> None:
+                  target: ast.expr | None = None,
+                  defined_by_condition: dict[str, Value] | None = None) -> None:
         """Emit a prim::Loop whose body runs `bind_iteration(i)` then the statements.
 
         `target` is what rebinds variables each iteration besides the body: a for loop's
@@ -240,8 +283,14 @@ class ControlFlowMixin:
         `next_cond` computes the continue condition of a while loop at the end of the
         body; for loops continue unless a break/return flag is set.  A carried variable
         whose type widens in the body (None → Optional[int], 0.0 → a NumPy value) makes
-        the loop be emitted again with the wider type (`widened`)."""
+        the loop be emitted again with the wider type (`widened`).
+
+        `defined_by_condition`: new variables a while condition assigns whenever it is
+        true (`while i < n and (v := xs[i]) > 0`), with their values from its first
+        evaluation: carried, so the body sees the value of the evaluation that let it in;
+        after the loop they may be undefined (the condition was false)."""
         widened = widened or {}
+        defined_by_condition = defined_by_condition or {}
         self.loop_depth += 1
         depth = self.loop_depth
         brk, cont = f"$brk{depth}", f"$cont{depth}"
@@ -253,12 +302,12 @@ class ControlFlowMixin:
             placeholder = self.insert("prim::Uninitialized", [], [UninitializedType], src=src)
             self.frame.assign("$retval", placeholder.output, src)
         rebound = _assigned_names([target, *body_stmts] if target else body_stmts)
-        names = [n for n in rebound if self._is_carried(n)]
+        names = [n for n in rebound if self._is_carried(n) or n in defined_by_condition]
         if may_return:
             names += [n for n in ("$ret", "$retval") if n not in names]
         if may_break and brk not in names:
             names.append(brk)
-        initial = [self.frame.value_of(n, src) for n in names]
+        initial = [defined_by_condition.get(n) or self.frame.value_of(n, src) for n in names]
         initial = [self.insert("aten::annotate", [v], [widened[n]], src=src).output
                    if n in widened and v.type != widened[n] else v
                    for n, v in zip(names, initial)]
@@ -307,7 +356,8 @@ class ControlFlowMixin:
                     node.destroy()
                     self.loop_depth -= 1
                     return self.emit_loop(trip_count, first_cond, body_stmts, bind_iteration,
-                                          next_cond, src, {**widened, name: joined}, target)
+                                          next_cond, src, {**widened, name: joined}, target,
+                                          defined_by_condition)
                 elif joined != param.type:
                     where = frame.lookup(name).source
                     raise CompilationError(
@@ -319,6 +369,10 @@ class ControlFlowMixin:
         for name, param in zip(names, body.params[1:]):
             out = node.add_output(param.type, debug_name(name))
             self.frame.assign(name, out, src)
+            if name in defined_by_condition:
+                self.frame.vars[name] = undefined(
+                    f"'{name}' is assigned in the loop's condition only on the way into the "
+                    "body: after the loop it may be undefined", None)
         for name, binding in frame.vars.items():
             if name not in names and not name.startswith("$") and not binding.refinement \
                     and self.frame.lookup(name) is None:

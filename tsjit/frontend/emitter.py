@@ -539,7 +539,7 @@ class FunctionEmitter(CallMixin, LoopMixin, ExpressionMixin, ControlFlowMixin):
         src = self.src(stmt)
         if stmt.orelse:
             raise CompilationError("while ... else is not supported", src)
-        first, _ = self.condition(stmt.test)
+        first, refine = self.condition(stmt.test)
         later: list[Value] = []             # the condition at the end of each body emitted
 
         def next_condition() -> Value:
@@ -550,7 +550,9 @@ class FunctionEmitter(CallMixin, LoopMixin, ExpressionMixin, ControlFlowMixin):
         # types at the loop head (a carried variable may have widened in the body)
         self.emit_loop(self.trip_count_forever(src), first, stmt.body,
                        lambda i: self.apply_refinements(self.narrowing(stmt.test)[0], src),
-                       next_condition, src, target=stmt.test)
+                       next_condition, src, target=stmt.test,
+                       defined_by_condition={n: v for n, v in refine[0].items()
+                                             if isinstance(v, Value)})
         if contains_statement(stmt.body, (ast.Break,), into_loops=False):
             return
         if constant_bool(first) and all(constant_bool(c) for c in later[-1:]):

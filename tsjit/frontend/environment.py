@@ -38,6 +38,9 @@ class Binding:
     source: SourceRange | None
     refinement: bool = False           # a narrowed type from a condition, not an assignment
     error: tuple | None = None         # (message, related (note, range) pairs) when undefined
+    # when undefined: its value on the paths that define it (other paths give an
+    # Uninitialized), for a condition whose true (or false) side always defines it
+    partial: object = None
 
 
 @dataclass

@@ -236,17 +236,27 @@ class ExpressionMixin:
             value = evaluate_right()
             return value, refined_after[0] if want_bool or value.type == BoolType else (
                 NO_REFINEMENT)
-        if is_and:
-            result = self.emit_conditional(cond, evaluate_right, keep_left, src)
-        else:
-            result = self.emit_conditional(cond, keep_left, evaluate_right, src)
+        # `a and (v := f()) > 0`: v is new and defined whenever the whole is true
+        assigned = {n.target.id for n in ast.walk(right_node) if isinstance(n, ast.NamedExpr)
+                    and self.frame.lookup(n.target.id) is None}
+        outer = self.partially_defined
+        self.partially_defined = outer | assigned
+        try:
+            if is_and:
+                result = self.emit_conditional(cond, evaluate_right, keep_left, src)
+            else:
+                result = self.emit_conditional(cond, keep_left, evaluate_right, src)
+        finally:
+            self.partially_defined = outer
         if not (want_bool or result.type == BoolType):
             return result, NO_REFINEMENT
+        defined = {name: b.partial for name in assigned
+                   if (b := self.frame.vars.get(name)) is not None and b.partial is not None}
         if is_and:
             inner = refined_after[0][0] if refined_after else {}
-            return result, ({**refine[0], **inner}, {})
+            return result, ({**refine[0], **inner, **defined}, {})
         inner = refined_after[0][1] if refined_after else {}
-        return result, ({}, {**refine[1], **inner})
+        return result, ({}, {**refine[1], **inner, **defined})
 
     def negate(self, cond: Value, src: SourceRange) -> Value:
         known = constant_bool(cond)
