@@ -406,6 +406,14 @@ def generator_of_array_elements(a: np.ndarray, n: int):
     return sum(a[i] * 2 for i in range(n)), any(a[i] > 0.5 for i in range(n))
 
 
+def first_matches(xs: list[int], n: int):
+    return (next((i for i, x in enumerate(xs) if x > 3), -1),
+            next((x * 2 for x in xs if x % 2 == 0), None),
+            next((y for x in xs for y in range(x) if y > 2), 0),
+            next((10 // x for x in xs if x != 1), 5),          # stops before a 0 after it
+            next((i for i in range(n) if i * i > n), n + 1))
+
+
 def test_generator_arguments_of_builtins():
     # Numba/PyTorch-style `sum(x * x for x in xs)`, `any(... for ...)` were refused
     # ("script code does not support generator expressions")
@@ -414,6 +422,7 @@ def test_generator_arguments_of_builtins():
     restored = pickle.loads(pickle.dumps(scripted))
     assert restored([1, 20, 0]) == generators_that_stop_early([1, 20, 0])
     check(generators_read_whole, ([1, 2, 0], ["a", "bc"]), ([], []), ([3], [""]))
+    check(first_matches, ([1, 5, 2, 0], 10), ([], 0), ([4, 1], 1), ([1, 1], 3), ([1, 0], 2))
     check(generator_of_array_elements, (np.array([0.25, 0.75, 0.1]), 2),
           (np.array([0.25, 0.75], np.float32), 1), (np.array([0.1]), 0))
 

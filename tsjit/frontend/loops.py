@@ -336,12 +336,16 @@ class LoopMixin:
     def generator_argument_call(self, func, node: ast.Call) -> Value | None:
         """`f(x for x in xs)` where `f` consumes the whole generator at once (sum, min,
         max, sorted, list, tuple, str.join, ...): the same as of a list comprehension.
-        any()/all() stop at the first element that decides them, as Python's do: they
-        are a loop that breaks. None: not such a call."""
+        any()/all() stop at the first element that decides them, as Python's do, and
+        next(gen, default) at the first element: they are a loop that breaks. None: not
+        such a call."""
         genexp = node.args[0]
         obj = getattr(func, "obj", None)
-        if obj in (builtins.any, builtins.all) and len(node.args) == 1 and not node.keywords:
+        if (obj is builtins.any or obj is builtins.all) and len(node.args) == 1 \
+                and not node.keywords:
             return self.short_circuit(genexp, obj is builtins.any)
+        if obj is builtins.next and len(node.args) == 2 and not node.keywords:
+            return self.first_of_generator(genexp, node.args[1])
         if not (any(obj is c for c in _CONSUMERS) or getattr(func, "name", None) == "join"
                 and isinstance(getattr(func, "receiver", None), Value)
                 and func.receiver.type == StrType):
@@ -355,26 +359,49 @@ class LoopMixin:
         """any(elt for ...) / all(elt for ...) as the loop Python runs: the result starts
         False (True), and the first element that is true (false) sets it and breaks out of
         every `for` of the generator."""
+        flag = f"${'any' if is_any else 'all'}{self.next_comprehension_id()}"
+
+        def on_element(elt: ast.expr) -> list[ast.stmt]:
+            decided = elt if is_any else ast.UnaryOp(ast.Not(), elt)
+            return [ast.If(decided, [_assign(flag, ast.Constant(is_any)), ast.Break()], [])]
+        done = _name(flag) if is_any else ast.UnaryOp(ast.Not(), _name(flag))
+        return self.first_match(genexp, [_assign(flag, ast.Constant(not is_any))], on_element,
+                                done, flag)
+
+    def first_of_generator(self, genexp: ast.GeneratorExp, default: ast.expr) -> Value:
+        """next(elt for ..., default): the first element, read as Python reads it (the
+        generator stops there), else the default."""
         unique = self.next_comprehension_id()
-        generators, (elt,) = _rename_targets(genexp.generators, [genexp.elt], unique)
-        flag = f"${'any' if is_any else 'all'}{unique}"   # no name a program can bind
+        result, found = f"$next{unique}", f"$found{unique}"
+        prelude = []
+        if not isinstance(default, (ast.Constant, ast.Name)):
+            # the generator's first iterable is evaluated before the default, as in Python
+            first = genexp.generators[0]
+            prelude.append(_assign(f"$iter{unique}", first.iter))
+            genexp = ast.copy_location(ast.GeneratorExp(genexp.elt, [ast.comprehension(
+                first.target, _name(f"$iter{unique}"), first.ifs, first.is_async),
+                *genexp.generators[1:]]), genexp)
+        prelude += [_assign(result, default), _assign(found, ast.Constant(False))]
 
-        def name(ctx=ast.Load):
-            return ast.Name(flag, ctx())
+        def on_element(elt: ast.expr) -> list[ast.stmt]:
+            return [_assign(result, elt), _assign(found, ast.Constant(True)), ast.Break()]
+        return self.first_match(genexp, prelude, on_element, _name(found), result)
 
-        def const(value):
-            return ast.Constant(value)
-        decided = ast.UnaryOp(ast.Not(), elt) if not is_any else elt
-        body: list[ast.stmt] = [ast.If(decided, [ast.Assign([name(ast.Store)], const(is_any)),
-                                                 ast.Break()], [])]
+    def first_match(self, genexp: ast.GeneratorExp, prelude: list[ast.stmt],
+                    on_element: Callable[[ast.expr], list[ast.stmt]], done: ast.expr,
+                    result: str) -> Value:
+        """The loops of a generator that run `on_element` (which breaks once decided) on
+        each element, leaving every enclosing `for` too once `done`; then `result`."""
+        generators, (elt,) = _rename_targets(genexp.generators, [genexp.elt],
+                                             self.next_comprehension_id())
+        body = on_element(elt)
         for depth, g in enumerate(reversed(generators)):
             for cond in reversed(g.ifs):
                 body = [ast.If(cond, body, [])]
             if depth:       # an inner loop has ended: leave this one too once decided
-                done = name() if is_any else ast.UnaryOp(ast.Not(), name())
-                body = [*body, ast.If(done, [ast.Break()], [])]
+                body = [*body, ast.If(copy.deepcopy(done), [ast.Break()], [])]
             body = [ast.For(g.target, g.iter, body, [], None)]
-        statements = [ast.Assign([name(ast.Store)], const(not is_any)), *body]
+        statements = [*prelude, *body]
         for statement in statements:
             for child in ast.walk(statement):
                 ast.copy_location(child, genexp)
@@ -382,11 +409,19 @@ class LoopMixin:
                     child.end_lineno, child.end_col_offset = genexp.end_lineno, \
                         genexp.end_col_offset
         self.emit_statements(statements)
-        return self.frame.value_of(flag, self.src(genexp))
+        return self.frame.value_of(result, self.src(genexp))
 
     def next_comprehension_id(self) -> int:
         self.comprehension_count = getattr(self, "comprehension_count", 0) + 1
         return self.comprehension_count
+
+
+def _name(name: str) -> ast.Name:
+    return ast.Name(name, ast.Load())
+
+
+def _assign(name: str, value: ast.expr) -> ast.Assign:
+    return ast.Assign([ast.Name(name, ast.Store())], value)
 
 
 # builtins that consume a whole iterable argument at once
