@@ -511,3 +511,13 @@ def test_classes_with_call_in_place_operators_and_unused_methods_are_saved():
     scripted = check(call_scalers, (2,), (0,))
     restored = pickle.loads(pickle.dumps(scripted))
     assert restored(3) == call_scalers(3)
+
+
+def extremes_with_defaults(xs: list[int], d: dict[str, float]):
+    return (max(xs, default=-1), min(xs, default=None), max(d.values(), default=0.0),
+            min(d, default=""), max((x for x in xs if x > 2), default=0))
+
+
+def test_min_max_take_a_default_for_empty_iterables():
+    # max(xs, default=-1) was refused ("max() got an unexpected keyword argument")
+    check(extremes_with_defaults, ([1, 5], {"a": 1.5}), ([], {}), ([2], {"b": -0.0}))

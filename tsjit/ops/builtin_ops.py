@@ -102,6 +102,19 @@ def ordered_join(types: Sequence[Type]) -> Type:
 
 def _extremum_rule(callee: str) -> TypeRule:
     def infer(types, attrs):
+        keywords = attrs.get(KEYWORDS, ())
+        for name in keywords:
+            if name != "default":
+                raise OpTypeError(f"{callee}() got an unexpected keyword argument '{name}'"
+                                  + (" (key= functions are not supported in script code)"
+                                     if name == "key" else ""))
+        if keywords:                    # max(iterable, default=d): d if it is empty
+            *types, default = types
+            if len(types) != 1:
+                raise OpTypeError(f"Cannot specify a default for {callee}() with multiple "
+                                  "positional arguments")
+            elem = require_orderable(iterated_type(types[0]))
+            return unify(elem, default) or make_union([elem, default])
         if not types:
             raise OpTypeError(f"{callee} expected at least 1 argument, got 0")
         if len(types) == 1:
@@ -283,8 +296,8 @@ register_function("aten::len", len, "obj", _len_rule)
 # abs() of an array is np.absolute (ndarray.__abs__): the fuser may take it
 register_function("prim::abs", abs, "x", _abs_rule, elementwise=True,
                   attrs={"kernel": "abs", "ufunc": np.absolute})
-register_function("prim::min", min, "*args", _extremum_rule("min"), views=True)
-register_function("prim::max", max, "*args", _extremum_rule("max"), views=True)
+register_function("prim::min", min, "*args, **kwargs", _extremum_rule("min"), views=True)
+register_function("prim::max", max, "*args, **kwargs", _extremum_rule("max"), views=True)
 register_function("prim::sum", sum, "iterable, start=0", _sum_rule, views=True)
 register_function("prim::round", round, "number, ndigits=None", _round_rule)
 register_function("aten::divmod", divmod, "a, b", _divmod_rule)
