@@ -32,6 +32,7 @@ import sys
 import weakref
 from collections.abc import Callable, Iterable
 
+from ..frontend.resolution import is_constant
 from ..ir.graph import Graph
 from ..ir.types import ClassType, EnumType, TupleType, Type, qualified_name
 from .archive import SerializationError
@@ -203,6 +204,8 @@ def class_record(cls: type, kind: ClassKind, encode: Callable[[object, str], lis
     else:
         t = ClassType.for_class(cls)
         record["attributes"] = {name: str(attr) for name, attr in t.attributes.items()}
+        record["class_variables"] = {name: encode(value, f"{where}.{name}")
+                                     for name, value in class_variables(cls).items()}
         record["methods"] = methods(t)
         record["properties"] = [name for name in record["methods"]
                                 if isinstance(vars(cls).get(name), property)]
@@ -213,6 +216,31 @@ def class_record(cls: type, kind: ClassKind, encode: Callable[[object, str], lis
 
 # (qualified name, digest of the record) -> the class rebuilt from it, while it lives
 _rebuilt: weakref.WeakValueDictionary[tuple[str, str], type] = weakref.WeakValueDictionary()
+
+
+def class_variables(cls: type) -> dict[str, object]:
+    """The class variables script code reads when it runs (`Cls.count`): the class's own
+    constant values (numbers, strings, enum members, tuples of them) that are not also
+    instance attributes (a dataclass field's default)."""
+    attributes = ClassType.for_class(cls).attributes
+    return {name: value for name, value in vars(cls).items()
+            if is_identifier(name) and not name.startswith("__") and is_constant(value)
+            and name not in attributes}
+
+
+def set_class_variables(cls: type, record: dict, decode: Callable[[object], object]) -> set[str]:
+    """Set a rebuilt script class's recorded class variables; their names."""
+    names = set()
+    for name, encoded in record.get("class_variables", {}).items():
+        value = decode(encoded)
+        if not is_identifier(name) or name.startswith("__") or name in vars(cls) or \
+                not is_constant(value):
+            raise SerializationError(f"corrupt archive: class variable {name!r:.80} of "
+                                     f"{cls.__qualname__} is not an identifier, is given twice "
+                                     "or is not a constant")
+        setattr(cls, name, value)
+        names.add(name)
+    return names
 
 
 def record_digest(record: dict, graphs: dict[str, str]) -> str:

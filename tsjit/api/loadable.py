@@ -192,12 +192,15 @@ class SavedCodeRules:
             raise ValueError(f"attribute '{key}' of {kind} cannot be {value!r:.80}")
 
 
-def check_loaded_graph(graph: Graph, names: Mapping[ClassType, set[str]]) -> None:
+def check_loaded_graph(graph: Graph, names: Mapping[ClassType, set[str]],
+                       class_variables: Mapping[type, set[str]] | None = None) -> None:
     """What the parser's node filter cannot see, needing the graph's types:
       - every GetAttr / SetAttr names an attribute that the archive's records give the
         receiver's class (`names`), an enum member's `name` / `value`, or a NamedTuple's
-        field, so no other attribute of a loaded object is reachable from saved code;
-        and its type is the attribute's declared type where the class declares one;
+        field, or (a GetAttr of an archive class itself) one of the class variables its
+        record gives it (`class_variables`), so no other attribute of a loaded object is
+        reachable from saved code; and its type is the attribute's declared type where
+        the class declares one;
       - an object made by CreateObject / TupleConstruct is of the class its node names;
       - every unchecked_cast narrows;
       - a `with` body's Enter / Exit mark an object whose class defines __exit__;
@@ -205,7 +208,7 @@ def check_loaded_graph(graph: Graph, names: Mapping[ClassType, set[str]]) -> Non
         constant's type as given)."""
     for node in graph.block.walk():
         if node.kind in ("prim::GetAttr", "prim::SetAttr"):
-            _check_attribute(node, names)
+            _check_attribute(node, names, class_variables or {})
         elif node.kind in _CLASS_ATTRIBUTES and "cls" in node.attrs:
             made = node.outputs[0].type if len(node.outputs) == 1 else None
             if getattr(made, "py_class", None) is not node.attrs["cls"] or (
@@ -254,8 +257,17 @@ def _plain_fields(text: str, depth: int = 0) -> bool:
         and (not spec or _plain_fields(spec, depth + 1)) for _, field, spec, _ in parsed)
 
 
-def _check_attribute(node: Node, names: Mapping[ClassType, set[str]]) -> None:
+def _check_attribute(node: Node, names: Mapping[ClassType, set[str]],
+                     class_variables: Mapping[type, set[str]]) -> None:
     receiver, name = node.inputs[0].type, node.attrs.get("name")
+    source = node.inputs[0].node
+    if node.kind == "prim::GetAttr" and source.kind == "prim::Constant" and isinstance(
+            source.attrs.get("value"), type):       # `Cls.count`: a class variable
+        if name not in class_variables.get(source.attrs["value"], ()):
+            raise ValueError(f"prim::GetAttr of {name!r} of class "
+                             f"{source.attrs['value'].__qualname__}: the archive declares no "
+                             "such class variable")
+        return
     if isinstance(receiver, EnumType):
         declared = {"name", "value"}
     elif isinstance(receiver, TupleType) and receiver.py_class is not None and \

@@ -52,6 +52,7 @@ from .class_records import (
     check_method_name,
     class_kind,
     class_record,
+    class_variables,
     classes_in_graph,
     classes_in_type,
     new_class,
@@ -59,6 +60,7 @@ from .class_records import (
     new_namedtuple,
     record_digest,
     remember_class,
+    set_class_variables,
 )
 from .loadable import (
     ALLOWED_OBJECTS,
@@ -120,6 +122,7 @@ class _Encoder(ValueEncoder):
         self.texts: dict[str, str] = {}
         self.rules = SavedCodeRules(self.names.kinds)   # what load checks, archive-wide
         self.module_attributes: dict[ClassType, set[str]] = {}   # as load will have them
+        self.class_variables: dict[type, set[str]] = {}     # script classes', recorded
 
     @property
     def class_types(self) -> dict[str, ClassType]:
@@ -191,6 +194,8 @@ class _Encoder(ValueEncoder):
         elif kind == "class":
             for attribute in ClassType.for_class(cls).attributes.values():
                 self.add_classes(classes_in_type_list(attribute), owner)
+        if kind == "class":         # (its methods' graphs, checked as recorded, read them)
+            self.class_variables[cls] = set(class_variables(cls))
         self.records[name] = class_record(cls, kind, self.encode, self.class_methods)
         return name
 
@@ -246,7 +251,8 @@ class _Encoder(ValueEncoder):
         try:
             graph = parse_ir(text, self.names.resolve, self.class_types, self.rules)
             check_loaded_graph(graph, {**self.module_attributes, **{
-                t: set(t.attributes) for t in self.names.class_types.values()}})
+                t: set(t.attributes) for t in self.names.class_types.values()}},
+                self.class_variables)
         except (IRParseError, ValueError) as e:
             raise SerializationError(f"cannot save '{compiled.name}': {e}") from None
         reread = print_graph(graph)
@@ -340,6 +346,7 @@ class _Loader(ValueDecoder):
         self.rules = SavedCodeRules(self.names.kinds)
         self.module_types: dict[str, ClassType] = {}
         self.attribute_names: dict[ClassType, set[str]] = {}   # what GetAttr/SetAttr may name
+        self.class_variables: dict[type, set[str]] = {}   # what GetAttr of a class may name
         self.records: dict[str, dict] = {}      # the classes' records, while they are built
         self.building: set[str] = set()
         self.graphs: dict[str, str] = {}        # script classes' method graphs, read early
@@ -398,6 +405,8 @@ class _Loader(ValueDecoder):
         if records and all(cls is not None for cls in cached.values()):
             for name, cls in cached.items():
                 self.names.add(name, cls, records[name]["kind"])
+                if records[name]["kind"] == "class":
+                    self.class_variables[cls] = set(records[name].get("class_variables", ()))
             for t in self.names.class_types.values():
                 self.attribute_names[t] = set(t.attributes)
             return
@@ -440,6 +449,7 @@ class _Loader(ValueDecoder):
             cls = new_class(record)
             t = ClassType.for_class(cls)
             t.methods["$compiled"] = True       # no source: the compiler must not compile it
+            self.class_variables[cls] = set_class_variables(cls, record, self.decode)
         else:
             raise SerializationError(f"corrupt archive: unknown class kind {kind!r:.40}")
         self.names.add(name, cls, kind)
@@ -548,7 +558,7 @@ class _Loader(ValueDecoder):
         class_types = self.class_types
         graph = parse_ir(text, self.names.resolve, class_types, self.rules)
         verify(graph)
-        check_loaded_graph(graph, self.attribute_names)
+        check_loaded_graph(graph, self.attribute_names, self.class_variables)
         params, types = [], []
         for entry in record["params"]:
             name = entry["name"]
