@@ -521,3 +521,30 @@ def extremes_with_defaults(xs: list[int], d: dict[str, float]):
 def test_min_max_take_a_default_for_empty_iterables():
     # max(xs, default=-1) was refused ("max() got an unexpected keyword argument")
     check(extremes_with_defaults, ([1, 5], {"a": 1.5}), ([], {}), ([2], {"b": -0.0}))
+
+
+def tripled(x: int) -> int:
+    return x * 3
+
+
+def maps_and_filters(xs: list[int]):
+    out: list[int] = []
+    for y in map(tripled, xs):
+        if y > 6:
+            break
+        out.append(y)
+    for z in filter(None, xs):
+        out.append(-z)
+    for a, b in map(divmod, xs, [2, 2, 2, 2]):
+        out.append(a * 10 + b)
+    v = 100                             # the generator's own v does not leak
+    for w in (v * v for v in xs if v % 2):
+        out.append(w + v)
+    return (out, list(map(tripled, xs)), sum(map(abs, xs)), sorted(map(str, xs)),
+            any(map(abs, xs)), next(filter(None, xs), -1), list(filter(tripled, xs)))
+
+
+def test_map_filter_and_generators_in_loops_and_consumers():
+    # Numba's map/filter use cases with a named function; refused before ("class map
+    # cannot be used in script code", "script code does not support generator expressions")
+    check(maps_and_filters, ([1, 2, 0, 5],), ([],), ([3],), ([-4, 0, 7],))

@@ -114,8 +114,10 @@ class CallMixin:
             return self.dict_with_keywords(node)
         if isinstance(func, SpecialForm):
             return self.special_form(func.name, node.args, node.keywords, src)
-        if node.args and isinstance(node.args[0], ast.GeneratorExp):
-            found = self.generator_argument_call(func, node)
+        generator = self.as_generator(node.args[0]) if node.args else None
+        if generator is not None:
+            found = self.generator_argument_call(func, ast.copy_location(ast.Call(
+                node.func, [generator, *node.args[1:]], node.keywords), node))
             if found is not None:
                 return found
         if any(isinstance(a, ast.Starred) for a in node.args) or any(

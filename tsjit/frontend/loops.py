@@ -54,6 +54,16 @@ class LoopMixin:
     # ---- for loops
     def emit_for(self, target: ast.expr, iter_node: ast.expr, body: list[ast.stmt],
                  src: SourceRange) -> None:
+        generator = self.as_generator(iter_node)
+        if generator is not None and len(generator.generators) == 1:
+            # for t in (e for x in xs if c): for x in xs: if c: t = e; body (x renamed)
+            (inner,), (elt,) = _rename_targets(generator.generators, [generator.elt],
+                                               self.next_comprehension_id())
+            assign = ast.copy_location(ast.Assign([target], elt), target)
+            steps: list[ast.stmt] = [assign, *body]
+            for cond in reversed(inner.ifs):
+                steps = [ast.copy_location(ast.If(cond, steps, []), cond)]
+            return self.emit_for(inner.target, inner.iter, steps, src)
         iterable = self.sugared_expr(iter_node)
         items = self.unrolled_items(iterable, src)
         if items is not None:
@@ -333,6 +343,46 @@ class LoopMixin:
                        ast.Tuple(elts=[first.target, rebinding], ctx=ast.Load()))
 
     # ---- generator expressions consumed by a call
+    def as_generator(self, node: ast.expr) -> ast.GeneratorExp | None:
+        """A generator expression, or a call of the builtin map()/filter() as the generator
+        expression it equals: map(f, a, b) is (f(x, y) for x, y in zip(a, b)), filter(f,
+        a) is (x for x in a if f(x)) (filter(None, a): if x). None for anything else, and
+        where f is not a name (map evaluates it once, the generator each time)."""
+        if isinstance(node, ast.GeneratorExp):
+            return node
+        if not (isinstance(node, ast.Call) and not node.keywords and len(node.args) >= 2
+                and not any(isinstance(a, ast.Starred) for a in node.args)):
+            return None
+        kind = next((k for k in ("map", "filter") if self.is_builtin_name(node.func, k)), None)
+        f, *iterables = node.args
+        if kind is None or (kind == "filter" and len(iterables) != 1) or (
+                len(iterables) > 1 and not self.is_builtin_name(ast.Name("zip"), "zip")) or not (
+                isinstance(f, ast.Name) or kind == "filter" and isinstance(f, ast.Constant)
+                and f.value is None):
+            return None
+        unique = self.next_comprehension_id()
+        names = [ast.Name(f"$item{unique}_{i}", ast.Store()) for i in range(len(iterables))]
+        loads = [ast.Name(n.id, ast.Load()) for n in names]
+        if kind == "map":
+            elt, ifs = ast.Call(f, loads, []), []
+        else:
+            elt, ifs = loads[0], [loads[0] if isinstance(f, ast.Constant) else
+                                  ast.Call(f, [ast.Name(names[0].id, ast.Load())], [])]
+        target = names[0] if len(names) == 1 else ast.Tuple(names, ast.Store())
+        source = iterables[0] if len(iterables) == 1 else ast.Call(
+            ast.Name("zip", ast.Load()), iterables, [])
+        generator = ast.GeneratorExp(elt, [ast.comprehension(target, source, ifs, 0)])
+        for child in ast.walk(generator):
+            if not hasattr(child, "lineno"):
+                ast.copy_location(child, node)
+        return generator
+
+    def is_builtin_name(self, node: ast.expr, name: str) -> bool:
+        """Whether `node` is the name of the builtin `name`, not rebound by the program."""
+        return isinstance(node, ast.Name) and node.id == name and \
+            self.frame.lookup(name) is None and name not in self.resolver.closure and \
+            self.resolver.globals.get(name, getattr(builtins, name)) is getattr(builtins, name)
+
     def generator_argument_call(self, func, node: ast.Call) -> Value | None:
         """`f(x for x in xs)` where `f` consumes the whole generator at once (sum, min,
         max, sorted, list, tuple, str.join, ...): the same as of a list comprehension.
