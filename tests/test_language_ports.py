@@ -548,3 +548,17 @@ def test_map_filter_and_generators_in_loops_and_consumers():
     # Numba's map/filter use cases with a named function; refused before ("class map
     # cannot be used in script code", "script code does not support generator expressions")
     check(maps_and_filters, ([1, 2, 0, 5],), ([],), ([3],), ([-4, 0, 7],))
+
+
+def optional_defaults(x: int | None, s: str | None, xs: list[int] | None):
+    a = x or 5                          # an int: x is not None where it is kept
+    b = (s or "default").upper()
+    c = len(xs or [])                   # [] is a List[int] beside xs
+    d = x and x + 1                     # x + 1 only where x is not None
+    return a + 1, b, c, d
+
+
+def test_and_or_operands_narrow_optionals():
+    # each line was refused ("unsupported operand types for +: 'Optional[int]' and 'int'",
+    # "the two alternatives have different types: List[int] and List[Uninitialized]")
+    check(optional_defaults, (None, None, None), (0, "", []), (3, "ab", [1]))

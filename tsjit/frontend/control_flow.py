@@ -161,11 +161,7 @@ class ControlFlowMixin:
                 return
             raise CompilationError(f"'{name}' refers to different compile-time objects on "
                                    "the two branches", src)
-        # `if xs is None: xs = []` beside a List[int]: the empty literal is a List[int]
-        lists = [o for v in values for o in union_options(v.type)
-                 if isinstance(o, ListType) and o.elem != UninitializedType]
-        if lists:
-            self.settle(values, lists[0])
+        self.settle_alike(values)     # `if xs is None: xs = []` beside a List[int]
         # a loop-carried number that becomes a NumPy value on one branch (`if ...: c += x[i]`)
         # widens there as it does at the end of the loop body
         join = widen if parent.carries(name) else unify
@@ -406,6 +402,7 @@ class ControlFlowMixin:
                                             lambda fn=fn, out=produced: out.append(fn())))
             results.append((block, produced[0]))
         self.join(node, frames, src)
+        self.settle_alike([value for _, value in results])     # `xs or []`
         joined = unify(results[0][1].type, results[1][1].type)
         if joined is None:
             raise CompilationError(
@@ -414,6 +411,14 @@ class ControlFlowMixin:
         for block, value in results:
             block.add_output(value)
         return node.add_output(joined)
+
+    def settle_alike(self, values: list) -> None:
+        """An empty list literal (`[]`) among values that meet (the paths of an if, the
+        alternatives of `xs or []`) is a list of the element type a typed one has."""
+        lists = [o for v in values if isinstance(v, Value) for o in union_options(v.type)
+                 if isinstance(o, ListType) and o.elem != UninitializedType]
+        if lists:
+            self.settle(values, lists[0])
 
     def trip_count_forever(self, src: SourceRange) -> Value:
         return self.const(INT64_MAX, src)

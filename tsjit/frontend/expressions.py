@@ -227,7 +227,12 @@ class ExpressionMixin:
             return value
 
         def keep_left() -> Value:
-            return self.const(not is_and, src) if want_bool or left.type == BoolType else left
+            if want_bool or left.type == BoolType:
+                return self.const(not is_and, src)
+            if not is_and and isinstance(left.type, OptionalType):     # true: not None
+                return self.insert("prim::unchecked_cast", [left], [left.type.elem],
+                                   src=src).output
+            return left
 
         known = constant_bool(cond)
         if known is not None:       # decided when compiled (is_scripting(), a constant flag)
@@ -274,7 +279,12 @@ class ExpressionMixin:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) or \
                 isinstance(node, ast.Call) and self.is_isinstance_call(node):
             return self.condition(node)
-        return self.expr(node), NO_REFINEMENT
+        value = self.expr(node)
+        if isinstance(node, (ast.Name, ast.NamedExpr)) and isinstance(value.type, OptionalType):
+            # `x and x + 1`: true, x is not None
+            name = node.id if isinstance(node, ast.Name) else node.target.id
+            return value, ({name: value.type.elem}, {})
+        return value, NO_REFINEMENT
 
     def truth(self, value: Value, src: SourceRange) -> Value:
         """bool(value) for conditions (`if x:` on ints, lists, Optional, arrays)."""
