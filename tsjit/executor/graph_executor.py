@@ -57,12 +57,17 @@ MAX_SPECIALIZATION_DEPTH = 8
 # end: the call waits up to FIRST_CALL_WAIT_SECONDS for it, since interpreted calls
 # meanwhile would only compete with it for the GIL.  It stops waiting, and runs in the
 # interpreter, once a kernel must be compiled by LLVM (`CompileJob.wait_for_load`): that
-# takes hundreds of ms (seconds under load), NumPy runs the call in a few.  Other code
-# (loops: interpreted about as fast as plain Python; a 150-statement function: compiles
-# for seconds) runs its first call in the interpreter and holds its compile until the call
-# returns (`background.CompileJob`): the compile's Python work (the back end's imports, IR
-# building) would take the GIL from the call, whose result it cannot speed up (a 70 ms
-# histogram loop ran 2x slower with it).
+# takes hundreds of ms (seconds under load), NumPy runs the call in a few.
+# Loop code waits for its compile, LLVM's included, up to FIRST_CALL_WAIT_SECONDS: the
+# interpreter runs a loop at about plain Python's speed, so its first call costs what the
+# loop's trip count makes it (collatz up to 30000: ~0.5 s), where native code compiles in
+# ~0.1-0.3 s and loads from the disk cache in a few ms (fresh processes, median of 5, load
+# ~3: collatz 30000 first result 563 -> 124 ms, first optimized result 1286 -> 128 ms).
+# A compile that outlasts the wait goes on while the call runs in the interpreter.
+# Other code (a 150-statement function: compiles for seconds) runs its first call in the
+# interpreter and holds its compile until the call returns (`background.CompileJob`): the
+# compile's Python work (the back end's imports, IR building) would take the GIL from the
+# call, whose result it cannot speed up.
 SMALL_GRAPH_NODES = 100
 FIRST_CALL_WAIT_SECONDS = 2.0
 
@@ -142,13 +147,17 @@ class GraphExecutor:
         if job is None:
             return self._run(*args)
         # a first call whose types were known from its arguments (see SMALL_GRAPH_NODES)
-        if _is_small_array_code(self.graph):
+        waits = _first_call_waits(self.graph)
+        if waits == "load":
             job.wait_for_load(FIRST_CALL_WAIT_SECONDS)
-            return self._run(*args)
-        try:
-            return self._run(*args)
-        finally:
-            job.release()
+        elif waits == "compile":
+            job.wait_for_compile(FIRST_CALL_WAIT_SECONDS)
+        else:
+            try:
+                return self._run(*args)
+            finally:
+                job.release()
+        return self._run(*args)
 
     def _start(self, args: tuple) -> Callable:
         # every optimization pass makes native code (pipeline.py; llvmlite and the code
@@ -164,12 +173,12 @@ class GraphExecutor:
             if typed is not None:
                 self.counters.profiled_runs += 1
                 return self._specialize(typed, "the argument types of its first call",
-                                        held=not _is_small_array_code(self.graph))
+                                        held=_first_call_waits(self.graph) is None)
         graph = profiled_copy(self.graph, args)
         profiles = [n for n in graph.nodes() if n.kind == "prim::profile"]
         if not profiles:
             return self._specialize(graph, "the argument types of its first call",
-                                    held=not _is_small_array_code(self.graph))
+                                    held=_first_call_waits(self.graph) is None)
         recorder = ProfileRecorder(profiles)
         profiled = compile_graph(graph, self.name, self.filename).fn
         remaining = config.profiling_runs()
@@ -478,14 +487,17 @@ def _is_numpy_scalar(t: Type) -> bool:
     return isinstance(t, TensorType) and t.ndarray is False and t.dtype is not None
 
 
-def _is_small_array_code(graph: Graph) -> bool:
-    """Whether a first call waits for its compile (see SMALL_GRAPH_NODES)."""
+def _first_call_waits(graph: Graph) -> str | None:
+    """What a first call typed by its arguments waits for (see SMALL_GRAPH_NODES): "load"
+    (small straight-line code: its kernels, while they only load), "compile" (loop code:
+    its compile, LLVM's included), or None (large straight-line code: nothing; it runs in
+    the interpreter and holds its compile until it returns)."""
     size = 0
     for node in graph.nodes():
+        if node.kind == "prim::Loop":
+            return "compile"
         size += 1
-        if node.kind == "prim::Loop" or size > SMALL_GRAPH_NODES:
-            return False
-    return True
+    return "load" if size <= SMALL_GRAPH_NODES else None
 
 
 def _values(graph: Graph) -> list[Value]:
