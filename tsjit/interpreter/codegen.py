@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 
 from ..ir.graph import Block, Graph, Node, SourceRange, Value
 from ..ops.registry import OPS
-from .control import INT64_MAX, LoopForm, LoopParts, is_constant
+from .control import INT64_MAX, LoopForm, LoopParts, SequenceLoop, is_constant, sequence_loop
 from .errors import locate
 from .helpers import RESERVED_NAMES, namespace
 from .liveness import Liveness
@@ -49,7 +49,7 @@ class _Writer:
         self.lines: list[tuple[int, str, SourceRange | None]] = []
         self.depth = 0
         self._discard: str | None = None
-        self._loop_indices: set[Node] = set()   # computed by their loop's `for` statement
+        self._by_for_statement: set[Node] = set()   # done by their loop's `for` statement
 
     # ---- small pieces
     def emit(self, text: str, source: SourceRange | None = None) -> None:
@@ -117,7 +117,7 @@ class _Writer:
             elif node.kind == "prim::Loop":
                 self.loop(node)
             elif node.kind not in ("prim::Constant", "prim::Exit") and \
-                    node not in self._loop_indices:
+                    node not in self._by_for_statement:
                 self.op(node)
             self.delete(self.released("after", node))
             i += 1
@@ -199,6 +199,7 @@ class _Writer:
         if guarded:
             self.emit(f"if {self.expr(loop.initial_cond)}:", node.source)
             self.depth += 1
+        sequence = None
         if cond_var is not None:
             self.emit(f"while {cond_var}:", node.source)
         elif endless and (form is not LoopForm.GENERAL or self.renderer.readable):
@@ -209,13 +210,21 @@ class _Writer:
             _, start, step = (self.expr(v) for v in index.inputs)
             stop = f"{start} + {self.expr(loop.max_trip_count)}" + (
                 "" if is_constant(index.inputs[2], 1) else f" * {step}")
-            self._loop_indices.add(index)
+            self._by_for_statement.add(index)
             self.emit(f"for {self.vars[index.output]} in range({start}, {stop}, {step}):",
                       node.source)
+        elif (sequence := self._sequence(loop)) is not None:
+            self._by_for_statement.update((sequence.element, *sequence.stepping))
+            element, items = self.vars[sequence.element.output], self.expr(sequence.sequence)
+            if len(loop.counter.uses) == 2:     # the element's index and the loop test's
+                self.emit(f"for {element} in {items}:", node.source)
+            else:
+                self.emit(f"for {self.vars[loop.counter]}, {element} in enumerate({items}):",
+                          node.source)
         else:
             counter = self.discard() if counter_unused else self.vars[loop.counter]
             self.emit(f"for {counter} in range({self.expr(loop.max_trip_count)}):", node.source)
-        check_next = form is not LoopForm.RANGE and cond_var is None
+        check_next = form is not LoopForm.RANGE and cond_var is None and sequence is None
         self.lines += self.suite(self.nested(
             lambda: self._loop_body(loop, params, cond_var, check_next)))
         if guarded:
@@ -266,6 +275,17 @@ class _Writer:
                 self.vars.members(index.output) != [index.output]:
             return None
         return index
+
+    def _sequence(self, loop: LoopParts) -> SequenceLoop | None:
+        """The loop as a `for` over its list (control.sequence_loop), where the element and
+        the counter have variables of their own for the statement to bind."""
+        sequence = sequence_loop(loop)
+        if sequence is None or self.renderer.readable:
+            return None
+        values = (sequence.element.output, loop.counter)
+        if any(v not in self.vars or self.vars.members(v) != [v] for v in values):
+            return None
+        return sequence
 
     def _cond_var(self, loop: LoopParts) -> str:
         """The variable `while c:` tests: the next condition's own, when the initial and
