@@ -200,4 +200,7 @@ def test_a_cached_value_whose_max_comes_first_is_written(fn, dtype, shape):
     want = fn(x, e)
     for _ in range(3):
         assert_same(scripted(x, e), want, ulps=4)
-    assert scripted.stats()["kernel_launches"] > 0
+    # a 1-d x's exponent has shape (1,): NumPy reads it at stride 0 and takes its scalar
+    # power loop, so the call runs in NumPy (elementwise_kernel.stride_zero_check)
+    in_numpy = fn is power_by_rows_and_its_min and len(shape) == 1
+    assert (scripted.stats()["kernel_launches"] == 0) == in_numpy
