@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
+from test_fuzz_fusion import run
 
 import tsjit
 
@@ -394,7 +395,6 @@ def test_a_floating_point_report_comes_before_a_later_op_raises(errstate):
     fuser moved log down into a kernel with x > x, past the &, so the TypeError came
     without the warning, and under errstate "raise" instead of log's FloatingPointError
     (test_fuzz_fusion with unsigned and float16 dtypes, seed 11)."""
-    from test_fuzz_fusion import run
     scripted = tsjit.script(log_then_bitwise_and)
     for dtype in (bool, bool, np.float32, np.float32, bool):
         x = np.array([1.0, 0.0, 2.0]).astype(dtype)
@@ -420,7 +420,6 @@ def test_two_kernels_whose_members_interleave_report_in_program_order(errstate):
     reports came kernel by kernel: underflow, then overflow (test_fuzz_fusion with float16
     and int8 arguments, seed 14 x 400). The exp's group, whose member would pass the
     multiply that reports before it, now runs as NumPy's calls; the other stays a kernel."""
-    from test_fuzz_fusion import run
     scripted = tsjit.script(interleaved_kernels)
     for _ in range(3):
         x, y = np.array([1000.0, 1.0, 2.0]), np.array([1e-200, 1.0, 3.0])
@@ -488,3 +487,36 @@ def test_clip_bounds_of_one_element_broadcast_are_numpys_scalar_bounds(bounds, s
     x = zeros_and_nans(dtype)
     lo, hi = (np.full(shape, b, dtype) for b in bounds)
     same_bits_on_every_call(clip_times_one, (x, lo, hi), (x[:1], lo, hi))
+
+
+def division_of_a_self_comparison(x, y):
+    return x / (x < x), (x < x) / y
+
+
+def division_of_self_differences(x, y):
+    return (x - x) / (x - x), x / (y - y)
+
+
+@pytest.mark.parametrize("errstate", ["default", "raise", "call"])
+@pytest.mark.parametrize("fn, dtype", [  # (NumPy has no subtract for bools)
+    *((division_of_a_self_comparison, d) for d in (np.bool_, np.int8, np.uint32, np.int64)),
+    *((division_of_self_differences, d) for d in (np.int8, np.uint32, np.int64))])
+def test_a_division_of_ints_llvm_folds_reports_numpys_errors(fn, dtype, errstate):
+    """x / (x < x) and (x - x) / (x - x) of ints divide by a zero LLVM knows: it folded the
+    float division to inf or NaN with no divide or invalid flag, so eager NumPy warned
+    and the scripted call did not (found by test_fuzz_tensor_programs, seed 7, 300
+    examples). The kernel computes those two errors of a division of ints itself."""
+    x = np.array([1, 0, 1, 1, 0] * 4, dtype)
+    y = np.array([0, 0, 1, 0, 1] * 4, dtype)
+    scripted = tsjit.script(fn)
+    want = run(fn, [x.copy(), y.copy()], errstate)
+    for _ in range(3):
+        got = run(scripted, [x.copy(), y.copy()], errstate)
+        assert got[2] == want[2]
+        if isinstance(want[0], type):
+            assert got[0] is want[0]
+        else:
+            for g, w in zip(got[0], want[0]):
+                assert_bitwise(g, w)
+    assert want[2] or want[0] is FloatingPointError
+    assert scripted.stats()["kernel_launches"] > 0

@@ -19,6 +19,7 @@ from tsjit.codegen import numpy_nans, vmath
 from tsjit.codegen.fp_status import FLAG_BITS
 from tsjit.codegen.ir_util import fcmp_quiet
 from tsjit.codegen.kernel_spec import (
+    INTEGER_OPERANDS,
     MATH_FUNCTIONS,
     NAN_FIXED_LATER,
     PYTHON_FLOAT_EXPONENT,
@@ -535,10 +536,11 @@ def computed_errors(b: ir.IRBuilder, op: KernelOp, args: list[ir.Value],
     rather than takes from its instructions' flags, as an i32 of MXCSR flags
     (``fp_status.FLAG_BITS``); None for an op that has none. NumPy's integer loops report
     ``x // 0`` and ``x % 0`` (divide by zero, the result 0) and ``MIN // -1`` (overflow,
-    the result MIN) by hand; a float -> integer cast's invalid comes from a conversion
-    that LLVM may skip for the lanes it selects away (x86 can raise it only where it
-    converts). The kernel sets them in MXCSR itself (``fp_status.raise_flags``), so they
-    reach NumPy's error state with the float ones."""
+    the result MIN) by hand; a division of ints LLVM may fold (INTEGER_OPERANDS); a float
+    -> integer cast's invalid comes from a conversion that LLVM may skip for the lanes it
+    selects away (x86 can raise it only where it converts). The kernel sets them in MXCSR
+    itself (``fp_status.raise_flags``), so they reach NumPy's error state with the float
+    ones."""
     dtype = np.dtype(arg_dtypes[0])
 
     def flag(condition: ir.Value, kind: str) -> ir.Value:
@@ -546,6 +548,12 @@ def computed_errors(b: ir.IRBuilder, op: KernelOp, args: list[ir.Value],
 
     if op.op == "cast" and dtype.kind == "f" and np.dtype(op.dtype).kind in "iu":
         return flag(_float_to_int(b, args[0], dtype, np.dtype(op.dtype))[1], "invalid")
+    if op.op == "truediv" and INTEGER_OPERANDS in op.attrs:   # finite operands
+        x, y = args
+        zero = _const(x.type, 0.0)
+        by_zero, zero_dividend = b.fcmp_ordered("==", y, zero), b.fcmp_ordered("==", x, zero)
+        return b.or_(flag(b.and_(by_zero, b.not_(zero_dividend)), "divide"),
+                     flag(b.and_(by_zero, zero_dividend), "invalid"))
     if op.op not in ("floordiv", "mod") or dtype.kind not in "iu":
         return None
     x, y = args

@@ -27,6 +27,7 @@ __all__ = [
     "OPS_WITH_SCALAR_OPERAND_LOOPS",
     "PYTHON_FLOAT_EXPONENT",
     "PYTHON_FLOAT_REMAINDER",
+    "INTEGER_OPERANDS",
     "PYTHON_INT_EXPONENT",
     "SCALAR_OPERANDS",
     "NAN_FIXED_LATER",
@@ -66,6 +67,11 @@ PYTHON_FLOAT_EXPONENT = "python_float_exponent"
 # two NaN operands is the first one's), where NumPy's remainder loop gives the one with the
 # larger significand (numpy_nans.larger_nan_wins_remainder).
 PYTHON_FLOAT_REMAINDER = "python_float_remainder"
+# A truediv's `attrs` flag: both operands are ints or bools converted to the float loop.
+# LLVM knows their values where the program makes them constant (``x - x``, ``x < x``)
+# and folds the division, flags and all (0 / 0 gives NaN with no invalid raised), so
+# the kernel computes its divide and invalid errors itself (element_ops.computed_errors).
+INTEGER_OPERANDS = "integer_operands"
 # An op's `attrs` flag: a later op of the kernel replaces the result's NaNs, so the op need
 # not give x86's NaN itself (a square is then the plain product, whose NaN LLVM may take
 # from another operand: ``fabs(y) * fabs(y)`` becomes ``y * y``).
@@ -80,7 +86,7 @@ EXPLICIT_CAST = "explicit_cast"
 class KernelOp:
     """``result = op(values[args])``; ``dtype`` is the result's dtype; ``attrs``: a cast's
     target dtype (and EXPLICIT_CAST), or SCALAR_OPERANDS (clip, pow), or NAN_FIXED_LATER
-    (square), or PYTHON_FLOAT_REMAINDER (mod)."""
+    (square), or PYTHON_FLOAT_REMAINDER (mod), or INTEGER_OPERANDS (truediv)."""
 
     op: str
     args: tuple[int, ...]

@@ -44,6 +44,7 @@ from ..codegen import numpy_nans
 from ..codegen.fp_errors import reports_are_ambiguous
 from ..codegen.kernel_spec import (
     EXPLICIT_CAST,
+    INTEGER_OPERANDS,
     NAN_FIXED_LATER,
     OP_SIGNATURES,
     OPS_WITH_SCALAR_OPERAND_LOOPS,
@@ -176,6 +177,13 @@ def dtype_name(dtype: np.dtype) -> str:
     """`dtype.name`, which NumPy computes in Python (~5 us) on every access: a group of
     n ops asks for it about n times per join."""
     return dtype.name
+
+
+def _integral(t: Type) -> bool:
+    """Whether an operand (its promotion type) holds an int or a bool."""
+    if isinstance(t, TensorType):
+        return t.dtype is not None and np.dtype(t.dtype).kind in "biu"
+    return t in (IntType, BoolType)
 
 
 class GroupError(Exception):
@@ -548,6 +556,8 @@ class _Builder:
         if call.kernel in OPS_WITH_SCALAR_OPERAND_LOOPS and not scalars:
             self.stride_zero_check(args, out)
         attrs = (SCALAR_OPERANDS,) if scalars else ()
+        if call.kernel == "truediv" and all(map(_integral, types)):
+            attrs += (INTEGER_OPERANDS,)
         if scalars and call.power_operator:   # NumPy's fast_scalar_power may take it
             attrs += {IntType: (PYTHON_INT_EXPONENT,),
                       FloatType: (PYTHON_FLOAT_EXPONENT,)}.get(call.operands[1].type, ())
