@@ -562,3 +562,16 @@ def test_and_or_operands_narrow_optionals():
     # each line was refused ("unsupported operand types for +: 'Optional[int]' and 'int'",
     # "the two alternatives have different types: List[int] and List[Uninitialized]")
     check(optional_defaults, (None, None, None), (0, "", []), (3, "ab", [1]))
+
+
+def size_of_union(x: list[int] | dict[str, int] | int | str) -> int:
+    if isinstance(x, (list, dict)):
+        return len(x)                   # Union[List[int], Dict[str, int]]: both sized
+    if isinstance(x, int):
+        return x
+    return len(x) * 10
+
+
+def test_len_of_a_union_of_sized_types():
+    # PyTorch test_union-style refinement by a tuple of classes: len() was refused
+    check(size_of_union, ([1],), ({"a": 1, "b": 2},), (3,), ("ab",))

@@ -47,6 +47,7 @@ from ..ir.types import (
     is_number,
     make_union,
     unify,
+    union_options,
 )
 from .operators import binary_rule, numeric_result
 from .python_calls import (
@@ -67,6 +68,10 @@ from .registry import OpTypeError, TypeRule, register
 
 def _len_rule(types, attrs):
     (t,) = types
+    if isinstance(t, UnionType):    # (after isinstance(x, (list, dict))): each has a len
+        for option in union_options(t):
+            _len_rule([option], attrs)
+        return IntType
     if isinstance(t, (ListType, DictType, TupleType, VarTupleType, TensorType)) or t in (
             StrType, AnyType) or (isinstance(t, ClassType) and hasattr(t.py_class, "__len__")) \
             or (isinstance(t, IterableType) and t.kind in IterableType.SIZED):
