@@ -54,6 +54,7 @@ def test_generated_init_takes_defaults_init_vars_and_post_init():
 class Pair:
     first: int
     second: list[int]
+    note: str = field(default="", compare=False)
 
     def total(self) -> int:
         return self.first + sum(self.second)
@@ -69,7 +70,7 @@ class FirstOnly:
 
 
 def compare_pairs(a: int, xs: list[int], ys: list[int]):
-    p, q = Pair(a, xs), Pair(a, ys)
+    p, q = Pair(a, xs, "p"), Pair(a, ys)       # (notes not compared)
     p.second.append(a)
     return p == q, p != q, p.total(), FirstOnly(a, 1) == FirstOnly(a, 2), \
         FirstOnly(a, 1) != FirstOnly(a + 1, 1)

@@ -64,7 +64,7 @@ def _make(cls: type, name: str) -> object:
     if name == "__init__":
         text = _init_text(cls, namespace)
     else:
-        fields = [f.name for f in dataclasses.fields(cls)]
+        fields = [f.name for f in dataclasses.fields(cls) if f.compare]
         mine = "".join(f"self.{f}, " for f in fields)
         theirs = "".join(f"other.{f}, " for f in fields)
         text = (f"def {name}(self, other: _tsjit_class) -> bool:\n"
