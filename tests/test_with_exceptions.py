@@ -8,6 +8,7 @@ import pickle
 from typing import Any
 
 import numpy as np
+import pytest
 from _differential import check
 
 import tsjit
@@ -117,3 +118,24 @@ def test_an_exception_in_the_body_calls_exit_then_propagates():
 def test_the_body_is_a_try_statement_in_the_interpreters_code():
     code = tsjit.script(explicit_raise).code
     assert "__exit__(type(" in code and "try:" in code
+
+
+class Suppressing:
+    def __enter__(self):
+        return 0
+
+    def __exit__(self, kind: Any, value: Any, traceback: Any) -> bool:
+        return True
+
+
+def suppressed(x: int) -> int:
+    with Suppressing():
+        x = 10 // x
+    return x
+
+
+def test_an_exit_that_suppresses_is_a_runtime_error_not_a_silent_difference():
+    scripted = tsjit.script(suppressed)
+    assert scripted(5) == suppressed(5) == 2
+    with pytest.raises(RuntimeError, match="suppress the exception"):
+        scripted(0)

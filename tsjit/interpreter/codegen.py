@@ -125,15 +125,21 @@ class _Writer:
     def with_body(self, enter: Node, body: Sequence[Node]) -> None:
         """The nodes of a `with` body: an exception leaving them calls the manager's
         __exit__ with it, as Python's with statement does, then goes on (the manager's
-        Exit node, after them, keeps the manager alive to here)."""
+        Exit node, after them, keeps the manager alive to here). An __exit__ that
+        suppresses it raises RuntimeError instead."""
         self.delete(self.released("after", enter))
         lines = self.nested(lambda: self.nodes(body))
         manager, error = self.expr(enter.inputs[0]), self.vars.fresh("error")
         self.emit("try:", enter.source)
         self.lines += self.suite(lines)
         self.emit(f"except BaseException as {error}:", enter.source)
-        self.emit(f"{_INDENT}{manager}.__exit__(type({error}), {error}, "
-                  f"{error}.__traceback__)", enter.source)
+        self.emit(f"{_INDENT}if {manager}.__exit__(type({error}), {error}, "
+                  f"{error}.__traceback__):", enter.source)
+        # Python would go on after the with statement; the graph cannot (the values the
+        # body defines are not there): say so rather than raise the exception as if kept
+        self.emit(f"{_INDENT * 2}raise RuntimeError('__exit__ returned a true value to "
+                  f"suppress the exception, which script code does not support') from "
+                  f"{error}", enter.source)
         self.emit(f"{_INDENT}raise")
 
     def op(self, node: Node) -> None:
