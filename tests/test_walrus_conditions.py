@@ -37,6 +37,15 @@ def chained(xs: list[int]) -> int:
     return v * 3 if len(xs) > 0 and (v := xs[-1]) % 2 == 0 else 7
 
 
+def assigned_again(xs: list[int]) -> int:
+    if len(xs) > 2:
+        if len(xs) > 0 and (v := xs[0]) > 0:     # v maybe unbound after this if
+            pass
+    if not (len(xs) > 1 and (v := xs[1]) > 0):   # ... and bound again here
+        return -1
+    return v
+
+
 def weighted_prefix(xs: list[int]) -> int:
     i = 0
     total = 0
@@ -72,7 +81,7 @@ LISTS = [([],), ([3],), ([1, 2, 0, 4],), ([5, -1, 3, 200, 1],), ([-2],), ([9, 9,
 
 
 @pytest.mark.parametrize("fn", [first_positive_doubled, third_divides, head_or_zero, chained,
-                                weighted_prefix])
+                                assigned_again, weighted_prefix])
 def test_a_variable_assigned_by_an_operand_is_defined_where_the_operand_ran(fn):
     scripted = tsjit.script(fn)
     for _ in range(3):          # profiling, then optimized (native) calls

@@ -89,7 +89,7 @@ class ControlFlowMixin:
         return tuple({n: t for n, t in side.items() if not isinstance(t, Value)}
                      for side in refine)
 
-    def apply_refinements(self, narrowed: dict[str, Type], src: SourceRange) -> None:
+    def apply_refinements(self, narrowed: dict[str, Type | Value], src: SourceRange) -> None:
         """Rebind each narrowed variable to a cast of its current value; a variable an
         assignment expression defines only on this side (`a and (v := f())`) to the
         value it has there."""
@@ -138,21 +138,19 @@ class ControlFlowMixin:
             return
         defined = [b for b in bindings if b is not None and b.value is not None]
         if not defined:             # undefined on every path: keep the first reason
-            parent.vars[name] = binding = next(b for b in bindings if b is not None)
-            if name in self.partially_defined:
-                parent.vars[name] = self._join_partial(node, name, frames, flowing, bindings,
-                                                       binding)
+            binding = next(b for b in bindings if b is not None)
+            parent.vars[name] = self._join_partial(node, name, frames, flowing, bindings,
+                                                   binding)
             return
         if len(defined) < len(bindings) and not synthetic:
             missing = frames.index(flowing[[b in defined for b in bindings].index(False)])
-            parent.vars[name] = binding = undefined(
+            binding = undefined(
                 f"'{name}' is not defined in the {('true', 'false')[missing]} branch", None,
                 (f"'{name}' is defined in the other branch here:", defined[0].source),
                 ("and used after this if statement, which does not define it on every "
                  "path:", src))
-            if name in self.partially_defined:
-                parent.vars[name] = self._join_partial(node, name, frames, flowing, bindings,
-                                                       binding)
+            parent.vars[name] = self._join_partial(node, name, frames, flowing, bindings,
+                                                   binding)
             return
         values = [b.value for b in defined]
         if any(not isinstance(v, Value) for v in values):
@@ -183,8 +181,13 @@ class ControlFlowMixin:
     def _join_partial(self, node: Node, name: str, frames: list[Frame], flowing: list[Frame],
                       bindings: list, undefined_here: Binding) -> Binding:
         """`undefined_here` (the join's binding of a variable some paths leave undefined),
-        with the value it has on the paths that define it, even partially (an inner
-        and/or): an output of `node` that is Uninitialized on the other paths."""
+        for a variable an and/or operand assigns (`partially_defined`) with the value it
+        has on the paths that define it, even partially (an inner and/or): an output of
+        `node` that is Uninitialized on the other paths."""
+        undefined_here = Binding(None, undefined_here.source, error=undefined_here.error)
+        if name not in self.partially_defined:
+            return undefined_here       # (an inner partial value stays in its block)
+
         def where_defined(b):
             if b is None:
                 return None
@@ -194,11 +197,11 @@ class ControlFlowMixin:
         known = [v for v in values if isinstance(v, Value)]
         if len(known) != len([v for v in values if v is not None]) or not known or any(
                 v.type != known[0].type for v in known):
-            return Binding(None, undefined_here.source, error=undefined_here.error)
+            return undefined_here
         for block, v in zip(node.blocks, values):
             block.add_output(v if v is not None else self.uninitialized(block, known[0].type))
-        return Binding(None, undefined_here.source, error=undefined_here.error,
-                       partial=node.add_output(known[0].type, debug_name(name)))
+        undefined_here.partial = node.add_output(known[0].type, debug_name(name))
+        return undefined_here
 
     @staticmethod
     def _mismatch(name: str, defined: list[Binding], src: SourceRange) -> Binding:

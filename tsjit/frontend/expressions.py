@@ -241,9 +241,10 @@ class ExpressionMixin:
             value = evaluate_right()
             return value, refined_after[0] if want_bool or value.type == BoolType else (
                 NO_REFINEMENT)
-        # `a and (v := f()) > 0`: v is new and defined whenever the whole is true
+        # `a and (v := f()) > 0`: v, unbound (or maybe unbound) before, is defined
+        # whenever the whole is true
         assigned = {n.target.id for n in ast.walk(right_node) if isinstance(n, ast.NamedExpr)
-                    and self.frame.lookup(n.target.id) is None}
+                    and getattr(self.frame.lookup(n.target.id), "value", None) is None}
         outer = self.partially_defined
         self.partially_defined = outer | assigned
         try:
