@@ -23,6 +23,10 @@ def ordered(d: dict[str, int]):
         OrderedDict() == OrderedDict()
 
 
+def ordered_from_a_generator(keys: list[str]):
+    return OrderedDict((k, i) for i, k in enumerate(keys))
+
+
 def unions(d: dict[str, int], e: dict[str, int]):
     merged = d | e
     d |= {"new": -1}                    # in place: the caller's dict changes
@@ -36,6 +40,10 @@ def unpacked(d: dict[str, int], k: str):
 def test_ordered_dicts_are_ordered_dicts():
     scripted = check(ordered, ({"b": 2, "a": 1},), ({},))
     assert type(pickle.loads(pickle.dumps(scripted))({"q": 1})[0]) is OrderedDict
+
+
+def test_an_ordered_dict_reads_a_generator():
+    check(ordered_from_a_generator, (["b", "a", "b"],), ([],))
 
 
 def test_dict_union_operators():

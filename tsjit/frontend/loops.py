@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import collections
 import copy
 from collections.abc import Callable
 from typing import NamedTuple
@@ -476,7 +477,8 @@ def _assign(name: str, value: ast.expr) -> ast.Assign:
 
 # builtins that consume a whole iterable argument at once
 _CONSUMERS = (builtins.sum, builtins.min, builtins.max, builtins.sorted, builtins.list,
-              builtins.tuple, builtins.set, builtins.frozenset, builtins.dict)
+              builtins.tuple, builtins.set, builtins.frozenset, builtins.dict,
+              collections.OrderedDict)
 
 
 class _Renamer(ast.NodeTransformer):
