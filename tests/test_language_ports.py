@@ -4,6 +4,7 @@ scripted on several calls (the profiling call, optimized calls, and calls with o
 dtypes or shapes whose guards fail), and through save/load where saving was the defect."""
 from __future__ import annotations
 
+import math
 import pickle
 from typing import Any
 
@@ -575,3 +576,25 @@ def size_of_union(x: list[int] | dict[str, int] | int | str) -> int:
 def test_len_of_a_union_of_sized_types():
     # PyTorch test_union-style refinement by a tuple of classes: len() was refused
     check(size_of_union, ([1],), ({"a": 1, "b": 2},), (3,), ("ab",))
+
+
+def negated(x: int) -> int:
+    return -x
+
+
+def ordered_by_keys(xs: list[int], ws: list[str], fs: list[float]):
+    return (sorted(ws, key=len), sorted(ws, key=len, reverse=True), max(ws, key=len),
+            min(ws, key=len), sorted(xs, key=abs), max(xs, key=abs), min(xs, key=negated),
+            sorted(fs, key=abs), max(fs, key=math.fabs))
+
+
+def test_sort_and_extremes_by_a_key_function():
+    # sorted(ws, key=len) was refused (key= functions); ties keep Python's order: stable
+    # sorts (also reversed), the first extreme
+    check(ordered_by_keys, ([3, -1, 1, -3, 2], ["bb", "a", "cc", "", "d"],
+                            [1.5, float("nan"), -1.5, 0.0, -0.0]), ([], [], []))
+    check(max_by_abs, ([],), ([1, -1],))
+
+
+def max_by_abs(xs: list[int]) -> int:
+    return max(xs, key=abs)             # of [], ValueError, as eager

@@ -114,6 +114,9 @@ class CallMixin:
             return self.dict_with_keywords(node)
         if isinstance(func, SpecialForm):
             return self.special_form(func.name, node.args, node.keywords, src)
+        keyed = self.keyed_call(node) if any(k.arg == "key" for k in node.keywords) else None
+        if keyed is not None:
+            return self.expr(keyed)
         generator = self.as_generator(node.args[0]) if node.args else None
         if generator is not None:
             found = self.generator_argument_call(func, ast.copy_location(ast.Call(

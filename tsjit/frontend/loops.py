@@ -378,6 +378,43 @@ class LoopMixin:
                 ast.copy_location(child, node)
         return generator
 
+    def keyed_call(self, node: ast.Call) -> ast.expr | None:
+        """sorted(xs, key=f, reverse=...) / min(xs, key=f) / max(xs, key=f) as the sort or
+        search of (f(x), i, x) tuples it equals: equal keys fall back to the position i
+        (Python's sort is stable, min/max give the first extreme), so the elements are
+        never compared. `f` must be a name; None for calls this does not apply to."""
+        keywords = {k.arg: k.value for k in node.keywords}
+        kind = next((k for k in ("sorted", "min", "max") if self.is_builtin_name(node.func, k)),
+                    None)
+        key = keywords.pop("key", None)
+        reverse = keywords.pop("reverse", ast.Constant(False)) if kind == "sorted" else \
+            ast.Constant(False)
+        if kind is None or len(node.args) != 1 or keywords or not isinstance(
+                key, (ast.Name, ast.Attribute)) or not (isinstance(reverse, ast.Constant)
+                                                        and isinstance(reverse.value, bool)):
+            return None
+        unique = self.next_comprehension_id()
+        i, x = f"$i{unique}", f"$x{unique}"
+        # position ascending among equal keys: max and sorted(reverse=True) see -i
+        position = ast.UnaryOp(ast.USub(), _name(i)) if kind == "max" or reverse.value \
+            else _name(i)
+        triples = ast.ListComp(ast.Tuple([ast.Call(key, [_name(x)], []), position, _name(x)],
+                                         ast.Load()),
+                               [ast.comprehension(ast.Tuple([_store(i), _store(x)], ast.Store()),
+                                                  ast.Call(_name("enumerate"), [node.args[0]],
+                                                           []), [], 0)])
+        if kind == "sorted":
+            ordered = ast.Call(_name("sorted"), [triples],
+                               [ast.keyword("reverse", reverse)])
+            result = ast.ListComp(ast.Subscript(_name(x), ast.Constant(2), ast.Load()),
+                                  [ast.comprehension(_store(x), ordered, [], 0)])
+        else:
+            result = ast.Subscript(ast.Call(_name(kind), [triples], []), ast.Constant(2),
+                                   ast.Load())
+        for child in ast.walk(result):
+            ast.copy_location(child, node)
+        return result
+
     def is_builtin_name(self, node: ast.expr, name: str) -> bool:
         """Whether `node` is the name of the builtin `name`, not rebound by the program."""
         return isinstance(node, ast.Name) and node.id == name and \
@@ -469,6 +506,10 @@ class LoopMixin:
 
 def _name(name: str) -> ast.Name:
     return ast.Name(name, ast.Load())
+
+
+def _store(name: str) -> ast.Name:
+    return ast.Name(name, ast.Store())
 
 
 def _assign(name: str, value: ast.expr) -> ast.Assign:
