@@ -596,5 +596,15 @@ def test_sort_and_extremes_by_a_key_function():
     check(max_by_abs, ([],), ([1, -1],))
 
 
+def sorted_in_place_by_keys(ws: list[str], xs: list[int]):
+    ws.sort(key=len)
+    result = xs.sort(key=abs, reverse=True)
+    return ws, xs, result
+
+
+def test_list_sort_by_a_key_function():
+    check(sorted_in_place_by_keys, (["bb", "a", "cc", ""], [3, -1, 1, -3]), ([], []))
+
+
 def max_by_abs(xs: list[int]) -> int:
     return max(xs, key=abs)             # of [], ValueError, as eager

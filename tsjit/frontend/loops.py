@@ -382,8 +382,25 @@ class LoopMixin:
         """sorted(xs, key=f, reverse=...) / min(xs, key=f) / max(xs, key=f) as the sort or
         search of (f(x), i, x) tuples it equals: equal keys fall back to the position i
         (Python's sort is stable, min/max give the first extreme), so the elements are
-        never compared. `f` must be a name; None for calls this does not apply to."""
+        never compared; xs.sort(key=f) stores that into xs (emitted here: the expression
+        returned is its None). `f` must be a name; None for calls this does not apply to."""
         keywords = {k.arg: k.value for k in node.keywords}
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "sort" and not node.args \
+                and isinstance(node.func.value, (ast.Name, ast.Attribute)):
+            # xs.sort(key=f): xs[:] = sorted(xs, key=f) (a list only: other receivers None)
+            receiver = self.sugared_expr(node.func.value)
+            if not isinstance(getattr(receiver, "type", None), ListType):
+                return None
+            ordered = self.keyed_call(ast.copy_location(ast.Call(
+                _name("sorted"), [node.func.value], node.keywords), node))
+            if ordered is None:
+                return None
+            target = ast.Subscript(copy.deepcopy(node.func.value), ast.Slice(), ast.Store())
+            assign = ast.Assign([target], ordered)
+            for child in ast.walk(assign):
+                ast.copy_location(child, node)
+            self.emit_statements([assign])
+            return ast.copy_location(ast.Constant(None), node)
         kind = next((k for k in ("sorted", "min", "max") if self.is_builtin_name(node.func, k)),
                     None)
         key = keywords.pop("key", None)
