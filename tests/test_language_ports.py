@@ -602,6 +602,16 @@ def sorted_in_place_by_keys(ws: list[str], xs: list[int]):
     return ws, xs, result
 
 
+def most_common(counts: dict[str, int]):
+    return max(counts, key=counts.get), sorted(counts.keys(), key=counts.get, reverse=True)
+
+
+def test_the_key_of_a_dict_by_its_values():
+    # max(d, key=d.get) was refused ("'<' not supported between ... Optional[int]"): over
+    # d's own keys d.get(k) is d[k]
+    check(most_common, ({"a": 3, "bb": 5, "c": 5},), ({"z": -1},))
+
+
 def test_list_sort_by_a_key_function():
     check(sorted_in_place_by_keys, (["bb", "a", "cc", ""], [3, -1, 1, -3]), ([], []))
 

@@ -415,8 +415,11 @@ class LoopMixin:
         # position ascending among equal keys: max and sorted(reverse=True) see -i
         position = ast.UnaryOp(ast.USub(), _name(i)) if kind == "max" or reverse.value \
             else _name(i)
-        triples = ast.ListComp(ast.Tuple([ast.Call(key, [_name(x)], []), position, _name(x)],
-                                         ast.Load()),
+        keyed = ast.Call(key, [_name(x)], [])
+        if _reads_own_keys(key, node.args[0]):
+            # max(d, key=d.get): each key is in d, so d.get(k) is d[k] (not Optional)
+            keyed = ast.Subscript(key.value, _name(x), ast.Load())
+        triples = ast.ListComp(ast.Tuple([keyed, position, _name(x)], ast.Load()),
                                [ast.comprehension(ast.Tuple([_store(i), _store(x)], ast.Store()),
                                                   ast.Call(_name("enumerate"), [node.args[0]],
                                                            []), [], 0)])
@@ -523,6 +526,18 @@ class LoopMixin:
 
 def _name(name: str) -> ast.Name:
     return ast.Name(name, ast.Load())
+
+
+def _reads_own_keys(key: ast.expr, iterable: ast.expr) -> bool:
+    """Whether `key` is `d.get` of the dict `d` that `iterable` (`d` or `d.keys()`) runs
+    over (the same name or attribute chain)."""
+    if not (isinstance(key, ast.Attribute) and key.attr == "get"
+            and isinstance(key.value, (ast.Name, ast.Attribute))):
+        return False
+    if isinstance(iterable, ast.Call) and not iterable.args and isinstance(
+            iterable.func, ast.Attribute) and iterable.func.attr == "keys":
+        iterable = iterable.func.value
+    return ast.dump(iterable) == ast.dump(key.value)
 
 
 def _store(name: str) -> ast.Name:
