@@ -415,6 +415,10 @@ def first_matches(xs: list[int], n: int):
             next((i for i in range(n) if i * i > n), n + 1))
 
 
+def first_or_stop(xs: list[int], ws: list[str]):
+    return next(x * 2 for x in xs if x > 1), next(w for w in ws if w)
+
+
 def test_generator_arguments_of_builtins():
     # Numba/PyTorch-style `sum(x * x for x in xs)`, `any(... for ...)` were refused
     # ("script code does not support generator expressions")
@@ -423,6 +427,7 @@ def test_generator_arguments_of_builtins():
     restored = pickle.loads(pickle.dumps(scripted))
     assert restored([1, 20, 0]) == generators_that_stop_early([1, 20, 0])
     check(generators_read_whole, ([1, 2, 0], ["a", "bc"]), ([], []), ([3], [""]))
+    check(first_or_stop, ([1, 3], ["", "a"]), ([], ["a"]), ([3], [""]))   # StopIteration
     check(first_matches, ([1, 5, 2, 0], 10), ([], 0), ([4, 1], 1), ([1, 1], 3), ([1, 0], 2))
     check(generator_of_array_elements, (np.array([0.25, 0.75, 0.1]), 2),
           (np.array([0.25, 0.75], np.float32), 1), (np.array([0.1]), 0))

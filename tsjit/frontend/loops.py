@@ -452,8 +452,9 @@ class LoopMixin:
         if (obj is builtins.any or obj is builtins.all) and len(node.args) == 1 \
                 and not node.keywords:
             return self.short_circuit(genexp, obj is builtins.any)
-        if obj is builtins.next and len(node.args) == 2 and not node.keywords:
-            return self.first_of_generator(genexp, node.args[1])
+        if obj is builtins.next and len(node.args) <= 2 and not node.keywords:
+            return self.first_of_generator(genexp, node.args[1] if len(node.args) == 2
+                                           else None)
         if not (any(obj is c for c in _CONSUMERS) or getattr(func, "name", None) == "join"
                 and isinstance(getattr(func, "receiver", None), Value)
                 and func.receiver.type == StrType):
@@ -476,30 +477,41 @@ class LoopMixin:
         return self.first_match(genexp, [_assign(flag, ast.Constant(not is_any))], on_element,
                                 done, flag)
 
-    def first_of_generator(self, genexp: ast.GeneratorExp, default: ast.expr) -> Value:
+    def first_of_generator(self, genexp: ast.GeneratorExp, default: ast.expr | None
+                           ) -> Value:
         """next(elt for ..., default): the first element, read as Python reads it (the
-        generator stops there), else the default."""
+        generator stops there), else the default; without one, StopIteration."""
         unique = self.next_comprehension_id()
         result, found = f"$next{unique}", f"$found{unique}"
-        prelude = []
-        if not isinstance(default, (ast.Constant, ast.Name)):
+        prelude: list[ast.stmt] = []
+        after: list[ast.stmt] = []
+        if default is None:     # typed by the first element stored (as a function's return)
+            placeholder = self.insert("prim::Uninitialized", [], [UninitializedType],
+                                      src=self.src(genexp))
+            self.frame.assign(result, placeholder.output, self.src(genexp))
+            after = [ast.If(ast.UnaryOp(ast.Not(), _name(found)), [ast.Raise(
+                ast.Call(_name("StopIteration"), [], []), None)], [])]
+        elif not isinstance(default, (ast.Constant, ast.Name)):
             # the generator's first iterable is evaluated before the default, as in Python
             first = genexp.generators[0]
             prelude.append(_assign(f"$iter{unique}", first.iter))
             genexp = ast.copy_location(ast.GeneratorExp(genexp.elt, [ast.comprehension(
                 first.target, _name(f"$iter{unique}"), first.ifs, first.is_async),
                 *genexp.generators[1:]]), genexp)
-        prelude += [_assign(result, default), _assign(found, ast.Constant(False))]
+        if default is not None:
+            prelude.append(_assign(result, default))
+        prelude.append(_assign(found, ast.Constant(False)))
 
         def on_element(elt: ast.expr) -> list[ast.stmt]:
             return [_assign(result, elt), _assign(found, ast.Constant(True)), ast.Break()]
-        return self.first_match(genexp, prelude, on_element, _name(found), result)
+        return self.first_match(genexp, prelude, on_element, _name(found), result, after)
 
     def first_match(self, genexp: ast.GeneratorExp, prelude: list[ast.stmt],
                     on_element: Callable[[ast.expr], list[ast.stmt]], done: ast.expr,
-                    result: str) -> Value:
+                    result: str, after: list[ast.stmt] = ()) -> Value:
         """The loops of a generator that run `on_element` (which breaks once decided) on
-        each element, leaving every enclosing `for` too once `done`; then `result`."""
+        each element, leaving every enclosing `for` too once `done`; then the statements
+        `after`, and `result`."""
         generators, (elt,) = _rename_targets(genexp.generators, [genexp.elt],
                                              self.next_comprehension_id())
         body = on_element(elt)
@@ -509,7 +521,7 @@ class LoopMixin:
             if depth:       # an inner loop has ended: leave this one too once decided
                 body = [*body, ast.If(copy.deepcopy(done), [ast.Break()], [])]
             body = [ast.For(g.target, g.iter, body, [], None)]
-        statements = [*prelude, *body]
+        statements = [*prelude, *body, *after]
         for statement in statements:
             for child in ast.walk(statement):
                 ast.copy_location(child, genexp)
