@@ -78,6 +78,33 @@ def test_array_arithmetic_is_left_to_the_fuser():
     assert all(n.kind != "prim::NativeCall" for n in graph.nodes())
 
 
+def grouped(xs: list[int], k: int) -> dict[int, list[int]]:
+    groups: dict[int, list[int]] = {}
+    for v in xs:
+        if v % k in groups:
+            groups[v % k].append(v)
+        else:
+            groups[v % k] = [v]
+    return groups
+
+
+def test_a_loop_filling_a_dict_is_told_from_its_types_without_the_code_generator(
+        monkeypatch):
+    """A loop that reads a dict cannot be native, as its types say: the pass does not ask
+    the scalar code generator's rules (loading it took ~50 ms of a first call that waits
+    for its compile), while a loop of numbers beside it still asks and is native."""
+    from tsjit.passes import lower_native_regions as module
+    asked = []
+    rule_for = module.rule_for
+    monkeypatch.setattr(module, "rule_for", lambda node: asked.append(node) or rule_for(node))
+    graph = tsjit.script(grouped).graph.copy()
+    lower_native_regions(graph)
+    assert not asked and all(n.kind != "prim::NativeCall" for n in graph.nodes())
+    graph = tsjit.script(collatz).graph.copy()
+    lower_native_regions(graph)
+    assert asked and [n.kind for n in graph.block.nodes] == ["prim::NativeCall"]
+
+
 def rows_plus_one(x: tsjit.Tensor) -> tsjit.Tensor:
     out = np.zeros_like(x)
     for i in range(x.shape[0]):

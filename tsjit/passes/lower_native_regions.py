@@ -62,11 +62,27 @@ def lower_native_regions(graph: Graph) -> None:
 
 def _may_hold_a_region(graph: Graph) -> bool:
     """A quick test, before the scalar code generator is loaded (its rules decide what is
-    native; array code such as gelu has no use for it): a region holds a loop, or is the
-    whole function, none of whose values can then be an array."""
-    return any(node.kind == "prim::Loop" for node in graph.nodes()) or not any(
-        isinstance(v.type, TensorType) and v.type.ndarray is True
-        for node in graph.block.nodes for v in node.outputs)
+    native; array code such as gelu, or a loop filling a dict, has no use for it, and a
+    first call waiting for its compile would wait ~50 ms for the import): a region holds a
+    loop whose values native code can all hold by their types, or is the whole function,
+    none of whose values can then be an array."""
+    loops = [node for node in graph.nodes() if node.kind == "prim::Loop"]
+    if loops:
+        return any(_types_allow(loop) for loop in loops)
+    return not any(isinstance(v.type, TensorType) and v.type.ndarray is True
+                   for node in graph.block.nodes for v in node.outputs)
+
+
+def _types_allow(loop: Node) -> bool:
+    """Whether native code can hold every value `loop` reads, defines and gives, judging by
+    their types alone (what `_RegionFinder.is_native` asks first of each)."""
+    for node in _walk(loop):
+        constant = node.kind == "prim::Constant"
+        if not all(_carries(v.type, constant) for v in node.outputs) or not all(
+                _carries(v.type, v.node.kind == "prim::Constant") for v in node.inputs) or \
+                not all(_carries(p.type, False) for b in node.blocks for p in b.params):
+            return False
+    return True
 
 
 def rule_for(node: Node):
