@@ -140,10 +140,11 @@ def test_calls_switch_to_compiled_code_once_it_is_ready(held_worker):
         == (1, 3, 1)
 
 
-def test_a_first_call_of_loop_code_waits_for_its_compile(background_on):
+def test_a_first_call_of_loop_code_waits_for_its_compile(background_on, monkeypatch):
     """A first call of loop code typed by its arguments runs the native code compiled for
     it: the interpreter would run the loop at about plain Python's speed (histogram 200k:
     ~0.2 s), the compile takes ~0.1-0.3 s (it ran interpreted, its compile held)."""
+    monkeypatch.setattr(graph_executor_module, "FIRST_CALL_WAIT_SECONDS", 120.0)
     values = np.random.default_rng(5).standard_normal(200_000)
     f = tsjit.script(histogram)
     got = f(values, np.zeros(16, np.int64), -3.0, 3.0)
@@ -151,6 +152,20 @@ def test_a_first_call_of_loop_code_waits_for_its_compile(background_on):
     stats = f.stats()
     assert (stats["interpreted_runs"], stats["kernel_launches"], stats["specializations"]) \
         == (0, 1, 1)
+
+
+def test_the_call_after_a_profiling_run_of_loop_code_waits_for_its_compile(
+        background_on, monkeypatch):
+    """drawdown's loop-carried numbers are profiled in its first call; the second waits
+    for the compile that follows, as a first call typed by its arguments would."""
+    monkeypatch.setattr(graph_executor_module, "FIRST_CALL_WAIT_SECONDS", 120.0)
+    prices = 100 + np.cumsum(np.random.default_rng(7).standard_normal(3000))
+    f = tsjit.script(drawdown)
+    for _ in range(2):
+        assert f(prices) == drawdown(prices)
+    stats = f.stats()
+    assert (stats["profiled_runs"], stats["interpreted_runs"], stats["kernel_launches"]) \
+        == (1, 0, 1)
 
 
 def test_a_loop_compile_that_outlasts_the_wait_goes_on_beside_the_interpreted_call(
@@ -269,6 +284,29 @@ print(first["kernel_launches"], first["interpreted_runs"], f.stats()["kernel_lau
 """)
     assert cold == "0 1 1"      # interpreted first, compiled code next
     assert warm == "1 0 2"      # loaded from the disk cache within the first call
+
+
+def test_the_call_after_a_profiling_run_waits_for_code_that_loads(tmp_path):
+    """A function profiled in its first call (softmax's keepdims reductions): with a warm
+    disk cache its second call waits for the kernel to load and runs it (it ran in the
+    interpreter while the kernel loaded, ~10 calls); with a cold one it does not wait for
+    LLVM."""
+    cold, warm = _cold_then_warm(tmp_path, _GATED_FIRST_CALL + """
+
+def softmax(x: tsjit.Tensor) -> tsjit.Tensor:
+    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+g = tsjit.script(softmax)
+y = np.linspace(-3.0, 3.0, 64).reshape(4, 16)
+np.testing.assert_allclose(g(y), softmax(y), rtol=1e-12)
+np.testing.assert_allclose(g(y), softmax(y), rtol=1e-12)
+print(g.stats()["profiled_runs"], g.stats()["interpreted_runs"], g.stats()["kernel_launches"])
+g.executor.specialize_for(y)
+""")
+    assert cold.splitlines()[-1] == "1 1 0"     # the second call did not wait for LLVM
+    assert warm.splitlines()[-1] == "1 0 1"     # it waited for the load and ran the kernel
 
 
 def test_a_process_ending_after_one_call_leaves_its_kernels_in_the_disk_cache(tmp_path):
