@@ -93,7 +93,7 @@ EXTRA_WORKLOADS = {
 }
 
 
-def _numba(fn, result_type: type) -> Implementation:
+def numba_returning(fn, result_type: type) -> Implementation:
     """Numba returns NumPy scalars as Python numbers: its result is converted back to the
     reference's type (one call's cost, against loops of 100 us and more), so that it passes
     the same check."""
@@ -117,12 +117,12 @@ def _tsjit(fn) -> Implementation:
 def _implementations(fn, result_type: type) -> list[Implementation]:
     impls = [_tsjit(fn)]
     if peers.installed("numba"):
-        impls.append(_numba(fn, result_type))
+        impls.append(numba_returning(fn, result_type))
     impls.append(peers.plain("CPython", fn))
     return impls
 
 
-def _fresh_arrays(inputs):
+def fresh_arrays(inputs):
     """Each implementation gets its own copy of the arguments (outputs written in place
     cannot pass one implementation's result off as another's)."""
     return lambda args: tuple(a.copy() if isinstance(a, np.ndarray) else a for a in inputs())
@@ -134,7 +134,7 @@ def cases(only: list[str] | None) -> list[Case]:
         if only and not any(word in name for word in only):
             continue
         result_type = type(fn(*inputs()))
-        impls = [Implementation(i.name, i.compile, _fresh_arrays(inputs), i.ours)
+        impls = [Implementation(i.name, i.compile, fresh_arrays(inputs), i.ours)
                  for i in _implementations(fn, result_type)]
         chosen.append(Case(name, fn, inputs(), impls))
     return chosen

@@ -102,3 +102,114 @@ WORKLOADS = {
         smooth_2d, lambda: (_rng().standard_normal((300, 300)), np.zeros((300, 300)))),
     "count primes 30k": (count_primes, lambda: (30_000,)),
 }
+
+
+# ---------------------------------------------------------------- counted loops
+# The simplest loops: a range() counter and a body without branches, the kind Numba
+# unrolls and vectorizes. bench/scalar_loops.py times them against Numba.
+
+def mod_sum(n: int) -> int:
+    s = 0
+    for i in range(n):
+        s += i % 1000
+    return s
+
+
+def mask_sum(n: int) -> int:
+    s = 0
+    for i in range(n):
+        s += i & 255
+    return s
+
+
+def hash_sum(n: int) -> int:
+    s = 0
+    for i in range(n):
+        s += (i * 2654435761) & 65535
+    return s
+
+
+def lcg(n: int, seed: int) -> int:
+    x = seed
+    s = 0
+    for i in range(n):
+        x = (x * 1103515245 + 12345) % 2147483648
+        s += x
+    return s
+
+
+def array_sum(a: np.ndarray) -> np.ndarray:
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i]
+    return s
+
+
+def int_array_sum(a: np.ndarray) -> int:
+    s = 0
+    for i in range(a.shape[0]):
+        s += int(a[i])
+    return s
+
+
+def dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] * b[i]
+    return s
+
+
+def axpy(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
+    for i in range(a.shape[0]):
+        out[i] = a[i] * 2.0 + b[i]
+    return out
+
+
+def matvec(m: np.ndarray, x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    for r in range(m.shape[0]):
+        s = 0.0
+        for c in range(m.shape[1]):
+            s += m[r, c] * x[c]
+        out[r] = s
+    return out
+
+
+def int_prefix_sum(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    s = 0
+    for i in range(x.shape[0]):
+        s += x[i]
+        out[i] = s
+    return out
+
+
+def bincount(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    for k in range(counts.shape[0]):
+        counts[k] = 0
+    for i in range(values.shape[0]):
+        counts[values[i]] += 1
+    return counts
+
+
+_N = 1_000_000
+
+# name -> (function, inputs() building fresh arguments)
+COUNTED_LOOPS = {
+    "i % 1000 sum 1M": (mod_sum, lambda: (_N,)),
+    "i & 255 sum 1M": (mask_sum, lambda: (_N,)),
+    "(i * k) & 65535 sum 1M": (hash_sum, lambda: (_N,)),
+    "lcg 1M": (lcg, lambda: (_N, 7)),
+    "float64 sum 1M": (array_sum, lambda: (_rng().standard_normal(_N),)),
+    "int64 sum 1M": (int_array_sum, lambda: (_rng().integers(-1000, 1000, _N),)),
+    "float64 dot 1M": (dot, lambda: (_rng().standard_normal(_N), _rng().standard_normal(_N))),
+    "out[i] = a[i] * 2 + b[i] 1M": (
+        axpy, lambda: (_rng().standard_normal(_N), _rng().standard_normal(_N), np.zeros(_N))),
+    "matvec 1000x1000": (
+        matvec, lambda: (_rng().standard_normal((1000, 1000)), _rng().standard_normal(1000),
+                         np.zeros(1000))),
+    "int64 prefix sum 1M": (
+        int_prefix_sum, lambda: (_rng().integers(-1000, 1000, _N), np.zeros(_N, np.int64))),
+    "float64 prefix sum 1M": (
+        prefix_sum, lambda: (_rng().standard_normal(_N), np.zeros(_N))),
+    "bincount 1M into 256": (
+        bincount, lambda: (_rng().integers(0, 256, _N), np.zeros(256, np.int64))),
+}

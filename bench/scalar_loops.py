@@ -1,13 +1,20 @@
 """Scalar loops (issue 4): native scalar code against Numba's @njit and CPython.
 
-    python bench/scalar_loops.py [--quick]
+    python bench/scalar_loops.py [--quick] [--only WORD ...]
 
 1. collatz: total steps of the Collatz sequences of 1..300000 (int `//`, `%`, branches,
    a while loop inside a for loop);
 2. recurrence: `s += (i % 7) * 0.5 - s * 1e-7` over 10**7 iterations (a float
    recurrence: every step depends on the previous one);
 3. mandelbrot: escape counts (at most 200 iterations) of a 400x400 grid written into an
-   int32 array by nested loops (`out[r, c] = k`).
+   int32 array by nested loops (`out[r, c] = k`);
+4. counted loops (bench/loop_workloads.py's COUNTED_LOOPS): a range() counter and a body
+   without branches, which Numba unrolls and vectorizes: int sums of `i % 1000`,
+   `i & 255`, a multiplicative hash, an LCG; float64 sum and dot product of arrays (a
+   float sum is sequential in Python: no reordering for anyone, Numba included), an int64
+   sum, `out[i] = a[i] * 2 + b[i]`, a matrix-vector product, int64/float64 prefix sums, a
+   bincount (`counts[values[i]] += 1`). CPython is left out of these (its 1M iterations
+   take 50-150 ms a call); the CPython function computes the reference.
 Every implementation runs the same Python function (tsjit.script, numba.njit, CPython);
 results are checked against the CPython function (collatz, recurrence) or a vectorized
 NumPy computation of the same arithmetic (mandelbrot, which CPython takes about a minute
@@ -18,11 +25,14 @@ function (`add(a: int, b: int) -> int`) is measured by bench/call_overhead.py.
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 import numpy as np
 import peers
-from harness import Case, Implementation, parse_settings, run_suite
+from element_loops import fresh_arrays, numba_returning
+from harness import Case, Implementation, Settings, run_suite
+from loop_workloads import COUNTED_LOOPS
 
 import tsjit
 
@@ -98,6 +108,18 @@ def _own_output(args: tuple) -> tuple:
     return (np.zeros_like(args[0]), *args[1:])
 
 
+def counted_cases() -> list[Case]:
+    """The counted loops (the same sizes with --quick: a call takes about a millisecond)."""
+    chosen = []
+    for name, (fn, inputs) in COUNTED_LOOPS.items():
+        impls = [peers.tsjit_script(fn)]
+        if peers.installed("numba"):
+            impls.append(numba_returning(fn, type(fn(*inputs()))))
+        chosen.append(Case(name, fn, inputs(), [
+            Implementation(i.name, i.compile, fresh_arrays(inputs), i.ours) for i in impls]))
+    return chosen
+
+
 def cases(quick: bool) -> list[Case]:
     n_collatz, n_recurrence, size = (30_000, 10**5, 64) if quick else (300_000, 10**7, 400)
     grid = (np.zeros((size, size), dtype=np.int32), -2.0, -1.25, 2.5 / size, 200)
@@ -114,9 +136,17 @@ def cases(quick: bool) -> list[Case]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    settings = parse_settings(__doc__.splitlines()[0], argv)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="smaller inputs, 3 samples: a smoke run of every path")
+    parser.add_argument("--only", nargs="+", metavar="WORD",
+                        help="run only the cases whose name contains one of these words")
+    args = parser.parse_args(argv)
+    chosen = cases(args.quick) + counted_cases()
+    if args.only:
+        chosen = [c for c in chosen if any(word in c.name for word in args.only)]
     peers.report_missing()
-    run_suite("scalar_loops", cases(settings.quick), settings)
+    run_suite("scalar_loops", chosen, Settings.for_mode(args.quick))
 
 
 if __name__ == "__main__":
