@@ -132,7 +132,7 @@ def hash_sum(n: int) -> int:
 def lcg(n: int, seed: int) -> int:
     x = seed
     s = 0
-    for i in range(n):
+    for _ in range(n):
         x = (x * 1103515245 + 12345) % 2147483648
         s += x
     return s

@@ -14,7 +14,7 @@ from test_native_fuzz import INDEX_USES, RANGES, WIDE_CONSTANTS, load
 from test_native_scalar import collatz
 
 import tsjit
-from tsjit.codegen.scalar import emitter
+from tsjit.codegen.scalar import loops
 from tsjit.ir.types import BoolType, IntType
 from tsjit.passes.int_ranges import RangeTest, int_ranges
 
@@ -146,7 +146,7 @@ def test_every_call_gives_pythons_int_where_a_tested_value_leaves_int64():
 def test_native_code_gives_up_after_the_back_edges_that_bound_a_counter(monkeypatch):
     """A counter is bounded by the number of loop back-edges native code may run; past
     that number (here made small) it gives up, and the interpreter finishes the call."""
-    monkeypatch.setattr(emitter, "BACK_EDGE_LIMIT", 3 * emitter.INTERRUPT_CHECK_INTERVAL)
+    monkeypatch.setattr(loops, "BACK_EDGE_LIMIT", 3 * loops.INTERRUPT_CHECK_INTERVAL)
     (region,) = check_native(counted_from_zero, (10,), (3 * 65536 - 1,), (3 * 65536 + 5,))
     assert region.stats()["reruns"] == 1
     (region,) = check_native(no_counter, (3 * 65536 + 5, 7))        # no counter, no limit

@@ -23,18 +23,12 @@ SCALAR_CHILD = """
 import time
 import tsjit
 
-@tsjit.script
-def spin(n: int) -> int:
+def eager(n: int) -> int:
     acc = 0
-    for i in range(n):
-        acc = (acc * 31 + i) % 1000003
+{loop}
     return acc
 
-def eager(n):
-    acc = 0
-    for i in range(n):
-        acc = (acc * 31 + i) % 1000003
-    return acc
+spin = tsjit.script(eager)
 
 for _ in range(3):
     assert spin(1000) == eager(1000)
@@ -50,6 +44,24 @@ except KeyboardInterrupt:
 assert spin(12345) == eager(12345)
 print("usable", flush=True)
 """
+
+# The loops of SCALAR_CHILD (indented as its function body): a loop without loops inside
+# (chunks of 2**16 passes), short inner loops inside a long one (they share the budget of
+# back-edges between checks), a while loop.
+SCALAR_LOOPS = {
+    "chunked": """
+    for i in range(n):
+        acc = (acc * 31 + i) % 1000003""",
+    "nested": """
+    for i in range(n):
+        for j in range(3):
+            acc = (acc * 31 + i + j) % 1000003""",
+    "while": """
+    i = 0
+    while i < n:
+        acc = (acc * 31 + i) % 1000003
+        i += 1""",
+}
 
 # Nested sines over 2**size elements: 20 over 2**24 are ~2 s of work, in blocks of ~10 ms.
 KERNEL_CHILD = """
@@ -158,8 +170,9 @@ def interrupt(tmp_path: Path, source: str, delay: float = 0.3) -> list[str]:
     return out.split("\n")
 
 
-def test_ctrl_c_stops_a_native_scalar_loop_and_it_stays_usable(tmp_path):
-    lines = interrupt(tmp_path, SCALAR_CHILD.format(handler=""))
+@pytest.mark.parametrize("loop", SCALAR_LOOPS)
+def test_ctrl_c_stops_a_native_scalar_loop_and_it_stays_usable(tmp_path, loop):
+    lines = interrupt(tmp_path, SCALAR_CHILD.format(handler="", loop=SCALAR_LOOPS[loop]))
     assert lines[0].startswith("interrupted"), lines
     assert float(lines[0].split()[1]) < 2.3   # 0.3 s of running, then < 2 s to stop
     assert lines[1] == "usable"

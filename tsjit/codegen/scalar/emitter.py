@@ -27,19 +27,18 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from llvmlite import ir
 
-from ...interpreter.control import INT64_MAX, LoopParts, is_constant
 from ...ir.graph import Block, Graph, Node, Value
 from ...passes.analysis import has_effects
-from ...passes.int_ranges import BACK_EDGE_LIMIT, IntRanges, int_ranges
+from ...passes.int_ranges import IntRanges, int_ranges
 from ..self_products import plain_self_products
 from . import cpython
 from .arith import any_of
-from .bailout import Bailouts, Rerun, int_beyond_64_bits
+from .bailout import Bailouts, int_beyond_64_bits
 from .boundary import box, unbox
 from .inference import RegionKinds, infer_node
+from .loops import LoopEmitter
 from .ntypes import (
     I1,
-    I32,
     I64,
     PTR,
     PY_BOOL,
@@ -48,18 +47,13 @@ from .ntypes import (
     NType,
     NumpyScalar,
     NValue,
-    OptionalScalar,
     Tagged,
     Tuple,
-    Undefined,
+    coerce,
 )
 from .rules import RULES
 
 FUNCTION_ATTRIBUTES = ("nounwind",)
-# Loop back-edges between two checks for pending signals (Ctrl-C): PyErr_CheckSignals costs
-# a few ns, so a check per 2**16 iterations is free, and 2**16 iterations of any loop body
-# take well under a second.
-INTERRUPT_CHECK_INTERVAL = 1 << 16
 # Nodes an `if` may have (both arms together) to run both arms and select the results.
 SPECULATION_LIMIT = 8
 MISS_HANDLER, CALL_COUNTER = 0, 1     # indices in FunctionEmitter.objects
@@ -73,7 +67,7 @@ class SiteTable:
         raise NotImplementedError
 
 
-class FunctionEmitter:
+class FunctionEmitter(LoopEmitter):
     def __init__(self, region: Graph, kinds: RegionKinds, name: str,
                  sites: SiteTable, module: ir.Module):
         self.region = region
@@ -98,7 +92,6 @@ class FunctionEmitter:
         self.bailouts: Bailouts | None = None
         self.int_ranges: IntRanges | None = None        # which ints need no overflow test
         self._out_kinds: dict[Node, list[NType]] = {}   # of the node a rule is emitting
-        self._interrupt_budget: ir.Value | None = None
         self._deferred: list[ir.Value] | None = None    # tests of a checked speculation
         self._int_tests: list[tuple[ir.Value, Node]] = []  # waiting (see test_int)
         self._defer_int_tests = False
@@ -493,112 +486,6 @@ class FunctionEmitter:
                 for then, otherwise in parts)))
         return results
 
-    def _loop(self, node: Node) -> None:
-        """`i = 0; c = cond; v = init; while i < n and c: v = body(i, v); i += 1`, with the
-        counter left out of `while` loops (trip count INT64_MAX, counter unused) and the
-        condition left out of `for` loops (always True).  A peeled loop (inference.py)
-        runs its first pass before the loop proper, with the kinds of that pass."""
-        b = self.b
-        loop = LoopParts(node)
-        counted = not (is_constant(loop.max_trip_count, INT64_MAX) and not loop.counter.uses)
-        conditional = not (is_constant(loop.initial_cond, True)
-                           and is_constant(loop.next_cond, True))
-        kinds = [self.kinds[p] for p in loop.params]
-        header, body_bb, exit_bb = (self.fn.append_basic_block(n)
-                                    for n in ("loop", "body", "endloop"))
-        start, values = 0, [self.values[v] for v in loop.initial]
-        cond_value = self.values[loop.initial_cond]
-        skipped = None          # (block, values) reaching the exit without the loop proper
-        first_pass = self.kinds.peeled.get(node)
-        if first_pass is not None:
-            peel_bb = self.fn.append_basic_block("peel")
-            skipped = (b.block, values)
-            b.cbranch(self._loop_test(loop, counted, conditional, cond_value.value,
-                                      ir.Constant(I64, 0)), peel_bb, exit_bb)
-            b.position_at_end(peel_bb)
-            steady_kinds, self.kinds = self.kinds, first_pass
-            self._emit_pass(loop, counted, ir.Constant(I64, 0), values)
-            self.kinds = steady_kinds
-            start, values = 1, [self.values[v] for v in loop.carried_next]
-            cond_value = self.values[loop.next_cond]
-        pre_end = b.block
-        b.branch(header)
-        b.position_at_end(header)
-        counter = b.phi(I64, name="i") if counted else None
-        cond = b.phi(I1) if conditional else None
-        carried = [NValue(k, tuple(b.phi(t) for t in k.components())) for k in kinds]
-        b.cbranch(self._loop_test(loop, counted, conditional, cond, counter), body_bb, exit_bb)
-
-        b.position_at_end(body_bb)
-        self._emit_pass(loop, counted, counter, carried)
-        self._check_interrupts(node)
-        latch = b.block
-        incoming = [(pre_end, values, cond_value),
-                    (latch, [self.values[v] for v in loop.carried_next],
-                     self.values[loop.next_cond])]
-        if counted:
-            counter.add_incoming(ir.Constant(I64, start), pre_end)
-            counter.add_incoming(b.add(counter, ir.Constant(I64, 1)), latch)
-        b.branch(header)
-        for block, arriving, next_cond in incoming:
-            if conditional:
-                cond.add_incoming(next_cond.value, block)
-            for phi_value, value, kind in zip(carried, arriving, kinds):
-                for phi, part in zip(phi_value.parts, coerce(value, kind)):
-                    phi.add_incoming(part, block)
-        b.position_at_end(exit_bb)
-        for k, (out, value) in enumerate(zip(node.outputs, carried)):
-            if skipped is not None:
-                value = self.merge([(value, header), (skipped[1][k], skipped[0])],
-                                   self.kinds[out])
-            self.values[out] = value
-
-    def _loop_test(self, loop: LoopParts, counted: bool, conditional: bool,
-                   cond: ir.Value | None, counter: ir.Value | None) -> ir.Value:
-        """Whether a pass of the loop runs: its condition, and the counter below the trip
-        count."""
-        go = cond if conditional else ir.Constant(I1, 1)
-        if counted:
-            below = self.b.icmp_signed("<", counter, self.values[loop.max_trip_count].value)
-            go = self.b.and_(go, below)
-        return go
-
-    def _emit_pass(self, loop: LoopParts, counted: bool, counter: ir.Value,
-                   carried: Sequence[NValue]) -> None:
-        """The body once, for this counter and these carried values."""
-        self.values[loop.counter] = NValue(PY_INT, (counter,) if counted else
-                                           (ir.Constant(I64, ir.Undefined),))
-        for param, value in zip(loop.params, carried):
-            self.values[param] = value
-        self.emit_block(loop.node.blocks[0])
-
-    def _check_interrupts(self, loop_node: Node) -> None:
-        """On a loop's back-edge: every INTERRUPT_CHECK_INTERVAL back-edges (of all the
-        function's loops together), let Python handle pending signals. Its handlers run
-        as they would between two bytecodes of the eager loop; one that raises (Ctrl-C:
-        KeyboardInterrupt) makes the function fail with that exception at this iteration
-        boundary, with the array writes of the iterations before it done."""
-        b = self.b
-        if self._interrupt_budget is None:
-            self._interrupt_budget = self.alloca(
-                I64, initial=ir.Constant(I64, INTERRUPT_CHECK_INTERVAL))
-        left = b.sub(b.load(self._interrupt_budget, typ=I64), ir.Constant(I64, 1))
-        b.store(left, self._interrupt_budget)
-        check_bb, go_on = (self.fn.append_basic_block(n) for n in ("signals", "no_signal"))
-        b.cbranch(b.icmp_signed("==", left, ir.Constant(I64, 0)), check_bb, go_on
-                  ).set_weights([1, INTERRUPT_CHECK_INTERVAL])
-        b.position_at_end(check_bb)
-        if self.int_ranges.counts_back_edges:      # counters are bounded by back-edges
-            self.bailouts.give_up_at_call(BACK_EDGE_LIMIT // INTERRUPT_CHECK_INTERVAL, Rerun(
-                f"after {BACK_EDGE_LIMIT} loop iterations, a counter might need more than "
-                "64 bits", loop_node, OverflowError))
-        b.store(ir.Constant(I64, INTERRUPT_CHECK_INTERVAL), self._interrupt_budget)
-        check = cpython.declare(self.module, "PyErr_CheckSignals")
-        check.attributes.add("cold")  # keeps the loop's values out of its way (registers)
-        raised = b.icmp_signed("!=", b.call(check, []), ir.Constant(I32, 0))
-        b.cbranch(raised, self.fail_block, go_on).set_weights([1, 1000])
-        b.position_at_end(go_on)
-
 
 # A Python number held in a NumPy scalar's register type with the same value.
 _SAME_VALUE = {(PY_FLOAT, np.dtype(np.float64)), (PY_INT, np.dtype(np.int64)),
@@ -629,34 +516,6 @@ def _may_warn(kinds: Sequence[NType]) -> bool:
     re-run would emit it again); Python's own number operations raise instead."""
     return any(isinstance(k, (NumpyScalar, Tagged))
                or (isinstance(k, Tuple) and _may_warn(k.elems)) for k in kinds)
-
-
-def coerce(value: NValue, kind: NType) -> tuple[ir.Value, ...]:
-    """The components of `value` as a value of the wider `kind` (see ntypes.join); only
-    constants and existing registers, so it needs no instructions."""
-    if value.kind == kind:
-        return value.parts
-    if isinstance(value.kind, Undefined):
-        return tuple(ir.Constant(t, ir.Undefined) for t in kind.components())
-    if isinstance(kind, OptionalScalar):
-        if value.kind == kind.elem:
-            return (ir.Constant(I1, 0), *value.parts)
-        return (ir.Constant(I1, 1),
-                *(ir.Constant(t, ir.Undefined) for t in kind.elem.components()))
-    if isinstance(kind, Tagged):
-        python, numpy = (tuple(ir.Constant(t, ir.Undefined) for t in k.components())
-                         for k in (kind.python, kind.numpy))
-        if value.kind == kind.python:
-            return (ir.Constant(I1, 0), *value.parts, *numpy)
-        return (ir.Constant(I1, 1), *python, *value.parts)
-    if isinstance(kind, Tuple):
-        parts, offset = [], 0
-        for source, target in zip(value.kind.elems, kind.elems):
-            n = len(source.components())
-            parts += coerce(NValue(source, value.parts[offset:offset + n]), target)
-            offset += n
-        return tuple(parts)
-    raise AssertionError(f"cannot represent {value.kind} as {kind}")
 
 
 def constant_bool(value: bool) -> NValue:

@@ -298,3 +298,31 @@ def kind_of_value(value: object) -> NType | None:
         kinds = tuple(kind_of_value(v) for v in value)
         return None if None in kinds else Tuple(kinds)
     return None
+
+
+def coerce(value: NValue, kind: NType) -> tuple[ir.Value, ...]:
+    """The components of `value` as a value of the wider `kind` (see ntypes.join); only
+    constants and existing registers, so it needs no instructions."""
+    if value.kind == kind:
+        return value.parts
+    if isinstance(value.kind, Undefined):
+        return tuple(ir.Constant(t, ir.Undefined) for t in kind.components())
+    if isinstance(kind, OptionalScalar):
+        if value.kind == kind.elem:
+            return (ir.Constant(I1, 0), *value.parts)
+        return (ir.Constant(I1, 1),
+                *(ir.Constant(t, ir.Undefined) for t in kind.elem.components()))
+    if isinstance(kind, Tagged):
+        python, numpy = (tuple(ir.Constant(t, ir.Undefined) for t in k.components())
+                         for k in (kind.python, kind.numpy))
+        if value.kind == kind.python:
+            return (ir.Constant(I1, 0), *value.parts, *numpy)
+        return (ir.Constant(I1, 1), *python, *value.parts)
+    if isinstance(kind, Tuple):
+        parts, offset = [], 0
+        for source, target in zip(value.kind.elems, kind.elems):
+            n = len(source.components())
+            parts += coerce(NValue(source, value.parts[offset:offset + n]), target)
+            offset += n
+        return tuple(parts)
+    raise AssertionError(f"cannot represent {value.kind} as {kind}")

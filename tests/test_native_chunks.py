@@ -1,0 +1,152 @@
+"""Native loops that run in chunks (codegen/scalar/loops.py): a loop without loops inside
+runs at most INTERRUPT_CHECK_INTERVAL (2**16) passes between two interrupt checks, as an
+inner loop LLVM may unroll and vectorize.  Each test compares native code with eager
+Python (results, exceptions, warnings, argument mutations) at trip counts on both sides
+of the chunk boundaries, with the ways a loop can end early: break, return, a condition,
+an exception after array writes, an int leaving int64, an index out of bounds.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _native import INT64_MAX, check_native, native
+
+from tsjit.codegen.scalar.loops import INTERRUPT_CHECK_INTERVAL
+
+CHUNK = INTERRUPT_CHECK_INTERVAL
+TRIPS = [0, 1, 2, CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK + 3]
+
+
+def mod_sum(n: int) -> int:
+    s = 0
+    for i in range(n):
+        s += i % 1000
+    return s
+
+
+def strided_sum(a: int, b: int, step: int) -> int:
+    s = 0
+    for i in range(a, b, step):
+        s += i * 3 - (i & 7)
+    return s
+
+
+def sum_before_break(n: int, stop: int) -> int:
+    s = 0
+    for i in range(n):
+        if i == stop:
+            break
+        s += i
+    return s
+
+
+def sum_skipping(n: int, every: int) -> int:
+    s = 0
+    for i in range(n):
+        if i % every == 0:
+            continue
+        s += i
+    return s
+
+
+def first_multiple(n: int, k: int) -> int:
+    for i in range(1, n):
+        if i % k == 0:
+            return i
+    return -1
+
+
+def count_while(limit: int) -> int:
+    i = 0
+    while i * 2 < limit:
+        i += 1
+    return i
+
+
+@pytest.mark.parametrize("n", TRIPS)
+def test_counted_loops_at_chunk_boundaries(n):
+    check_native(mod_sum, (n,))
+    check_native(strided_sum, (0, n, 1), (n, 0, -1), (-n, n, 3), (n, -n, -2))
+    check_native(sum_before_break, (n + 5, n), (n, n + 1), (n, 0))
+    check_native(sum_skipping, (n, 3), (n, 1))
+    check_native(first_multiple, (n + 2, n + 1), (n, n + 1), (n + 3, max(n, 1)))
+    check_native(count_while, (2 * n,), (2 * n - 1,))
+
+
+def two_dims(m: np.ndarray) -> float:
+    s = 0.0
+    for r in range(m.shape[0]):
+        for c in range(m.shape[1]):
+            s += float(m[r, c]) * (r + 1)
+    return s
+
+
+@pytest.mark.parametrize("shape", [(0, 5), (3, 0), (1, CHUNK + 1), (CHUNK + 1, 1),
+                                   (3, CHUNK - 1), (300, 300)])
+def test_nested_loops_share_the_budget(shape):
+    """Short inner loops charge the budget of the outer loop's checks too."""
+    m = np.arange(shape[0] * shape[1], dtype=np.float64).reshape(shape) % 17
+    check_native(two_dims, (m,))
+
+
+def divide_into(x: np.ndarray, out: np.ndarray) -> int:
+    for i in range(x.shape[0]):
+        out[i] = 1000 // int(x[i])
+    return 0
+
+
+def store_beyond(out: np.ndarray, n: int) -> int:
+    for i in range(n):
+        out[i] = i
+    return n
+
+
+def read_ahead(x: np.ndarray, out: np.ndarray) -> int:
+    for i in range(x.shape[0]):
+        out[i] = x[i] + x[i + 1]
+    return 0
+
+
+@pytest.mark.parametrize("at", [0, CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK + 2])
+def test_exceptions_mid_loop_keep_the_writes_before_them(at):
+    x = np.arange(1, 2 * CHUNK + 4, dtype=np.int64)
+    x[at] = 0
+    check_native(divide_into, (x, np.zeros_like(x)))
+    out = np.full(at + 1, -1, dtype=np.int64)
+    check_native(store_beyond, (out, at + 1), (out, at + 2))     # IndexError at the last pass
+    y = np.arange(at + 1, dtype=np.float64)
+    check_native(read_ahead, (y, np.zeros_like(y)))
+
+
+def grow(base: int, step: int, n: int, out: np.ndarray) -> int:
+    v = base
+    for i in range(n):
+        v += step
+        out[i & 7] = v & 255
+    return v
+
+
+def grow_quietly(base: int, step: int, n: int) -> int:
+    v = base
+    for _ in range(n):
+        v += step
+    return v
+
+
+@pytest.mark.parametrize("passes", [CHUNK - 1, CHUNK, CHUNK + 1])
+def test_an_int_leaving_int64_at_a_chunk_boundary(passes):
+    """The pass that takes v beyond int64 lies by a chunk's end: without writes the region
+    runs again in the interpreter (Python's int); after writes it raises OverflowError
+    (README: an int beyond 64 bits after an effect), with the writes of the passes before
+    that one done."""
+    step = 1 << 40
+    base = INT64_MAX - step * passes + 1
+    check_native(grow_quietly, (base, step, passes - 1), (base, step, passes),
+                 (base, step, passes + 1))
+    out, eager_out = np.zeros(8, dtype=np.int64), np.zeros(8, dtype=np.int64)
+    check_native(grow, (base, step, passes - 1, out))
+    run, _ = native(grow)
+    with pytest.raises(OverflowError):
+        run(base, step, passes, out)
+    grow(base, step, passes - 1, eager_out)
+    assert np.array_equal(out, eager_out)

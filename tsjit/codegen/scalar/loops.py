@@ -1,0 +1,215 @@
+"""Lowering prim::Loop: loops whose hot part LLVM can unroll and vectorize, and the
+interrupt check that keeps them stoppable with Ctrl-C.
+
+Every INTERRUPT_CHECK_INTERVAL back-edges (of all the function's loops together) native
+code lets Python handle pending signals (PyErr_CheckSignals): a handler that raises
+(Ctrl-C: KeyboardInterrupt) makes the function fail with that exception at an iteration
+boundary, with the array writes of the iterations before it done, as eager Python would
+have done had the signal arrived there.  The back-edges left before the next check are a
+budget, one per function, which mem2reg keeps in a register.
+
+A loop with a trip count (a `for` loop) holding no other loop (the hot one of a nest)
+runs in *chunks*: an inner loop of at most `budget` passes with nothing but the loop's
+own test on its back-edge, then the budget is charged with the passes run and, where it
+is spent, the signals are checked before the next chunk.  The inner loop is then a plain
+counted loop (its end, `min(trip count, counter + budget)`, is fixed when the chunk
+starts), which LLVM unrolls and vectorizes where the body allows: a check in every pass
+(a call on a second exit) stopped both, and summing `i & 255` was 8x slower than Numba's.
+Other loops keep the check on each back-edge (one decrement and a predictable branch):
+a `while` loop cannot vectorize, and the chunks' own cost on entry made collatz's short
+inner loops ~20% slower; loops around loops run their body's loops on each pass anyway.
+The budget is the same for all, so checks still come every INTERRUPT_CHECK_INTERVAL
+back-edges of any mix of loops.  A chunk never outruns the budget, so the count of checks
+bounds the back-edges run, as int_ranges' counters need (BACK_EDGE_LIMIT).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from llvmlite import ir
+
+from ...interpreter.control import INT64_MAX, LoopParts, is_constant
+from ...ir.graph import Node
+from ...passes.int_ranges import BACK_EDGE_LIMIT
+from . import cpython
+from .bailout import Rerun
+from .ntypes import I1, I32, I64, PY_INT, NValue, coerce
+
+# Loop back-edges between two checks for pending signals (Ctrl-C): PyErr_CheckSignals costs
+# a few ns, so a check per 2**16 iterations is free, and 2**16 iterations of any loop body
+# take well under a second.
+INTERRUPT_CHECK_INTERVAL = 1 << 16
+
+
+class LoopEmitter:
+    """FunctionEmitter's lowering of prim::Loop (a mixin: it uses the emitter's builder,
+    values, kinds, bailouts and blocks)."""
+
+    _interrupt_budget: ir.Value | None = None
+
+    def _loop(self, node: Node) -> None:
+        """`i = 0; c = cond; v = init; while i < n and c: v = body(i, v); i += 1`, with the
+        counter left out of `while` loops (trip count INT64_MAX, counter unused) and the
+        condition left out of `for` loops (always True).  A peeled loop (inference.py)
+        runs its first pass before the loop proper, with the kinds of that pass.  A `for`
+        loop without loops inside runs in chunks (see the module docstring)."""
+        b = self.b
+        loop = LoopParts(node)
+        bounded = not is_constant(loop.max_trip_count, INT64_MAX)
+        chunked = bounded and not any(inner.kind == "prim::Loop"
+                                      for inner in node.blocks[0].walk())
+        counted = bounded or bool(loop.counter.uses)
+        conditional = not (is_constant(loop.initial_cond, True)
+                           and is_constant(loop.next_cond, True))
+        kinds = [self.kinds[p] for p in loop.params]
+        start, values = 0, [self.values[v] for v in loop.initial]
+        cond_value = self.values[loop.initial_cond]
+        skipped = None          # (block, values) reaching the exit without the loop proper
+        exit_bb = self.fn.append_basic_block("endloop")
+        first_pass = self.kinds.peeled.get(node)
+        if first_pass is not None:
+            peel_bb = self.fn.append_basic_block("peel")
+            skipped = (b.block, values)
+            b.cbranch(self._loop_test(loop, counted, conditional, cond_value.value,
+                                      ir.Constant(I64, 0)), peel_bb, exit_bb)
+            b.position_at_end(peel_bb)
+            steady_kinds, self.kinds = self.kinds, first_pass
+            self._emit_pass(loop, counted, ir.Constant(I64, 0), values)
+            self.kinds = steady_kinds
+            start, values = 1, [self.values[v] for v in loop.carried_next]
+            cond_value = self.values[loop.next_cond]
+        entry = _LoopState(ir.Constant(I64, start), cond_value.value, values)
+        state = self._loop_header(kinds, conditional, entry, "loop")
+        body_bb = self.fn.append_basic_block("body")
+        b.cbranch(self._loop_test(loop, counted, conditional, state.cond, state.counter),
+                  body_bb, exit_bb)
+        b.position_at_end(body_bb)
+        if chunked:
+            self._chunk(loop, conditional, kinds, state)
+        else:
+            self._emit_pass(loop, counted, state.counter, state.carried)
+            self._charge_back_edges(ir.Constant(I64, 1), node)
+            state.add_incoming(b.block, self._next_state(loop, state.counter), kinds)
+        b.branch(state.header)
+        b.position_at_end(exit_bb)
+        for k, (out, value) in enumerate(zip(node.outputs, state.carried)):
+            if skipped is not None:
+                value = self.merge([(value, state.header), (skipped[1][k], skipped[0])],
+                                   self.kinds[out])
+            self.values[out] = value
+
+    def _chunk(self, loop: LoopParts, conditional: bool, kinds: Sequence,
+               outer: _LoopState) -> None:
+        """From the chunk loop's body: at most `budget` passes as an inner loop whose only
+        exits are its end and the loop's condition, then the charge for them; continues
+        into the chunk loop's back-edge (the outer state gets its incoming values)."""
+        b = self.b
+        trips = self.values[loop.max_trip_count].value
+        budget = b.load(self._budget(), typ=I64)
+        left = b.sub(trips, outer.counter)
+        end = b.add(outer.counter, b.select(b.icmp_signed("<", left, budget), left, budget))
+        chunk_start = b.block
+        entry = _LoopState(outer.counter, outer.cond, outer.carried)
+        inner = self._loop_header(kinds, conditional, entry, "chunk", chunk_start)
+        go = b.icmp_signed("<", inner.counter, end)
+        if conditional:
+            go = b.and_(inner.cond, go)
+        body_bb, done_bb = (self.fn.append_basic_block(n) for n in ("pass", "chunk_done"))
+        b.cbranch(go, body_bb, done_bb)
+        b.position_at_end(body_bb)
+        self._emit_pass(loop, True, inner.counter, inner.carried)
+        inner.add_incoming(b.block, self._next_state(loop, inner.counter), kinds)
+        b.branch(inner.header)
+        b.position_at_end(done_bb)
+        self._charge_back_edges(b.sub(inner.counter, outer.counter), loop.node)
+        outer.add_incoming(b.block, inner.as_values(), kinds)
+
+    def _loop_header(self, kinds: Sequence, conditional: bool, entry: _LoopState,
+                     name: str, pred: ir.Block | None = None) -> _LoopState:
+        """A loop header reached from the current block (`pred`) with `entry`: phis of
+        the counter, the condition (if `conditional`) and the carried values."""
+        b = self.b
+        pred = pred or b.block
+        header = self.fn.append_basic_block(name)
+        b.branch(header)
+        b.position_at_end(header)
+        state = _LoopState(b.phi(I64, name="i"), b.phi(I1) if conditional else None,
+                           [NValue(k, tuple(b.phi(t) for t in k.components())) for k in kinds],
+                           header)
+        state.add_incoming(pred, entry, kinds)
+        return state
+
+    def _next_state(self, loop: LoopParts, counter: ir.Value) -> _LoopState:
+        """The state at the back-edge, after a pass."""
+        return _LoopState(self.b.add(counter, ir.Constant(I64, 1)),
+                          self.values[loop.next_cond].value,
+                          [self.values[v] for v in loop.carried_next])
+
+    def _loop_test(self, loop: LoopParts, counted: bool, conditional: bool,
+                   cond: ir.Value | None, counter: ir.Value | None) -> ir.Value:
+        """Whether a pass of the loop runs: its condition, and the counter below the trip
+        count."""
+        go = cond if conditional else ir.Constant(I1, 1)
+        if counted:
+            below = self.b.icmp_signed("<", counter, self.values[loop.max_trip_count].value)
+            go = self.b.and_(go, below)
+        return go
+
+    def _emit_pass(self, loop: LoopParts, counted: bool, counter: ir.Value,
+                   carried: Sequence[NValue]) -> None:
+        """The body once, for this counter and these carried values."""
+        self.values[loop.counter] = NValue(PY_INT, (counter,) if counted else
+                                           (ir.Constant(I64, ir.Undefined),))
+        for param, value in zip(loop.params, carried):
+            self.values[param] = value
+        self.emit_block(loop.node.blocks[0])
+
+    def _budget(self) -> ir.Value:
+        """The function's budget of back-edges before the next interrupt check (always
+        at least 1 where a loop reads it: a charge that spends it checks and refills)."""
+        if self._interrupt_budget is None:
+            self._interrupt_budget = self.alloca(
+                I64, initial=ir.Constant(I64, INTERRUPT_CHECK_INTERVAL))
+        return self._interrupt_budget
+
+    def _charge_back_edges(self, count: ir.Value, loop_node: Node) -> None:
+        """`count` back-edges ran (no more than the budget): where they spend it, let
+        Python handle pending signals (see the module docstring), and refill it."""
+        b = self.b
+        left = b.sub(b.load(self._budget(), typ=I64), count)
+        b.store(left, self._budget())
+        check_bb, go_on = (self.fn.append_basic_block(n) for n in ("signals", "no_signal"))
+        b.cbranch(b.icmp_signed("<=", left, ir.Constant(I64, 0)), check_bb, go_on
+                  ).set_weights([1, INTERRUPT_CHECK_INTERVAL])
+        b.position_at_end(check_bb)
+        if self.int_ranges.counts_back_edges:      # counters are bounded by back-edges
+            self.bailouts.give_up_at_call(BACK_EDGE_LIMIT // INTERRUPT_CHECK_INTERVAL, Rerun(
+                f"after {BACK_EDGE_LIMIT} loop iterations, a counter might need more than "
+                "64 bits", loop_node, OverflowError))
+        b.store(ir.Constant(I64, INTERRUPT_CHECK_INTERVAL), self._budget())
+        check = cpython.declare(self.module, "PyErr_CheckSignals")
+        check.attributes.add("cold")  # keeps the loop's values out of its way (registers)
+        raised = b.icmp_signed("!=", b.call(check, []), ir.Constant(I32, 0))
+        b.cbranch(raised, self.fail_block, go_on).set_weights([1, 1000])
+        b.position_at_end(go_on)
+
+
+class _LoopState:
+    """A loop's counter, condition (None: always true) and carried values at one point;
+    at a header, phis (and the header block)."""
+
+    def __init__(self, counter: ir.Value, cond: ir.Value | None, carried: list[NValue],
+                 header: ir.Block | None = None):
+        self.counter, self.cond, self.carried, self.header = counter, cond, carried, header
+
+    def as_values(self) -> _LoopState:
+        return _LoopState(self.counter, self.cond, self.carried)
+
+    def add_incoming(self, block: ir.Block, arriving: _LoopState, kinds: Sequence) -> None:
+        """The header's phis take `arriving`'s values from `block`."""
+        self.counter.add_incoming(arriving.counter, block)
+        if self.cond is not None:
+            self.cond.add_incoming(arriving.cond, block)
+        for phi_value, value, kind in zip(self.carried, arriving.carried, kinds):
+            for phi, part in zip(phi_value.parts, coerce(value, kind)):
+                phi.add_incoming(part, block)
