@@ -150,3 +150,58 @@ def test_an_int_leaving_int64_at_a_chunk_boundary(passes):
         run(base, step, passes, out)
     grow(base, step, passes - 1, eager_out)
     assert np.array_equal(out, eager_out)
+
+
+# ---------------------------------------------------------------------------- bounds
+# A chunk runs without the bounds checks of accesses at indices affine in the counter
+# where both of its ends lie within the arrays (codegen/scalar/element_access.py), and
+# as written elsewhere: every form below is run where it stays within bounds, where it
+# leaves them at the first or the last pass, on contiguous and strided arrays.
+
+def shifted(x: np.ndarray, out: np.ndarray, lo: int, hi: int, step: int, k: int) -> int:
+    for i in range(lo, hi, step):
+        out[i] = x[i + k] * 2 - x[i - k]
+    return 0
+
+
+def columns(m: np.ndarray, out: np.ndarray) -> float:
+    s = 0.0
+    for r in range(m.shape[0]):
+        for c in range(m.shape[1]):
+            out[c] += m[r, c] * (c + 1)
+            if c < m.shape[0] and r < m.shape[1]:
+                s += float(m[c, r])
+    return s
+
+
+def guarded(x: np.ndarray, n: int) -> int:
+    s = 0
+    for i in range(n):
+        if i < x.shape[0]:
+            s += int(x[i])
+    return s
+
+
+def _layouts(n: int) -> list[np.ndarray]:
+    base = np.arange(2 * n + 8, dtype=np.float64) * 0.5 - 3.0
+    return [base[:n].copy(), base[: 2 * n : 2], base[n - 1 :: -1] if n else base[:0]]
+
+
+@pytest.mark.parametrize("n", [1, 5, CHUNK + 3])
+@pytest.mark.parametrize("layout", [0, 1, 2], ids=["contiguous", "strided", "reversed"])
+def test_affine_indices_within_and_beyond_the_arrays(n, layout):
+    x = _layouts(n)[layout]
+    calls = [(lo, hi, step, k) for lo, hi, step, k in [
+        (0, n, 1, 0), (1, n - 1, 1, 1), (0, n, 1, 1), (1, n, 1, 1), (0, n - 1, 1, -1),
+        (n - 1, -1, -1, 0), (n - 1, 0, -1, 1), (0, n, 3, 0), (-n, 0, 1, 0), (0, n + 1, 1, 0),
+        (n - 1, CHUNK + n, 1, 0)]]
+    for lo, hi, step, k in calls:
+        check_native(shifted, (x, np.zeros(n), lo, hi, step, k))
+    check_native(guarded, (x.astype(np.int64), n), (x.astype(np.int64), n + 3))
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (4, 2), (2, 5), (300, 220)])
+def test_two_dimensional_accesses_along_either_axis(shape):
+    m = (np.arange(shape[0] * shape[1], dtype=np.float64) % 11).reshape(shape)
+    check_native(columns, (m, np.zeros(shape[1])), (np.asfortranarray(m), np.zeros(shape[1])),
+                 (m, np.zeros(shape[1] - 1)))

@@ -96,6 +96,9 @@ class FunctionEmitter(LoopEmitter):
         self._int_tests: list[tuple[ir.Value, Node]] = []  # waiting (see test_int)
         self._defer_int_tests = False
         self._speculating = 0           # the depth of _select_if's arms being emitted
+        # array accesses shown within bounds by the chunk being emitted (see
+        # element_access.py): node -> whether its last stride is the item size
+        self.fast_accesses: dict[Node, bool] = {}
 
     # ------------------------------------------------------------------ the function
     def build(self, miss_handler: object, rerun_handler: object, counters: object) -> None:

@@ -33,7 +33,8 @@ from ...ir.graph import Node
 from ...passes.int_ranges import BACK_EDGE_LIMIT
 from . import cpython
 from .bailout import Rerun
-from .ntypes import I1, I32, I64, PY_INT, NValue, coerce
+from .element_access import ElementAccesses
+from .ntypes import I1, I32, I64, PY_BOOL, PY_INT, NValue, coerce
 
 # Loop back-edges between two checks for pending signals (Ctrl-C): PyErr_CheckSignals costs
 # a few ns, so a check per 2**16 iterations is free, and 2**16 iterations of any loop body
@@ -102,34 +103,69 @@ class LoopEmitter:
                outer: _LoopState) -> None:
         """From the chunk loop's body: at most `budget` passes as an inner loop whose only
         exits are its end and the loop's condition, then the charge for them; continues
-        into the chunk loop's back-edge (the outer state gets its incoming values)."""
+        into the chunk loop's back-edge (the outer state gets its incoming values).  Where
+        the body reads or writes array elements at indices affine in the counter, the
+        chunk runs in one of two versions (see `ElementAccesses`): one without their
+        bounds checks where every such index lies within its array at both ends of the
+        chunk, the other as written."""
         b = self.b
         trips = self.values[loop.max_trip_count].value
         budget = b.load(self._budget(), typ=I64)
         left = b.sub(trips, outer.counter)
         end = b.add(outer.counter, b.select(b.icmp_signed("<", left, budget), left, budget))
-        chunk_start = b.block
+        accesses = ElementAccesses(self, loop)
         entry = _LoopState(outer.counter, outer.cond, outer.carried)
-        inner = self._loop_header(kinds, conditional, entry, "chunk", chunk_start)
+        done_bb = self.fn.append_basic_block("chunk_done")
+        versions = [(accesses.fast, None)]
+        if accesses.fast:
+            checked_bb, fast_bb = (self.fn.append_basic_block(n) for n in ("checked", "fast"))
+            last = b.sub(end, ir.Constant(I64, 1))
+            b.cbranch(accesses.hold(outer.counter, last), fast_bb, checked_bb)
+            versions = [(accesses.fast, fast_bb), ({}, checked_bb)]
+        exits = []
+        for fast, start_bb in versions:
+            if start_bb is not None:
+                b.position_at_end(start_bb)
+            self.fast_accesses = fast
+            exits.append(self._chunk_passes(loop, conditional, kinds, entry, end, done_bb))
+        self.fast_accesses = {}
+        b.position_at_end(done_bb)
+
+        def joined(part, kind) -> NValue:
+            return self.merge([(part(state), block) for block, state in exits], kind)
+        state = _LoopState(
+            joined(lambda s: NValue(PY_INT, (s.counter,)), PY_INT).value,
+            joined(lambda s: NValue(PY_BOOL, (s.cond,)), PY_BOOL).value if conditional
+            else None,
+            [joined(lambda s, k=k: s.carried[k], kind) for k, kind in enumerate(kinds)])
+        self._charge_back_edges(b.sub(state.counter, outer.counter), loop.node)
+        outer.add_incoming(b.block, state, kinds)
+
+    def _chunk_passes(self, loop: LoopParts, conditional: bool, kinds: Sequence,
+                      entry: _LoopState, end: ir.Value, done_bb: ir.Block
+                      ) -> tuple[ir.Block, _LoopState]:
+        """The inner loop of a chunk from the current block, its passes up to `end` (or
+        the condition's turning false); it exits to `done_bb`: that exit's block and
+        state."""
+        b = self.b
+        inner = self._loop_header(kinds, conditional, entry, "chunk")
         go = b.icmp_signed("<", inner.counter, end)
         if conditional:
             go = b.and_(inner.cond, go)
-        body_bb, done_bb = (self.fn.append_basic_block(n) for n in ("pass", "chunk_done"))
+        body_bb = self.fn.append_basic_block("pass")
         b.cbranch(go, body_bb, done_bb)
         b.position_at_end(body_bb)
         self._emit_pass(loop, True, inner.counter, inner.carried)
         inner.add_incoming(b.block, self._next_state(loop, inner.counter), kinds)
         b.branch(inner.header)
-        b.position_at_end(done_bb)
-        self._charge_back_edges(b.sub(inner.counter, outer.counter), loop.node)
-        outer.add_incoming(b.block, inner.as_values(), kinds)
+        return inner.header, inner.as_values()
 
     def _loop_header(self, kinds: Sequence, conditional: bool, entry: _LoopState,
-                     name: str, pred: ir.Block | None = None) -> _LoopState:
-        """A loop header reached from the current block (`pred`) with `entry`: phis of
-        the counter, the condition (if `conditional`) and the carried values."""
+                     name: str) -> _LoopState:
+        """A loop header reached from the current block with `entry`: phis of the
+        counter, the condition (if `conditional`) and the carried values."""
         b = self.b
-        pred = pred or b.block
+        pred = b.block
         header = self.fn.append_basic_block(name)
         b.branch(header)
         b.position_at_end(header)

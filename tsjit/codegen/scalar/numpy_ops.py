@@ -247,19 +247,28 @@ def element_infer(array: NType, index: NType) -> NumpyScalar:
 
 
 def _element_pointer(em: FunctionEmitter, node: Node, args: Sequence[NValue]
-                     ) -> tuple[ir.Value, ir.Value]:
+                     ) -> tuple[ir.Value, ir.Value | None]:
     """The address of `array[i, j, ...]` (negative indices count from the end) and a flag
-    for an index out of bounds."""
+    for an index out of bounds; None for an access the loop around it has shown to lie
+    within the array (FunctionEmitter.fast_accesses), whose last stride is then the
+    item size where its index moves."""
     b = em.b
     array, index = args
     rank = array.kind.rank
     data, sizes, strides = array.parts[1], array.parts[2:2 + rank], array.parts[2 + rank:]
+    fast = em.fast_accesses.get(node)
+    if fast:
+        strides = (*strides[:-1], const(I64, array.kind.dtype.itemsize))
     offset, outside = const(I64, 0), []
     for i, size, stride in zip(index.parts, sizes, strides):
-        wrapped = b.select(b.icmp_signed("<", i, const(I64, 0)), b.add(i, size), i)
-        outside.append(b.icmp_unsigned(">=", wrapped, size))
+        wrapped = i
+        if fast is None:
+            wrapped = b.select(b.icmp_signed("<", i, const(I64, 0)), b.add(i, size), i)
+            outside.append(b.icmp_unsigned(">=", wrapped, size))
         offset = b.add(offset, b.mul(wrapped, stride))
     address = b.gep(data, [offset], source_etype=ir.IntType(8))
+    if fast is not None:
+        return address, None
     return address, any_of(b, outside) if outside else const(I1, 0)
 
 
@@ -267,7 +276,8 @@ def element_read(em: FunctionEmitter, node: Node, args: Sequence[NValue], kind: 
                  ) -> list[NValue]:
     """`array[i, ...]`: the element, or NumPy's IndexError for an index out of bounds."""
     address, outside = _element_pointer(em, node, args)
-    em.raise_at_site(node, args, outside)
+    if outside is not None:
+        em.raise_at_site(node, args, outside)
     return [NValue(kind, (load_value(em.b, address, args[0].kind.dtype),))]
 
 
@@ -324,7 +334,8 @@ def _setitem_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list[NVal
     b = em.b
     array, index, value = args
     address, outside = _element_pointer(em, node, args[:2])
-    em.raise_at_site(node, args, outside)
+    if outside is not None:
+        em.raise_at_site(node, args, outside)
     stored, inexact = _store_exact(b, value, array.kind.dtype)
 
     def store() -> list[NValue]:
