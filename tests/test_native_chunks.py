@@ -205,3 +205,20 @@ def test_two_dimensional_accesses_along_either_axis(shape):
     m = (np.arange(shape[0] * shape[1], dtype=np.float64) % 11).reshape(shape)
     check_native(columns, (m, np.zeros(shape[1])), (np.asfortranarray(m), np.zeros(shape[1])),
                  (m, np.zeros(shape[1] - 1)))
+
+
+def remainders(a: int, b: int) -> int:
+    s = 0
+    for i in range(a, b):
+        s += i % 1000 + i // 7 + (i + a) % 3
+    for j in range(b - a):
+        s += j % 1000 + j // 7
+    return s
+
+
+@pytest.mark.parametrize("a, b", [(0, CHUNK + 5), (-CHUNK - 5, 3), (-7, 7),
+                                  (INT64_MAX - 2 * CHUNK, INT64_MAX)])
+def test_remainders_of_ints_of_either_sign(a, b):
+    """`%` and `//` by a positive constant of an int int_ranges shows >= 0 are unsigned
+    division (LLVM strength-reduces them); of any other int, Python's floor forms."""
+    check_native(remainders, (a, b))

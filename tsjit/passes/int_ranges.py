@@ -66,11 +66,19 @@ class RangeTest:
 class IntRanges:
     """The result of `int_ranges`: which int operations need a test, and which."""
 
-    def __init__(self, tests: dict[Node, RangeTest | None], counts_back_edges: bool):
+    def __init__(self, tests: dict[Node, RangeTest | None], counts_back_edges: bool,
+                 ranges: dict[Value, Interval] | None = None):
         self._tests = tests
+        self._ranges = ranges or {}
         # whether a result relies on the region running at most BACK_EDGE_LIMIT loop
         # back-edges: native code must then give up past that many
         self.counts_back_edges = counts_back_edges
+
+    def non_negative(self, value: Value) -> bool:
+        """Whether the int `value` is >= 0 (in every run in which no test has failed yet:
+        a value computed after a failed test is never seen, native code gives up)."""
+        interval = self._ranges.get(value)
+        return interval is not None and interval[0] >= 0
 
     def test_for(self, node: Node) -> RangeTest | None:
         """How to test that `node`'s int result stays in int64; None: it needs no test
@@ -140,7 +148,7 @@ class _Analysis:
             if not self.changed:
                 counts = any(w.bounds is not None and (w.up or w.down)
                              for w in self.webs.values())
-                return IntRanges(self._tests(), counts)
+                return IntRanges(self._tests(), counts, self.ranges)
         return IntRanges({}, False)
 
     def _tests(self) -> dict[Node, RangeTest | None]:

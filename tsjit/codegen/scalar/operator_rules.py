@@ -135,6 +135,11 @@ def _int_binary(em: FunctionEmitter, node: Node, op: str, args: Sequence[NValue]
                 value = b.ashr(x, const(I64, y.constant.bit_length() - 1)) \
                     if op == "floordiv" else b.and_(x, const(I64, y.constant - 1))
                 return [NValue(PY_INT, (value,))]
+            if op in ("floordiv", "mod") and y.constant > 0 and \
+                    em.int_ranges.non_negative(node.inputs[0]):
+                # both operands >= 0: C's division is Python's, and unsigned division
+                # lets LLVM strength-reduce `i % 1000` across an unrolled loop
+                return [NValue(PY_INT, ((b.udiv if op == "floordiv" else b.urem)(x, y),))]
         else:   # a zero divisor (ZeroDivisionError), a negative shift count (ValueError)
             em.raise_at_site(node, args, b.icmp_signed(
                 "==" if op in ("floordiv", "mod") else "<", y, zero))
