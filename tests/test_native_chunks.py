@@ -222,3 +222,48 @@ def test_remainders_of_ints_of_either_sign(a, b):
     """`%` and `//` by a positive constant of an int int_ranges shows >= 0 are unsigned
     division (LLVM strength-reduces them); of any other int, Python's floor forms."""
     check_native(remainders, (a, b))
+
+
+# ---------------------------------------------------------------------------- gathered tests
+# A chunk without effects gathers the tests of its rare cases in a flag and, where one
+# held, runs again as written (codegen/scalar/loops.py, _chunk): the warnings, the
+# exceptions under np.errstate and the re-runs of ints beyond 64 bits must be eager's,
+# at the pass where eager meets them.
+
+def running_sum(a: np.ndarray) -> np.ndarray:
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i]
+    return s
+
+
+def running_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    s = a[0] * b[0]
+    for i in range(1, a.shape[0]):
+        s += a[i] * b[i]
+    return s
+
+
+def int_total(a: np.ndarray) -> int:
+    s = 0
+    for i in range(a.shape[0]):
+        s += int(a[i])
+    return s
+
+
+@pytest.mark.parametrize("at", [0, CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK + 2])
+@pytest.mark.parametrize("errors", ["warn", "raise", "ignore"])
+def test_rare_cases_of_a_gathered_chunk_are_eagers(at, errors):
+    n = 2 * CHUNK + 3
+    big = np.ones(n)
+    big[at:at + 2] = np.finfo(np.float64).max   # overflow at `at + 1`, then inf - inf: nan
+    big[-1] = -np.inf
+    tiny = np.full(n, 0.5)
+    tiny[at] = 1e-300                              # an underflowing product, and zeros
+    zeros = np.where(np.arange(n) % 5 == 0, 0.0, tiny)
+    with np.errstate(all=errors):
+        check_native(running_sum, (big,), (np.ones(n),))
+        check_native(running_dot, (tiny, tiny), (zeros, tiny), (big, tiny))
+    wide = np.ones(n, dtype=np.int64)
+    wide[at] = INT64_MAX
+    check_native(int_total, (wide,), (-wide,), (np.ones(n, dtype=np.int64),))

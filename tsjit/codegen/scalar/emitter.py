@@ -51,11 +51,9 @@ from .ntypes import (
     Tuple,
     coerce,
 )
-from .rules import RULES
+from .rules import RULES, SPECULATION_LIMIT
 
 FUNCTION_ATTRIBUTES = ("nounwind",)
-# Nodes an `if` may have (both arms together) to run both arms and select the results.
-SPECULATION_LIMIT = 8
 MISS_HANDLER, CALL_COUNTER = 0, 1     # indices in FunctionEmitter.objects
 
 
@@ -205,7 +203,7 @@ class FunctionEmitter(LoopEmitter):
             return self._call_site(node, args, out_kinds)
         if self._deferred is not None:      # a checked speculation (see _checked_select_if)
             assert not callable(fast), "a deferred test needs precomputed fast values"
-            self._deferred.append(when)
+            self._deferred.append(when if recheck is None else self.b.and_(when, recheck()))
             return list(fast)
         b = self.b
         slow_bb, fast_bb, join_bb = (self.fn.append_basic_block(n)
@@ -342,7 +340,9 @@ class FunctionEmitter(LoopEmitter):
         body's arithmetic, the arms of a small `if`) the test waits for the run's end,
         where only arithmetic has seen the wrapped value: placed after the arithmetic of
         a loop's recurrence, it does not delay it (collatz 1.09 -> 1.03 x Numba)."""
-        if self._defer_int_tests:
+        if self._speculating_chunk:
+            self._deferred.append(beyond)
+        elif self._defer_int_tests:
             self._int_tests.append((beyond, node))
         else:
             self.bailouts.give_up_if(beyond, int_beyond_64_bits(node))

@@ -32,9 +32,11 @@ from ...interpreter.control import INT64_MAX, LoopParts, is_constant
 from ...ir.graph import Node
 from ...passes.int_ranges import BACK_EDGE_LIMIT
 from . import cpython
+from .arith import any_of
 from .bailout import Rerun
 from .element_access import ElementAccesses
-from .ntypes import I1, I32, I64, PY_BOOL, PY_INT, NValue, coerce
+from .ntypes import I1, I32, I64, PY_BOOL, PY_INT, NValue, Tagged, coerce
+from .rules import RULES, SPECULATION_LIMIT
 
 # Loop back-edges between two checks for pending signals (Ctrl-C): PyErr_CheckSignals costs
 # a few ns, so a check per 2**16 iterations is free, and 2**16 iterations of any loop body
@@ -47,6 +49,7 @@ class LoopEmitter:
     values, kinds, bailouts and blocks)."""
 
     _interrupt_budget: ir.Value | None = None
+    _speculating_chunk = False      # tests of rare cases go to _deferred (see _chunk)
 
     def _loop(self, node: Node) -> None:
         """`i = 0; c = cond; v = init; while i < n and c: v = body(i, v); i += 1`, with the
@@ -107,7 +110,12 @@ class LoopEmitter:
         the body reads or writes array elements at indices affine in the counter, the
         chunk runs in one of two versions (see `ElementAccesses`): one without their
         bounds checks where every such index lies within its array at both ends of the
-        chunk, the other as written."""
+        chunk, the other as written.  Where the first has no effects and its rare cases
+        are tests (NumPy scalars' floating-point events, ints beyond 64 bits), it
+        gathers them in a flag instead of branching, and a chunk whose flag is set runs
+        again from its start as written (its passes only computed: nothing observable
+        happened), which then takes the rare paths at eager's pass.  The float sum's
+        pass is then one add and a test, without a branch (`_speculates`)."""
         b = self.b
         trips = self.values[loop.max_trip_count].value
         budget = b.load(self._budget(), typ=I64)
@@ -127,7 +135,9 @@ class LoopEmitter:
             if start_bb is not None:
                 b.position_at_end(start_bb)
             self.fast_accesses = fast
-            exits.append(self._chunk_passes(loop, conditional, kinds, entry, end, done_bb))
+            retry = checked_bb if fast and self._speculates(loop) else None
+            exits.append(self._chunk_passes(loop, conditional, kinds, entry, end, done_bb,
+                                            retry))
         self.fast_accesses = {}
         b.position_at_end(done_bb)
 
@@ -142,23 +152,61 @@ class LoopEmitter:
         outer.add_incoming(b.block, state, kinds)
 
     def _chunk_passes(self, loop: LoopParts, conditional: bool, kinds: Sequence,
-                      entry: _LoopState, end: ir.Value, done_bb: ir.Block
-                      ) -> tuple[ir.Block, _LoopState]:
+                      entry: _LoopState, end: ir.Value, done_bb: ir.Block,
+                      retry: ir.Block | None) -> tuple[ir.Block, _LoopState]:
         """The inner loop of a chunk from the current block, its passes up to `end` (or
-        the condition's turning false); it exits to `done_bb`: that exit's block and
-        state."""
+        the condition's turning false); it exits to `done_bb`, or with `retry`, where a
+        test of its rare cases held (gathered, see _chunk), to `retry`: the exit's block
+        and state."""
         b = self.b
+        pred = b.block
         inner = self._loop_header(kinds, conditional, entry, "chunk")
+        unusual = None
+        if retry is not None:
+            unusual = b.phi(I1, name="unusual")
+            unusual.add_incoming(ir.Constant(I1, 0), pred)
         go = b.icmp_signed("<", inner.counter, end)
         if conditional:
             go = b.and_(inner.cond, go)
         body_bb = self.fn.append_basic_block("pass")
-        b.cbranch(go, body_bb, done_bb)
+        exit_bb = done_bb if retry is None else self.fn.append_basic_block("speculated")
+        b.cbranch(go, body_bb, exit_bb)
         b.position_at_end(body_bb)
+        if retry is not None:
+            self._deferred, self._speculating_chunk = [], True
         self._emit_pass(loop, True, inner.counter, inner.carried)
+        if retry is not None:
+            unusual.add_incoming(any_of(b, [unusual, *self._deferred]), b.block)
+            self._deferred, self._speculating_chunk = None, False
         inner.add_incoming(b.block, self._next_state(loop, inner.counter), kinds)
         b.branch(inner.header)
-        return inner.header, inner.as_values()
+        if retry is None:
+            return inner.header, inner.as_values()
+        b.position_at_end(exit_bb)
+        b.cbranch(unusual, retry, done_bb).set_weights([1, 1000])
+        return exit_bb, inner.as_values()
+
+    def _speculates(self, loop: LoopParts) -> bool:
+        """Whether the pass of `loop` may run with its rare cases gathered (see _chunk):
+        no branches (ifs small enough to select), and operations that are plain
+        computation (rules.Rule.speculate), computation but for tests of rare cases
+        (Rule.checked) or array reads shown within bounds: none has effects (`s += x`
+        of numbers is computation, whatever in-place ops declare for arrays)."""
+        for node in loop.node.blocks[0].nodes:
+            if node.kind == "prim::If":
+                size = self._speculation_size(node.blocks)
+                if size is None or size > SPECULATION_LIMIT:
+                    return False
+                continue
+            kinds = [self.kinds[v] for v in node.inputs]
+            if node.kind == "prim::Loop" or any(isinstance(k, Tagged) for k in kinds):
+                return False
+            rule = RULES[node.kind]
+            read = node.kind == "aten::__getitem__" and node in self.fast_accesses
+            if not (read or rule.speculate(node, kinds)
+                    or rule.checked(node, kinds)):
+                return False
+        return True
 
     def _loop_header(self, kinds: Sequence, conditional: bool, entry: _LoopState,
                      name: str) -> _LoopState:

@@ -230,8 +230,16 @@ def _int_infer(node: Node, kinds) -> list[NType]:
     return [PY_INT]
 
 
+def _exact_int_speculate(node: Node, kinds) -> bool:
+    """int() of a Python int or bool, or of a NumPy integer that fits int64: computation
+    only (a uint64 from 2**63 on gives up)."""
+    (kind,) = kinds
+    return kind in (PY_INT, PY_BOOL) or (isinstance(kind, NumpyScalar) and (
+        kind.dtype.kind in "bi" or (kind.dtype.kind == "u" and kind.dtype.itemsize < 8)))
+
+
 register_rule("aten::Int", _int_infer, lambda em, node, args, out_kinds: int_of(
-    em, node, args, None))
+    em, node, args, None), speculate=_exact_int_speculate)
 
 
 # ---------------------------------------------------------------------------- builtins
@@ -310,7 +318,8 @@ def _derive_index_emit(em: FunctionEmitter, node: Node, args, out_kinds) -> list
 
 
 register_rule("aten::__range_length", _range_infer, _range_length_emit)
-register_rule("aten::__derive_index", _range_infer, _derive_index_emit)
+register_rule("aten::__derive_index", _range_infer, _derive_index_emit,
+              speculate=lambda node, kinds: True)
 
 
 # ---------------------------------------------------------------------------- math

@@ -66,6 +66,8 @@ class Rule:
 
 
 RULES: dict[str, Rule] = {}
+# Nodes an `if` may have (both arms together) to run both arms and select the results.
+SPECULATION_LIMIT = 8
 
 
 def register_rule(kinds: str | Sequence[str], infer: Infer, emit: Emit,
