@@ -18,12 +18,11 @@ values.  Results go to bench/results/element_loops.json and .png.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 import numpy as np
 import peers
-from harness import Case, Implementation, Settings, run_suite
+from harness import Case, Implementation, parse_selection, run_suite
 from loop_workloads import WORKLOADS
 
 import tsjit
@@ -141,15 +140,9 @@ def cases(only: list[str] | None) -> list[Case]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="3 samples per implementation: a smoke run of every path")
-    parser.add_argument("--only", nargs="+", metavar="WORD",
-                        help="run only the programs whose name contains one of these words")
-    args = parser.parse_args(argv)
+    settings, only = parse_selection(__doc__.splitlines()[0], argv)
     peers.report_missing()
-    run_suite("element_loops", cases(args.only), Settings.for_mode(args.quick))
-
+    run_suite("element_loops", cases(only), settings)
 
 if __name__ == "__main__":
     main(sys.argv[1:])

@@ -130,6 +130,19 @@ def parse_settings(description: str, argv: Sequence[str] | None = None) -> Setti
     return Settings.for_mode(parser.parse_args(argv).quick)
 
 
+def parse_selection(description: str, argv: Sequence[str] | None = None
+                    ) -> tuple[Settings, list[str] | None]:
+    """--quick and --only WORD ...: the settings, and the words a case's name must
+    contain one of (None: every case)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true",
+                        help="smaller inputs, 3 samples: a smoke run of every path")
+    parser.add_argument("--only", nargs="+", metavar="WORD",
+                        help="run only the cases whose name contains one of these words")
+    args = parser.parse_args(argv)
+    return Settings.for_mode(args.quick), args.only
+
+
 def as_numpy(result: object) -> object:
     """Peers return their own arrays (jax.Array, torch.Tensor): view them as NumPy's."""
     if isinstance(result, tuple | list):

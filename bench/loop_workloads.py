@@ -174,14 +174,6 @@ def matvec(m: np.ndarray, x: np.ndarray, out: np.ndarray) -> np.ndarray:
     return out
 
 
-def int_prefix_sum(x: np.ndarray, out: np.ndarray) -> np.ndarray:
-    s = 0
-    for i in range(x.shape[0]):
-        s += x[i]
-        out[i] = s
-    return out
-
-
 def bincount(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
     for k in range(counts.shape[0]):
         counts[k] = 0
@@ -206,8 +198,6 @@ COUNTED_LOOPS = {
     "matvec 1000x1000": (
         matvec, lambda: (_rng().standard_normal((1000, 1000)), _rng().standard_normal(1000),
                          np.zeros(1000))),
-    "int64 prefix sum 1M": (
-        int_prefix_sum, lambda: (_rng().integers(-1000, 1000, _N), np.zeros(_N, np.int64))),
     "float64 prefix sum 1M": (
         prefix_sum, lambda: (_rng().standard_normal(_N), np.zeros(_N))),
     "bincount 1M into 256": (

@@ -12,7 +12,7 @@
    without branches, which Numba unrolls and vectorizes: int sums of `i % 1000`,
    `i & 255`, a multiplicative hash, an LCG; float64 sum and dot product of arrays (a
    float sum is sequential in Python: no reordering for anyone, Numba included), an int64
-   sum, `out[i] = a[i] * 2 + b[i]`, a matrix-vector product, int64/float64 prefix sums, a
+   sum, `out[i] = a[i] * 2 + b[i]`, a matrix-vector product, a float64 prefix sum, a
    bincount (`counts[values[i]] += 1`). CPython is left out of these (its 1M iterations
    take 50-150 ms a call); the CPython function computes the reference.
 Every implementation runs the same Python function (tsjit.script, numba.njit, CPython);
@@ -25,13 +25,12 @@ function (`add(a: int, b: int) -> int`) is measured by bench/call_overhead.py.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 import numpy as np
 import peers
 from element_loops import fresh_arrays, numba_returning
-from harness import Case, Implementation, Settings, run_suite
+from harness import Case, Implementation, parse_selection, run_suite
 from loop_workloads import COUNTED_LOOPS
 
 import tsjit
@@ -136,18 +135,12 @@ def cases(quick: bool) -> list[Case]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="smaller inputs, 3 samples: a smoke run of every path")
-    parser.add_argument("--only", nargs="+", metavar="WORD",
-                        help="run only the cases whose name contains one of these words")
-    args = parser.parse_args(argv)
-    chosen = cases(args.quick) + counted_cases()
-    if args.only:
-        chosen = [c for c in chosen if any(word in c.name for word in args.only)]
+    settings, only = parse_selection(__doc__.splitlines()[0], argv)
+    chosen = cases(settings.quick) + counted_cases()
+    if only:
+        chosen = [c for c in chosen if any(word in c.name for word in only)]
     peers.report_missing()
-    run_suite("scalar_loops", chosen, Settings.for_mode(args.quick))
-
+    run_suite("scalar_loops", chosen, settings)
 
 if __name__ == "__main__":
     main(sys.argv[1:])
