@@ -267,3 +267,41 @@ def test_rare_cases_of_a_gathered_chunk_are_eagers(at, errors):
     wide = np.ones(n, dtype=np.int64)
     wide[at] = INT64_MAX
     check_native(int_total, (wide,), (-wide,), (np.ones(n, dtype=np.int64),))
+
+
+# ---------------------------------------------------------------------------- NumPy indices
+
+def bincount(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    for i in range(values.shape[0]):
+        counts[values[i]] += 1
+    return counts
+
+
+def pick(m: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> float:
+    s = 0.0
+    for i in range(rows.shape[0]):
+        s += float(m[rows[i], cols[i]])
+    return s
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int32", "int64", "uint64"])
+def test_numpy_integers_index_arrays_as_numpy_does(dtype):
+    """An index that is a NumPy integer (an element of another array) is its value:
+    negative ones count from the end, and out of bounds (a uint64 from 2**63 too) raises
+    NumPy's IndexError after the writes before it."""
+    signed = np.dtype(dtype).kind == "i"
+    values = np.array([3, 0, 5, 3, 1] * 7 + ([-1, -6] if signed else []), dtype=dtype)
+    check_native(bincount, (values, np.zeros(6, np.int64)))
+    beyond = np.append(values, np.array(6 if not signed else -7, dtype=dtype))
+    check_native(bincount, (beyond, np.zeros(6, np.int64)))
+    if dtype == "uint64":
+        check_native(bincount, (np.array([1, 2 ** 63 + 1], dtype=dtype), np.zeros(6, np.int64)))
+    m = np.arange(12.0).reshape(3, 4)
+    check_native(pick, (m, np.array([0, 2, 1], dtype=dtype), np.array([3, 0, 2], dtype=dtype)),
+                 (m, np.array([0, 3], dtype=dtype), np.array([1, 1], dtype=dtype)))
+
+
+def test_a_bool_or_float_index_is_left_to_the_interpreter():
+    """NumPy's bool scalar index adds an axis and a float one raises: not element reads."""
+    check_native(bincount, (np.array([True, False]), np.zeros(6, np.int64)), natively=False)
+    check_native(bincount, (np.array([1.0, 2.0]), np.zeros(6, np.int64)), natively=False)

@@ -241,7 +241,9 @@ def element_infer(array: NType, index: NType) -> NumpyScalar:
     if not isinstance(array, Array):
         raise Unsupported(f"indexing {array}")
     indices = _index_kinds(index)
-    if len(indices) != array.rank or any(k != PY_INT for k in indices):
+    if len(indices) != array.rank or not all(
+            k == PY_INT or (isinstance(k, NumpyScalar) and k.dtype.kind in "iu")
+            for k in indices):
         raise Unsupported(f"{array}[{index}] is not one element")
     return NumpyScalar(array.dtype)
 
@@ -260,7 +262,12 @@ def _element_pointer(em: FunctionEmitter, node: Node, args: Sequence[NValue]
     if fast:
         strides = (*strides[:-1], const(I64, array.kind.dtype.itemsize))
     offset, outside = const(I64, 0), []
-    for i, size, stride in zip(index.parts, sizes, strides):
+    for i, kind, size, stride in zip(index.parts, _index_kinds(index.kind), sizes, strides):
+        if isinstance(kind, NumpyScalar):       # a NumPy integer: its value, as an int
+            if kind.dtype == np.uint64:         # from 2**63 on: beyond every axis
+                outside.append(b.icmp_signed("<", i, const(I64, 0)))
+            extend = b.sext if kind.dtype.kind == "i" else b.zext
+            i = i if i.type == I64 else extend(i, I64)
         wrapped = i
         if fast is None:
             wrapped = b.select(b.icmp_signed("<", i, const(I64, 0)), b.add(i, size), i)
@@ -288,13 +295,28 @@ def index_check(node: Node) -> str | None:
         return "slicing"
     if node.kind == "aten::__setitem__" and not isinstance(seq, TensorType):
         return f"assignment to an item of a {seq.annotation}"
+    parts = node.inputs[1].node.inputs if isinstance(index, TupleType) and \
+        node.inputs[1].node.kind == "prim::TupleConstruct" else [node.inputs[1]]
     indices = index.elems if isinstance(index, TupleType) else (index,)
-    if any(t != IntType for t in indices):
+    if any(t != IntType and not _numpy_integer_index(v) for t, v in zip(indices, parts)) \
+            or len(parts) != len(indices):
         return "an index that is not an int"
     if isinstance(seq, TensorType) and seq.rank is not None and seq.rank != len(indices):
         return "indexing that yields a sub-array"
     return None
 
+
+
+def _numpy_integer_index(value) -> bool:
+    """Whether `value` may be a NumPy integer used as an index (`counts[labels[i]]`): a
+    Tensor refined to a NumPy scalar of an integer dtype, or, where the IR is vague
+    (before profiling), an element read; the variant's kinds decide (element_infer)."""
+    t = value.type
+    if not isinstance(t, TensorType) or t.ndarray is True:
+        return False
+    if t.ndarray is False:
+        return t.dtype is None or np.dtype(t.dtype).kind in "iu"
+    return value.node.kind == "aten::__getitem__"
 
 
 def _store_exact(b: ir.IRBuilder, value: NValue, dtype: np.dtype
