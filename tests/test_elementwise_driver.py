@@ -4,14 +4,12 @@ parallel jobs for several thread counts, whole-row and chunked row iteration, st
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 import numpy as np
 import pytest
 
 from tsjit import runtime
-from tsjit.codegen.elementwise import build_kernel_module
 from tsjit.codegen.elementwise_driver import (
     PREFETCH_MIN_TOTAL,
     STREAM_MIN_OUTPUT,
@@ -186,15 +184,3 @@ def test_rows_that_prefetch_their_next_row(threads, num_threads):
         (5,))
     (got,) = compile_kernel(spec)(x, y)
     np.testing.assert_array_equal(got, np.sqrt(x * x) / y + x)
-
-
-def test_rows_prefetch_their_outputs_next_row_for_writing():
-    """The prefetching loop asks for the inputs' next row (into L2) and for the outputs'
-    (for writing: the store then finds its line owned)."""
-    spec = KernelSpec((KernelInput(F32, 2, False),),
-                      (KernelOp("exp", (0,), F32), KernelOp("tanh", (1,), F32)), (2, 1))
-    text = str(build_kernel_module(spec, "prefetching"))
-    hints = re.findall(r"call void @\"?llvm\.prefetch[^(]*\(ptr [^,]+, i32 (\d), i32 2, i32 1\)",
-                       text)
-    assert sorted(set(hints)) == ["0", "1"]
-    assert hints.count("1") == 2 * hints.count("0")   # two outputs, one input

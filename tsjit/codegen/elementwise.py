@@ -450,24 +450,18 @@ class _KernelBuilder:
             self.spec.inputs[i].rank >= 2 for i in self.array_inputs)
 
     def emit_prefetches(self, b: ir.IRBuilder, pointers, distances, start) -> None:
-        """Prefetch the lines that elements [start, start + block) of each operand have at
-        its distance (the next row): each line once, a row ahead of use. Inputs into L2;
-        outputs for writing (``prefetchw``), which takes the line's ownership ahead of
-        the store that would otherwise wait for it: the hardware prefetcher follows the
-        stores of a row poorly (LSTM cell B=1024 H=1024, 2 threads, medians of interleaved
-        pairs on a busy machine: 0.86-1.02 of the time, most runs 0.93)."""
+        """Prefetch (into L2) the lines that elements [start, start + block) of each array
+        input have at their operand's distance: each line once, one block ahead of use."""
         prefetch = self.module.declare_intrinsic(
             "llvm.prefetch", [PTR], ir.FunctionType(ir.VoidType(), [PTR, I32, I32, I32]))
-        written = self._written_operands()
-        for k in range(self.n_operands):
+        for k in range(len(self.array_inputs)):
             itemsize = self.operand_dtypes[k].itemsize
             distance = b.load(element(b, distances, i64(k), I64), typ=I64)
             base = b.gep(pointers[k], [b.add(b.mul(start, i64(itemsize)), distance)],
                          source_etype=I8)
-            write = ir.Constant(I32, int(k in written))
             for line in range(_INTERLEAVED_BLOCK * itemsize // _LINE):
                 b.call(prefetch, [b.gep(base, [i64(line * _LINE)], source_etype=I8),
-                                  write, ir.Constant(I32, 2), ir.Constant(I32, 1)])
+                                  ir.Constant(I32, 0), ir.Constant(I32, 2), ir.Constant(I32, 1)])
 
     def build_body(self, inner: ir.Function) -> ir.Function:
         """The body ABI (``BODY_TYPE``): ``rows`` rows of elements [begin, end), row r's

@@ -14,8 +14,8 @@ Body ABI: ``void body(ptr *pointers, void *scalars, i64 begin, i64 end, i64 *pre
 i64 rows, i64 *row_strides)`` processes elements ``[begin, end)`` of ``rows`` rows of
 contiguous operands; row r of operand k has its element 0 at ``pointers[k] + r *
 row_strides[k]`` (bytes). ``prefetch`` is NULL or, per operand, the byte distance at which
-the body prefetches what it reads or writes (the same place in the next row; 0: nothing
-to prefetch).
+the body prefetches what it reads (the same place in the next row; 0: nothing to
+prefetch).
 
 The driver returns a status word (``STATUS_*``): the floating-point exception flags that
 the job raised on any of its threads (MXCSR's sticky status bits, cleared when a thread
@@ -568,9 +568,8 @@ class _Driver:
 
     def next_row_distances(self, b: ir.IRBuilder, job, inner) -> ir.Value:
         """The body's ``prefetch`` argument for whole rows: per operand the distance to its
-        next row (written operands too: the body prefetches their lines for writing); NULL
-        when no read operand has rows that are not adjacent, or the job is small
-        (``JOB_PREFETCH``)."""
+        next row when it is read and its rows are not adjacent; NULL when no operand has
+        such rows or the job is small (``JOB_PREFETCH``)."""
         rank = self.get(b, job, I64, JOB_RANK)
         n_operands = self.get(b, job, I64, JOB_N_OPERANDS)
         distances = stack_slot(b, ir.ArrayType(I64, MAX_OPERANDS))
@@ -584,8 +583,8 @@ class _Driver:
                 row_bytes = b.mul(inner, self.info(b, job, k, 0))
                 reads = b.icmp_signed("!=", b.and_(self.info(b, job, k, 2), i64(ACCESS_READ)),
                                       i64(0))
-                moving = b.icmp_signed("!=", stride, i64(0))
-                gapped = b.and_(b.and_(reads, moving), b.icmp_signed("!=", stride, row_bytes))
+                moving = b.and_(reads, b.icmp_signed("!=", stride, i64(0)))
+                gapped = b.and_(moving, b.icmp_signed("!=", stride, row_bytes))
                 b.store(b.select(moving, stride, i64(0)), element(b, distances, k, I64))
                 b.store(b.or_(b.load(any_gapped, typ=I1), gapped), any_gapped)
 
