@@ -12,6 +12,9 @@ What test_fuzz_fusion and test_fuzz_reductions do not draw, this generator does:
 - integer ``//``, ``%``, np.fmod and ``**`` on zero and negative operands (NumPy's
   divide-by-zero reports, its zero results, ValueError for negative integer powers),
   shifts by the width and beyond;
+- clip bounds and exponents that are arrays, scalars or broadcast one-element arrays (the
+  second argument's shape may hold ones), where NumPy's loops read them at stride 0 and
+  take their scalar paths (x ** 0.5 as sqrt, clip's ties kept);
 - comparisons chained with ``& | ^ ~`` and np.logical_* into np.where;
 - views: ``a[::-1]``, ``a[..., ::-1]``, ``a.T`` (square shapes), reductions with
   keepdims, dtype= and tuple axes inside elementwise chains, full reductions (NumPy
@@ -58,10 +61,11 @@ FLOAT_SPECIALS = (0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, 6e4, -1e30, 0.5, -2
 # float warns "overflow encountered in cast"), NumPy's strong.
 SCALARS = ("2", "-1", "0", "3", "300", "-129", "2.5", "-0.0", "True", "np.uint8(200)",
            "np.int8(-3)", "np.float16(0.1)", "np.float32(1.5)", "np.int64(-2)",
-           "np.uint64(7)", "65520.0", "-1e40")
+           "np.uint64(7)", "65520.0", "-1e40", "0.5", "np.float64(-0.0)")
 BINARY = ("{a} + {b}", "{a} - {b}", "{a} * {b}", "{a} / {b}", "{a} // {b}", "{a} % {b}",
           "{a} ** {b}", "np.maximum({a}, {b})", "np.minimum({a}, {b})", "np.fmod({a}, {b})",
-          "np.floor_divide({a}, {b})", "np.power({a}, {b})", "np.subtract({a}, {b})")
+          "np.floor_divide({a}, {b})", "np.power({a}, {b})", "np.subtract({a}, {b})",
+          "np.clip({a}, {b}, 3.5)", "np.clip({a}, -2, {b})", "np.remainder({b}, {a})")
 BITWISE = ("{a} & {b}", "{a} | {b}", "{a} ^ {b}", "{a} << {b}", "{a} >> {b}")
 COMPARE = ("<", "<=", ">", ">=", "==", "!=")
 UNARY = ("-{a}", "np.abs({a})", "np.negative({a})", "np.sign({a})", "np.square({a})",
