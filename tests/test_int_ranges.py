@@ -240,3 +240,21 @@ def test_counters_from_bounded_starts():
     tests = _tests_by_source(counters)
     assert tests["up += 1"] is None and tests["down -= 3"] is None
     assert tests["both += 2"] is None and tests["up += 2"] is None
+
+
+def sum_of_remainders(n: int, seed: int) -> int:
+    x = seed
+    s = 0
+    for _ in range(n):
+        x = (x * 5 + 1) % 1152921504606846976
+        s += x
+    return s
+
+
+def test_a_sum_of_bounded_terms_is_tested():
+    """s += x with x in [0, 2**60): s is an entry of its web computed from the web
+    itself; bounded by its previous pass's interval it stopped growing, the sum went
+    untested and wrapped (its 17th term leaves int64)."""
+    ranges = _tests_by_source(sum_of_remainders)
+    assert ranges["s += x"] is not None
+    check_native(sum_of_remainders, (40, 12345), (3, 7), (0, 1))

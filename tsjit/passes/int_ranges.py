@@ -134,6 +134,7 @@ class _Analysis:
         self.webs: dict[Value, _Web] = {}
         self.affine: dict[Value, tuple[int, int, Value]] = {}  # v = a * root + b
         self.inner: set[Value] = set()        # affine results only an affine op uses
+        self.entries: set[Value] = set()      # the webs' entries
 
     # ------------------------------------------------------------------ driver
     def run(self) -> IntRanges:
@@ -269,6 +270,7 @@ class _Analysis:
             web = self.webs.setdefault(root, _Web())
             if v not in internal:
                 web.entries.append(v)
+                self.entries.add(v)
         for v, step, copies in steps:
             web = self.webs[self._root(v)]
             if step > 0:
@@ -302,7 +304,10 @@ class _Analysis:
         if interval is None or not self.python_int(v):
             return
         interval = _clamp(interval, INT64)
-        bounds = self._web_bounds(v)
+        # an entry's interval is its operation's: bounding it by its web's bounds, which
+        # come from the entries' own intervals, would let an entry computed from the web
+        # (s = s + x) stop growing at its last pass's value
+        bounds = None if v in self.entries else self._web_bounds(v)
         if bounds is not None:
             interval = _clamp(interval, bounds)
         old = self.ranges.get(v)
