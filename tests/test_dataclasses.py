@@ -149,3 +149,10 @@ def test_a_default_factory_is_refused_where_the_class_is_used():
     assert "field 'xs' of dataclass Listed has a default_factory" in message
     assert underlined(message) == ["Listed"]
     assert f"line {line_of(make_listed, 'Listed()')}" in message
+
+
+def test_a_loaded_frozen_dataclass_stays_frozen():
+    restored = pickle.loads(pickle.dumps(tsjit.script(assign_frozen)))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        restored(1)
+    assert pickle.loads(pickle.dumps(tsjit.script(use_frozen)))(1) == use_frozen(1)

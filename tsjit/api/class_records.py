@@ -24,6 +24,7 @@ functions loaded or unpickled separately that use the same class share the rebui
 from __future__ import annotations
 
 import collections
+import dataclasses
 import enum
 import hashlib
 import json
@@ -206,6 +207,8 @@ def class_record(cls: type, kind: ClassKind, encode: Callable[[object, str], lis
         record["attributes"] = {name: str(attr) for name, attr in t.attributes.items()}
         record["class_variables"] = {name: encode(value, f"{where}.{name}")
                                      for name, value in class_variables(cls).items()}
+        if dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen:
+            record["frozen"] = True     # its fields are set once, by __init__
         record["methods"] = methods(t)
         record["properties"] = [name for name in record["methods"]
                                 if isinstance(vars(cls).get(name), property)]
@@ -357,10 +360,18 @@ def new_namedtuple(name: str, record: dict, decode: Callable[[object], object]) 
 
 
 def new_class(record: dict, base: type = object, doc: str = "") -> type:
-    """An empty class with the record's names (script classes and exceptions)."""
-    return type(record["qualname"].rpartition(".")[2], (base,),
-                {"__module__": record["module"], "__qualname__": record["qualname"],
-                 "__doc__": doc})
+    """An empty class with the record's names (script classes and exceptions); a frozen
+    dataclass's refuses assignments as @dataclass(frozen=True) makes it do (its __init__
+    sets the fields past them, through object.__setattr__)."""
+    members = {"__module__": record["module"], "__qualname__": record["qualname"],
+               "__doc__": doc}
+    if record.get("frozen") is True:
+        members.update(__setattr__=_frozen_assignment, __delattr__=_frozen_assignment)
+    return type(record["qualname"].rpartition(".")[2], (base,), members)
+
+
+def _frozen_assignment(self, name: str, *value) -> None:
+    raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
 
 
 def check_method_name(name: object, attributes: dict) -> str:
