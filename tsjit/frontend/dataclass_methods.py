@@ -73,6 +73,7 @@ def _make(cls: type, name: str) -> object:
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     exec(compile(text, filename, "exec"), namespace)
     fn = namespace[name]
+    weakref.finalize(fn, linecache.cache.pop, filename, None)   # freed with the class
     fn.__qualname__ = f"{cls.__qualname__}.{name}"
     fn.__module__ = cls.__module__
     return fn
@@ -100,7 +101,8 @@ def _init_text(cls: type, namespace: dict) -> str:
             namespace[default] = f.default
         is_init_var = is_init_variable(hint)
         if f.init or is_init_var:
-            namespace[f"_tsjit_type_{f.name}"] = getattr(hint, "type", hint)
+            namespace[f"_tsjit_type_{f.name}"] = hint.type if isinstance(
+                hint, dataclasses.InitVar) else hint
             param = f"{f.name}: _tsjit_type_{f.name}"
             params.append(param + (f" = {default}" if default in namespace else ""))
         if is_init_var:
