@@ -305,3 +305,19 @@ def test_a_bool_or_float_index_is_left_to_the_interpreter():
     """NumPy's bool scalar index adds an axis and a float one raises: not element reads."""
     check_native(bincount, (np.array([True, False]), np.zeros(6, np.int64)), natively=False)
     check_native(bincount, (np.array([1.0, 2.0]), np.zeros(6, np.int64)), natively=False)
+
+
+def sum_then_power(a: np.ndarray, n: int):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i]
+    k = 1
+    for _ in range(n):
+        k *= 3
+    return s, k
+
+
+def test_an_in_place_update_of_a_number_is_no_effect():
+    """s += a[i] of NumPy scalars only computes: an int beyond 64 bits after it re-runs the
+    region (eager's int), where it raised OverflowError as after an array write."""
+    check_native(sum_then_power, (np.ones(4), 3), (np.ones(4), 50))

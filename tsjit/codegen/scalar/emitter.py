@@ -47,6 +47,7 @@ from .ntypes import (
     NType,
     NumpyScalar,
     NValue,
+    PyScalar,
     Tagged,
     Tuple,
     coerce,
@@ -313,7 +314,7 @@ class FunctionEmitter(LoopEmitter):
             elif node.kind == "prim::Loop":
                 self._loop(node)
             else:
-                if has_effects(node):
+                if has_effects(node) and not self._updates_a_number(node):
                     self.bailouts.mark_effect()
                 self._defer_int_tests = branch_free
                 outs = self.emit_node(node, [self.values[v] for v in node.inputs])
@@ -322,6 +323,14 @@ class FunctionEmitter(LoopEmitter):
                     self.values[v] = nv
         if not self._speculating:
             self._flush_int_tests()
+
+    def _updates_a_number(self, node: Node) -> bool:
+        """`s += x` of numbers: the registry declares in-place operators as effects (on
+        an array they are), but on numbers they only compute, and a region that ran one
+        may still run again (a later int beyond 64 bits re-runs, as without it)."""
+        return node.kind.startswith("aten::i") and node.kind[6:] in _IN_PLACE_NUMBER_OPS \
+            and all(isinstance(self.kinds[v], (PyScalar, NumpyScalar, Tagged))
+                    for v in node.inputs)
 
     def _branch_free(self, node: Node) -> bool:
         """Whether the node's code is only computation, without branches: an operation
@@ -490,6 +499,8 @@ class FunctionEmitter(LoopEmitter):
         return results
 
 
+_IN_PLACE_NUMBER_OPS = frozenset(("iadd", "isub", "imul", "itruediv", "ifloordiv", "imod",
+                                  "ipow", "ilshift", "irshift", "iand", "ior", "ixor"))
 # A Python number held in a NumPy scalar's register type with the same value.
 _SAME_VALUE = {(PY_FLOAT, np.dtype(np.float64)), (PY_INT, np.dtype(np.int64)),
                (PY_BOOL, np.dtype(np.bool_))}
