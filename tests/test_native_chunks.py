@@ -321,3 +321,31 @@ def test_an_in_place_update_of_a_number_is_no_effect():
     """s += a[i] of NumPy scalars only computes: an int beyond 64 bits after it re-runs the
     region (eager's int), where it raised OverflowError as after an array write."""
     check_native(sum_then_power, (np.ones(4), 3), (np.ones(4), 50))
+
+
+def masked_total(s0: int, n: int, sign: int) -> int:
+    s = s0
+    for i in range(n):
+        if sign > 0:
+            s += i & 255
+        else:
+            s -= i & 255
+    return s
+
+
+def plain_total(s0: int, n: int) -> int:
+    s = s0
+    for i in range(n):
+        s += (i | 255) & 255        # always 255, known only to lie in [0, 255]
+    return s
+
+
+@pytest.mark.parametrize("margin", [0, 255, 20_000_000, 255 * CHUNK - 1, 255 * CHUNK,
+                                    255 * CHUNK + 1, 2 * 255 * CHUNK])
+def test_a_sum_of_bounded_terms_leaves_int64_as_eagers(margin):
+    """A chunk leaves out the overflow test of s += (i & 255) where its entry value of s
+    lies 255 * 2**16 inside int64 (_chunk_sums); by either end the chunk runs tested."""
+    n = 3 * CHUNK
+    check_native(plain_total, (INT64_MAX - margin, n), (-INT64_MAX - 1 + margin, n),
+                 (0, n), (INT64_MAX - margin, 0))
+    check_native(masked_total, (INT64_MAX - margin, n, 1), (-INT64_MAX - 1 + margin, n, -1))

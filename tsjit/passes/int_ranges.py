@@ -74,10 +74,14 @@ class IntRanges:
         # back-edges: native code must then give up past that many
         self.counts_back_edges = counts_back_edges
 
+    def interval(self, value: Value) -> Interval | None:
+        """The int `value`'s interval (as non_negative's), or None where unknown."""
+        return self._ranges.get(value)
+
     def non_negative(self, value: Value) -> bool:
         """Whether the int `value` is >= 0 (in every run in which no test has failed yet:
         a value computed after a failed test is never seen, native code gives up)."""
-        interval = self._ranges.get(value)
+        interval = self.interval(value)
         return interval is not None and interval[0] >= 0
 
     def test_for(self, node: Node) -> RangeTest | None:

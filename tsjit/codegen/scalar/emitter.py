@@ -98,6 +98,8 @@ class FunctionEmitter(LoopEmitter):
         # array accesses shown within bounds by the chunk being emitted (see
         # element_access.py): node -> whether its last stride is the item size
         self.fast_accesses: dict[Node, bool] = {}
+        # sums s += x whose chunk-entry value keeps them in int64 (loops.py, _chunk_sums)
+        self.chunk_sums: frozenset[Node] = frozenset()
 
     # ------------------------------------------------------------------ the function
     def build(self, miss_handler: object, rerun_handler: object, counters: object) -> None:

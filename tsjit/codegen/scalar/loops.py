@@ -122,23 +122,31 @@ class LoopEmitter:
         left = b.sub(trips, outer.counter)
         end = b.add(outer.counter, b.select(b.icmp_signed("<", left, budget), left, budget))
         accesses = ElementAccesses(self, loop)
+        sums = self._chunk_sums(loop)
         entry = _LoopState(outer.counter, outer.cond, outer.carried)
         done_bb = self.fn.append_basic_block("chunk_done")
-        versions = [(accesses.fast, None)]
-        if accesses.fast:
+        versions = [(accesses.fast, frozenset(), None)]
+        if accesses.fast or sums:
             checked_bb, fast_bb = (self.fn.append_basic_block(n) for n in ("checked", "fast"))
             last = b.sub(end, ir.Constant(I64, 1))
-            b.cbranch(accesses.hold(outer.counter, last), fast_bb, checked_bb)
-            versions = [(accesses.fast, fast_bb), ({}, checked_bb)]
+            ok = accesses.hold(outer.counter, last) if accesses.fast else ir.Constant(I1, 1)
+            for k, (low, high) in sums.values():
+                start = outer.carried[k].value
+                ok = b.and_(ok, b.and_(
+                    b.icmp_signed(">=", start, ir.Constant(I64, -2 ** 63 - low)),
+                    b.icmp_signed("<=", start, ir.Constant(I64, 2 ** 63 - 1 - high))))
+            b.cbranch(ok, fast_bb, checked_bb)
+            versions = [(accesses.fast, frozenset(sums), fast_bb), ({}, frozenset(), checked_bb)]
         exits = []
-        for fast, start_bb in versions:
+        for fast, untested, start_bb in versions:
             if start_bb is not None:
                 b.position_at_end(start_bb)
-            self.fast_accesses = fast
-            retry = checked_bb if fast and self._speculates(loop) else None
+            self.fast_accesses, self.chunk_sums = fast, untested
+            retry = checked_bb if start_bb is not None and start_bb is versions[0][2] \
+                and self._speculates(loop) else None
             exits.append(self._chunk_passes(loop, conditional, kinds, entry, end, done_bb,
                                             retry))
-        self.fast_accesses = {}
+        self.fast_accesses, self.chunk_sums = {}, frozenset()
         b.position_at_end(done_bb)
 
         def joined(part, kind) -> NValue:
@@ -150,6 +158,27 @@ class LoopEmitter:
             [joined(lambda s, k=k: s.carried[k], kind) for k, kind in enumerate(kinds)])
         self._charge_back_edges(b.sub(state.counter, outer.counter), loop.node)
         outer.add_incoming(b.block, state, kinds)
+
+    def _chunk_sums(self, loop: LoopParts) -> dict[Node, tuple[int, tuple[int, int]]]:
+        """The sums `s += x` (or `s -= x`) run once per pass on a carried int s, with x
+        within [-2**40, 2**40] (int_ranges): node -> (s's carried index, the most a chunk
+        can move s down and up).  A chunk whose entry value of s lies that far inside
+        int64 leaves out their overflow tests (`s += i & 255` then vectorizes)."""
+        sums = {}
+        block = loop.node.blocks[0]
+        for k, (param, following) in enumerate(zip(loop.params, loop.carried_next)):
+            node = following.node
+            if node.block is not block or node.kind not in _SUM_STEPS or \
+                    node.inputs[0] is not param or self.kinds.get(param) != PY_INT \
+                    or self.kinds.get(node.inputs[1]) != PY_INT:
+                continue
+            term = self.int_ranges.interval(node.inputs[1])
+            if term is None or max(abs(term[0]), abs(term[1])) > _LARGEST_TERM:
+                continue
+            low, high = sorted(_SUM_STEPS[node.kind] * t for t in term)
+            sums[node] = (k, (min(low, 0) * INTERRUPT_CHECK_INTERVAL,
+                              max(high, 0) * INTERRUPT_CHECK_INTERVAL))
+        return sums
 
     def _chunk_passes(self, loop: LoopParts, conditional: bool, kinds: Sequence,
                       entry: _LoopState, end: ir.Value, done_bb: ir.Block,
@@ -293,6 +322,10 @@ _EXACT_EVENT_OPS = frozenset(f"aten::{prefix}{op}" for prefix in ("", "i")
 def _exact_event_test(node: Node, kind) -> bool:
     return node.kind in _EXACT_EVENT_OPS | {"prim::pow"} and isinstance(kind, NumpyScalar) \
         and kind.dtype.kind == "f"
+
+
+_SUM_STEPS = {"aten::add": 1, "aten::iadd": 1, "aten::sub": -1, "aten::isub": -1}
+_LARGEST_TERM = 2 ** 40
 
 
 class _LoopState:

@@ -167,7 +167,7 @@ def _exact_int(em: FunctionEmitter, node: Node, args: Sequence[NValue], beyond: 
     exact modulo 2**64).  A small `if` may run it on both arms: an arm not taken that
     goes beyond only costs a re-run."""
     test = em.int_ranges.test_for(node)
-    if test is not None:
+    if test is not None and node not in em.chunk_sums:
         if test.root is not None:
             root = em.values[test.root]
             beyond = in_bounds(em.b, to_int64(em.b, root.value, root.kind), test.low,
