@@ -349,3 +349,20 @@ def test_a_sum_of_bounded_terms_leaves_int64_as_eagers(margin):
     check_native(plain_total, (INT64_MAX - margin, n), (-INT64_MAX - 1 + margin, n),
                  (0, n), (INT64_MAX - margin, 0))
     check_native(masked_total, (INT64_MAX - margin, n, 1), (-INT64_MAX - 1 + margin, n, -1))
+
+
+def hashed(a: int, b: int) -> int:
+    s = 0
+    for i in range(a, b):
+        s ^= (i * 2654435761) >> 20     # a wrapped product would change it
+    return s
+
+
+@pytest.mark.parametrize("offset", [-2 * CHUNK, -CHUNK - 1, -CHUNK, -1, 0, 1])
+def test_a_product_of_the_index_leaves_int64_as_eagers(offset):
+    """i * k is tested once, on i (int_ranges); a chunk whose first and last i lie within
+    the bound leaves the test out (ElementAccesses.affine_tests), one reaching past it
+    runs tested: the region re-runs at eager's pass."""
+    bound = INT64_MAX // 2654435761
+    check_native(hashed, (bound + offset, bound + offset + CHUNK + 2),
+                 (-bound - offset - CHUNK - 2, -bound - offset), (0, CHUNK + 5))

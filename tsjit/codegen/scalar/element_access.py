@@ -76,6 +76,35 @@ class ElementAccesses:
                                            const(I64, array.kind.dtype.itemsize)))
         return b.not_(any_of(b, [const(I1, 0), *tests]))
 
+    def affine_tests(self) -> dict[Node, tuple[Affine, int | None, int | None]]:
+        """The int operations of the loop's body whose overflow test is a range of an
+        int affine in the counter (int_ranges' RangeTest on a root: `i * k` tests i):
+        node -> (the root's form, low, high).  The root moves monotonically, so where
+        it lies within the range at both ends of a chunk the chunk needs no test."""
+        found = {}
+        for node in self.loop.node.blocks[0].walk():
+            test = self.em.int_ranges.test_for(node) if len(node.outputs) == 1 else None
+            if test is None or test.root is None:
+                continue
+            form = self._affine(test.root)
+            if form is not None:
+                found[node] = (form, test.low, test.high)
+        return found
+
+    def tests_hold(self, tests: dict[Node, tuple[Affine, int | None, int | None]],
+                   first: ir.Value, last: ir.Value) -> ir.Value:
+        """Whether the roots of `tests` lie within their ranges at counters `first` and
+        `last` (emitted where the chunk starts)."""
+        b, outside = self.em.b, [const(I1, 0)]
+        for form, low, high in tests.values():
+            for counter in ((first, last) if form[0] != 0 else (first,)):
+                root = self._evaluate(form, counter)
+                if low is not None:
+                    outside.append(b.icmp_signed("<", root, const(I128, low)))
+                if high is not None:
+                    outside.append(b.icmp_signed(">", root, const(I128, high)))
+        return b.not_(any_of(b, outside))
+
     def _evaluate(self, form: Affine, counter: ir.Value) -> ir.Value:
         b = self.em.b
         scale, terms = form

@@ -123,10 +123,11 @@ class LoopEmitter:
         end = b.add(outer.counter, b.select(b.icmp_signed("<", left, budget), left, budget))
         accesses = ElementAccesses(self, loop)
         sums = self._chunk_sums(loop)
+        tested = accesses.affine_tests()
         entry = _LoopState(outer.counter, outer.cond, outer.carried)
         done_bb = self.fn.append_basic_block("chunk_done")
         versions = [(accesses.fast, frozenset(), None)]
-        if accesses.fast or sums:
+        if accesses.fast or sums or tested:
             checked_bb, fast_bb = (self.fn.append_basic_block(n) for n in ("checked", "fast"))
             last = b.sub(end, ir.Constant(I64, 1))
             ok = accesses.hold(outer.counter, last) if accesses.fast else ir.Constant(I1, 1)
@@ -135,8 +136,10 @@ class LoopEmitter:
                 ok = b.and_(ok, b.and_(
                     b.icmp_signed(">=", start, ir.Constant(I64, -2 ** 63 - low)),
                     b.icmp_signed("<=", start, ir.Constant(I64, 2 ** 63 - 1 - high))))
+            ok = b.and_(ok, accesses.tests_hold(tested, outer.counter, last))
+            versions = [(accesses.fast, frozenset(sums) | frozenset(tested), fast_bb),
+                        ({}, frozenset(), checked_bb)]
             b.cbranch(ok, fast_bb, checked_bb)
-            versions = [(accesses.fast, frozenset(sums), fast_bb), ({}, frozenset(), checked_bb)]
         exits = []
         for fast, untested, start_bb in versions:
             if start_bb is not None:
