@@ -41,9 +41,6 @@ _INF = float("inf")
 
 # ---------------------------------------------------------------- exp family
 
-# Below these expm1(x) rounds to x (x^2/2 is below half an ulp of x).
-_EXPM1_LINEAR = {"float32": 2.0**-30, "float64": 2.0**-60}
-
 
 def _exp_reduce(em: Emit, x, x_lo=None, half=None) -> tuple[ir.Value, ir.Value]:
     """(expm1(r), n) with x + x_lo = n*ln2 + r, |r| <= ln2/2 (x already clamped to a range
@@ -63,43 +60,51 @@ def _exp_reduce(em: Emit, x, x_lo=None, half=None) -> tuple[ir.Value, ir.Value]:
     n_f = em.sub(shifted, shifter)
     r = em.mla(n_f, -ln2_lo, em.mla(n_f, -ln2_hi, x))  # n * ln2_hi is exact
     if x_lo is not None or em.fmt.name != "float32":
-        tiny = em.b.icmp_signed("<", em.bits(em.fabs(x)), em.bits(_EXPM1_LINEAR[em.fmt.name]))
-        return _expm1_poly(em, r if x_lo is None else em.add(r, x_lo), tiny), n
-    return _expm1_short_chain(em, r), n
+        return _expm1_poly(em, r if x_lo is None else em.add(r, x_lo)), n
+    # tanh's x = 2|x| >= 2**-11 is never tiny; where tiny r raise underflow anyway, r^2
+    # rounded alone raises it as the Horner form does (see ``_expm1_short_chain``)
+    tiny = None if half is not None or em.denormal_underflow else \
+        em.b.icmp_signed("<", em.bits(em.fabs(x)), em.bits(_SHORT_CHAIN_TINY))
+    return _expm1_short_chain(em, r, tiny), n
 
 
-def _expm1_poly(em: Emit, r, tiny):
+def _expm1_poly(em: Emit, r):
     """expm1(r) for |r| <= ln2/2: r + r^2 (1/2 + r P(r)), the exact r added last.
 
     As r + r (r (1/2 + r P(r))), the fused step's product is never rounded alone, so a
     normal r raises no flag (r^2 underflows for |r| below 2**-63 float32 / 2**-511
-    float64, where NumPy's exp and expm1 are quiet). Where the mimicked loop raises
-    underflow at every denormal argument (``denormal_underflow``), r^2 is rounded first
-    instead. Both would flag some tiny normal r (r P(r) ~ r/2, r^2), so the ``tiny`` lanes
-    (|x| below ``_EXPM1_LINEAR``: r = x + x_lo, whose expm1 rounds to r) compute r + r 0,
-    or r r + r with r r exact inside the fused step where denormals raise underflow:
-    exactly r either way, with that flag at denormal r only."""
+    float64, where NumPy's exp and expm1 are quiet); a denormal r raises underflow when
+    r/2 is inexact (odd bits). Where the mimicked loop raises underflow at every denormal
+    argument (``denormal_underflow``), r^2 is rounded first instead, which does."""
     p = em.poly(r, (0.5, *K.EXPM1[em.fmt.name]))
     if em.denormal_underflow:
-        return em.mla(em.mul(r, em.guard(tiny, 1.0, r)), em.guard(tiny, r, p), r)
-    return em.mla(r, em.mul(r, em.guard(tiny, 0.0, p)), r)
+        return em.mla(em.mul(r, r), p, r)
+    return em.mla(r, em.mul(r, p), r)
 
 
-def _expm1_short_chain(em: Emit, r):
+# float32 arguments below this magnitude reduce to n = 0, r = x; every other argument of
+# exp's clamped range reduces to |r| >= 2**-29 (all of them tried), so r^2 is normal.
+_SHORT_CHAIN_TINY = 2.0**-30
+
+
+def _expm1_short_chain(em: Emit, r, tiny):
     """``_expm1_poly``'s value for float32 by a shorter dependency chain: r + r2 (a + r2 hi)
     with r2 = r^2, a = 1/2 + c1 r and hi = (c2 + c3 r) + c4 r2 (Estrin's scheme), 4 fused
     steps after r^2 instead of Horner's 6 after r. exp and tanh bound gelu and the LSTM cell
     by their chains (the out of order window holds only a few vectors' chains), not by
     their operation count. Other bits than Horner's, as accurate (within 2 ulp, as before).
 
-    r2 rounded alone underflows for |r| below 2**-63, which NumPy's loops do not flag: no
-    caller reduces such an r (r is 0 or |r| >= 2**-29 for every argument of the clamped
-    ranges but the tiny ones, which ``_expm1`` replaces by 0 and tanh never has)."""
+    r2 rounded alone underflows for |r| below 2**-63, which the Horner form does not flag
+    (it never rounds r^2 alone, except where ``denormal_underflow`` asks for it: ``tiny``
+    is then None, as where r cannot be tiny). ``tiny`` lanes (|x| < 2**-30, r = x) take
+    the Horner form's operations exactly, so the same bits and flags: there its polynomial
+    rounds to 1/2, and r + r (r/2) is r + w v with w = r * (1/2) and v = r."""
     c0, c1, c2, c3, c4 = (0.5, *K.EXPM1["float32"])
-    w = em.mul(r, r)
+    w = em.mul(r, r if tiny is None else em.sel(tiny, 0.5, r))   # r^2 (tiny: r/2)
     a = em.mla(r, c1, c0)
     hi = em.mla(w, c4, em.mla(r, c3, c2))
-    return em.mla(w, em.mla(w, hi, a), r)
+    p = em.mla(w, hi, a)
+    return em.mla(w, p if tiny is None else em.sel(tiny, r, p), r)
 
 
 # Below the low bound exp underflows to 0 (expm1 rounds to -1); above the high bound both
@@ -177,16 +182,11 @@ def _at_infinities_and_nan(em: Emit, x, special, value, at_minus_inf: float):
 
 
 def _expm1(em: Emit, x):
-    """expm1(x); the tiny arguments (zeros of both signs included) give x itself as NumPy
-    (``Emit.tiny_result``) and reduce 0 meanwhile: their own reduction rounds r^2 or r/2
-    (``_expm1_in_range``'s s e), which underflows at tiny normal x where NumPy is quiet."""
     fmt = em.fmt
-    special = em.not_finite(x)
-    tiny = em.b.icmp_signed("<", em.bits(em.fabs(x)), em.bits(_EXPM1_LINEAR[fmt.name]))
-    finite = em.guard(em.b.or_(special, tiny), 0.0, x)
+    special, finite = _finite_part(em, x)
     result = _expm1_in_range(em, em.clamp(finite, _EXPM1_LOW[fmt.name], _EXP_RANGE[fmt.name][1]))
     result = _at_infinities_and_nan(em, x, special, result, -1.0)
-    return em.sel(tiny, em.tiny_result(x), result)
+    return em.sel(em.cmp("==", x, 0.0), x, result)  # expm1(-0) = -0
 
 
 def _expm1_in_range(em: Emit, x):

@@ -78,19 +78,20 @@ _TINY = 2.0**-30
 
 
 def _expm1(em, x, r, last=None):
-    """q = expm1(r) by the degree-3 polynomial. r^2 rounded alone underflows for |r| <
-    2**-63, where NumPy's exp is quiet, and r/2 (the Horner form's) for r below 2**-125
-    with odd bits: the tiny lanes (|x| < 2**-30: r = x) compute r (0 r) + r, or r r + r
-    where the mimicked loop raises underflow at denormal arguments, with r r exact inside
-    the fused step, rounded once: exactly r (the polynomial's value rounds to it there),
-    raising underflow only at denormal r, and there only where that loop does. ``last``:
+    """q = expm1(r) by the degree-3 polynomial. Where ``em.denormal_underflow`` is unset, the
+    tiny lanes (|x| < 2**-30: r = x) compute r + (r/2) r, so that r^2 is never rounded alone
+    there: it underflows for |r| < 2**-63, where NumPy's exp is quiet (the polynomial
+    rounds to 1/2 there; vmath._expm1_short_chain does the same). Where the mimicked loop
+    raises underflow at denormal arguments, r^2 is rounded alone, which does. ``last``:
     the term added last in place of r (``_mantissa``'s r + t_j)."""
     c0, c1 = _EXP_POLY
     a = em.mla(r, c1, c0)
     last = r if last is None else last
+    if em.denormal_underflow:
+        return em.mla(em.mul(r, r), a, last)
     tiny = em.b.icmp_signed("<", em.bits(em.fabs(x)), em.bits(_TINY))
-    w = em.mul(r, em.guard(tiny, 1.0, r))
-    return em.mla(w, em.guard(tiny, r if em.denormal_underflow else 0.0, a), last)
+    w = em.mul(r, em.sel(tiny, 0.5, r))
+    return em.mla(w, em.sel(tiny, r, a), last)
 
 
 def exp_fast(em, x):
