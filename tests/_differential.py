@@ -50,7 +50,7 @@ def assert_same(got: object, want: object, where: str = "result", ulps: int = 0)
             assert_same(got[k], want[k], f"{where}[{k!r}]", ulps)
     elif isinstance(want, DICT_VIEWS + ITERATORS):  # the same class, the same items left
         assert_same(list(got), list(want), f"list({where})", ulps)
-    elif isinstance(want, range):
+    elif isinstance(want, range | slice):
         assert got == want, f"{where}: {got!r} != {want!r}"
     elif isinstance(want, int | complex | str | bytes | enum.Enum) or want is None:
         assert got == want, f"{where}: {got!r} != {want!r}"

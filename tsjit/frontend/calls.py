@@ -57,8 +57,18 @@ _CONVERSION_RESULTS = {"__int__": (IntType, BoolType), "__index__": (IntType, Bo
 
 # special forms' positional argument counts (enumerate's start may be a keyword)
 _ARITY = {"enumerate": (1, 2), "zip": (1, None), "reversed": (1, 1), "isinstance": (2, 2),
+          "slice": (1, 3),
           "is_scripting": (0, 0),
           "annotate": (2, 2), "getattr": (2, 3), "hasattr": (2, 2)}
+
+
+def _literal_or_ellipsis(node: ast.expr) -> object:
+    """The value of a literal (`-1`, `None`), else Ellipsis: literal slice bounds stay
+    constants, so a tuple's slice keeps its element types."""
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        return Ellipsis
 
 
 def _check_arity(name: str, count: int, kwargs: dict, src: SourceRange) -> None:
@@ -362,6 +372,13 @@ class CallMixin:
             return IterableForm("zip", [self.sugared_expr(a) for a in arg_nodes])
         if name == "reversed":
             return IterableForm("reversed", [self.sugared_expr(arg_nodes[0])])
+        if name == "slice":             # slice(stop), slice(start, stop[, step])
+            parts = [self.const(v, src) if isinstance(v, int) or v is None else self.expr(a)
+                     for a, v in ((a, _literal_or_ellipsis(a)) for a in arg_nodes)]
+            if len(parts) == 1:
+                parts.insert(0, self.const(None, src))
+            parts += [self.const(None, src)] * (3 - len(parts))
+            return self.emit_op("prim::Slice", parts, src=src)
         if name == "isinstance":
             return self.isinstance_call(arg_nodes, src)[0]
         if name == "print":

@@ -43,7 +43,7 @@ from .calls import CallMixin, literal_hint
 from .control_flow import ControlFlowMixin, contains_statement
 from .environment import RAISED, RETURNED, Frame, debug_name, undefined
 from .errors import CompilationError
-from .expressions import BINARY, MAGIC, ExpressionMixin, constant_bool
+from .expressions import BINARY, MAGIC, ExpressionMixin, constant_bool, slice_attrs
 from .loops import LoopMixin
 from .resolution import Resolver
 from .source import ParsedSource
@@ -379,7 +379,7 @@ class FunctionEmitter(CallMixin, LoopMixin, ExpressionMixin, ControlFlowMixin):
                 self.call_method(base, "__setitem__", [self.expr(target.slice), value], {}, src)
                 return
             index = self.index_value(target.slice)
-            attrs = {"slice": True} if isinstance(target.slice, ast.Slice) else None
+            attrs = slice_attrs(index)
             self.emit_op("aten::__setitem__", [base, index, self.as_value(value, src)],
                          attrs=attrs, src=src)
         elif isinstance(target, ast.Attribute):
@@ -496,7 +496,7 @@ class FunctionEmitter(CallMixin, LoopMixin, ExpressionMixin, ControlFlowMixin):
         elif isinstance(target, ast.Subscript):
             base = self.expr(target.value)
             index = self.index_value(target.slice)
-            attrs = {"slice": True} if isinstance(target.slice, ast.Slice) else None
+            attrs = slice_attrs(index)
             current = self.emit_op("aten::__getitem__", [base, index], attrs=attrs, src=src)
             result = self.augmented(name, current, rhs, src)
             self.emit_op("aten::__setitem__", [base, index, result], attrs=attrs, src=src)

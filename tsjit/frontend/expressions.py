@@ -141,6 +141,11 @@ class ExpressionMixin:
             repeated = self.repeated_tuple(a, b, src) or self.repeated_tuple(b, a, src)
             if repeated is not None:
                 return repeated
+        exponent = _negative_int_constant(b) if name == "pow" and a.type == IntType else None
+        if exponent is not None:
+            # `n ** -2` is a float in Python (CPython computes float(n) ** -2.0), so the
+            # result can meet a `float` annotation as in TorchScript
+            a, b = self.emit_op("aten::Float", [a], src=src), self.const(float(exponent), src)
         return self.emit_op(f"aten::{name}", [a, b], src=src)
 
     def repeated_tuple(self, t: Value, n: Value, src: SourceRange) -> Value | None:
@@ -612,15 +617,15 @@ class ExpressionMixin:
     def getitem(self, base: Value, index_node: ast.expr, src) -> Value:
         if isinstance(base.type, ClassType):
             return self.call_method(base, "__getitem__", [self.expr(index_node)], {}, src)
-        is_slice = isinstance(index_node, ast.Slice)
-        attrs = {}
+        index = self.index_value(index_node)
+        attrs = slice_attrs(index) or {}
         if isinstance(base.type, TupleType) and not isinstance(base.type, TensorType):
             const = _constant_index(index_node)
+            if const is None and attrs:         # slice(1, 3) of constants
+                const = tuple(constant_of(v) for v in index.node.inputs)
+                const = None if Ellipsis in const else const
             if const is not None:
                 attrs["index"] = const
-        index = self.index_value(index_node)
-        if is_slice:
-            attrs["slice"] = True
         return self.emit_op("aten::__getitem__", [base, index], attrs=attrs, src=src)
 
     def index_value(self, node: ast.expr) -> Value:
@@ -657,6 +662,28 @@ class ExpressionMixin:
         conversion = {-1: "", 115: "s", 114: "r", 97: "a"}[node.conversion]
         return self.emit_op("prim::FormatValue", [value, spec], attrs={"conversion": conversion},
                             src=src)
+
+
+def slice_attrs(index: Value) -> dict | None:
+    """The attributes of an element access whose index is a slice (`a:b` or `slice(a, b)`,
+    also through a variable): the result is a sequence, not an element."""
+    return {"slice": True} if index.node.kind == "prim::Slice" else None
+
+
+def constant_of(value: Value) -> object:
+    """The value of a constant, or Ellipsis where it is not known when compiling."""
+    return value.node.attrs["value"] if value.node.kind == "prim::Constant" else Ellipsis
+
+
+def _negative_int_constant(value: Value) -> int | None:
+    """The value of a negative int literal (`-2` is the negation of a constant)."""
+    node, sign = value.node, 1
+    if node.kind == "aten::neg":
+        node, sign = node.inputs[0].node, -1
+    if node.kind != "prim::Constant" or node.outputs[0].type != IntType:
+        return None
+    number = sign * node.attrs["value"]
+    return number if number < 0 else None
 
 
 def constant_bool(value: Value) -> bool | None:

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 SPECIAL_FORMS = {
     builtins.range: "range", builtins.enumerate: "enumerate", builtins.zip: "zip",
-    builtins.reversed: "reversed",
+    builtins.reversed: "reversed", builtins.slice: "slice",
     builtins.isinstance: "isinstance", builtins.print: "print", builtins.super: "super",
     builtins.getattr: "getattr", builtins.hasattr: "hasattr", builtins.object: "object",
     decorators.annotate: "annotate", decorators.is_scripting: "is_scripting",

@@ -296,8 +296,11 @@ def getitem_rule(types, attrs):
     if isinstance(seq, TupleType):
         const = attrs.get("index")
         if is_slice:
-            return VarTupleType(_common(seq.elems)) if const is None else TupleType(
-                seq.elems[slice(*const)])
+            if const is not None:
+                return TupleType(seq.elems[slice(*const)])
+            if _common(seq.elems) is None:
+                raise OpTypeError("a tuple of mixed types can only be sliced by constants")
+            return VarTupleType(_common(seq.elems))
         if const is None:
             common = _common(seq.elems)
             if common is None:
