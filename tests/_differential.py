@@ -52,7 +52,10 @@ def assert_same(got: object, want: object, where: str = "result", ulps: int = 0)
         assert_same(list(got), list(want), f"list({where})", ulps)
     elif isinstance(want, range | slice):
         assert got == want, f"{where}: {got!r} != {want!r}"
-    elif isinstance(want, int | complex | str | bytes | enum.Enum) or want is None:
+    elif isinstance(want, complex):       # each part as a float (NaN matches NaN)
+        assert_same(got.real, want.real, f"{where}.real", ulps)
+        assert_same(got.imag, want.imag, f"{where}.imag", ulps)
+    elif isinstance(want, int | str | bytes | enum.Enum) or want is None:
         assert got == want, f"{where}: {got!r} != {want!r}"
     else:                                   # a script-class instance: compare its state
         assert_same(vars(got), vars(want), f"{where}.__dict__", ulps)

@@ -29,7 +29,7 @@ from ..ir.types import (
 
 _SCALARS = {int: IntType, float: FloatType, bool: BoolType, str: StrType, complex: ComplexType,
             type(None): NoneType, None: NoneType}
-_DICT_KEYS = (StrType, IntType, FloatType, BoolType, AnyType)
+_DICT_KEYS = (StrType, IntType, FloatType, BoolType, ComplexType, AnyType)
 
 
 class AnnotationError(Exception):
@@ -124,7 +124,8 @@ def to_type(ann: object, class_type_of=None) -> Type:
     if origin in (dict, dict):
         key, value = (to_type(a, class_type_of) for a in args)
         if key not in _DICT_KEYS and key != TENSOR:
-            raise AnnotationError(f"dict keys must be str, int, float, bool, Tensor or Any; "
+            raise AnnotationError(f"dict keys must be str, int, float, complex, bool, Tensor or "
+                                  f"Any; "
                                   f"{key.annotation} is not supported as a dict key type")
         return DictType(key, value)
     if origin in (tuple, tuple):

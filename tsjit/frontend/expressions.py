@@ -569,8 +569,8 @@ class ExpressionMixin:
     @staticmethod
     def check_dict_key(key: Type, src) -> None:
         if key not in (StrType, IntType, BoolType, AnyType) and not isinstance(
-                key, TensorType) and key.annotation != "float":
-            raise CompilationError(f"dict keys must be str, int, float, bool or Tensor; "
+                key, TensorType) and key.annotation not in ("float", "complex"):
+            raise CompilationError(f"dict keys must be str, int, float, complex, bool or Tensor; "
                                    f"{key.annotation} is not supported as a dict key type", src)
 
     def check_assignable(self, found: Type, expected: Type, src, what: str) -> None:

@@ -6,6 +6,7 @@ holding exactly these, to which the code generator adds the objects it binds (`_
 """
 from __future__ import annotations
 
+import cmath
 import collections
 import math
 import operator
@@ -142,8 +143,9 @@ class Stepper:
 
 def namespace() -> dict[str, object]:
     """Fresh globals for one generated function."""
-    return {"np": np, "math": math, "_operator": operator, "_isinstance": isinstance_of,
-            "_Stepper": Stepper, "_OrderedDict": collections.OrderedDict}
+    return {"np": np, "math": math, "cmath": cmath, "_operator": operator,
+            "_isinstance": isinstance_of, "_Stepper": Stepper,
+            "_OrderedDict": collections.OrderedDict}
 
 
 # Global names of generated code that local variables must never shadow.

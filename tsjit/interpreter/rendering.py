@@ -71,7 +71,7 @@ def _describe(value: object) -> str | None:
     name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
     if name is None or module is None:
         return None
-    prefix = {"builtins": "", "math": "math."}.get(module)
+    prefix = {"builtins": "", "math": "math.", "cmath": "cmath."}.get(module)
     if prefix is None and module.split(".")[0] == "numpy":
         prefix = "np."
     if not all(part.isidentifier() for part in name.split(".")):
