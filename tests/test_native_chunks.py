@@ -366,3 +366,34 @@ def test_a_product_of_the_index_leaves_int64_as_eagers(offset):
     bound = INT64_MAX // 2654435761
     check_native(hashed, (bound + offset, bound + offset + CHUNK + 2),
                  (-bound - offset - CHUNK - 2, -bound - offset), (0, CHUNK + 5))
+
+
+# ------------------------------------------------------- int sums of any int64 terms
+
+def int_balance(a: np.ndarray, s: int) -> int:
+    for i in range(a.shape[0]):
+        s -= int(a[i])
+    return s
+
+
+@pytest.mark.parametrize("at", [0, CHUNK - 3, CHUNK - 2, CHUNK, CHUNK + 1])
+def test_a_wrapping_int_sum_is_exact_at_each_chunks_end(at):
+    """s += int(a[i]) (and s -= ...) of any int64 terms adds in wrapping arithmetic within
+    a chunk and tests the exact total at the chunk's end (chunk_sums.WideSums): four terms
+    of 2**62 wrap to the entry value, and only the sum of the terms' high halves shows
+    that the total left int64; a total that leaves int64 and comes back is Python's; a
+    chunk whose total leaves int64 runs again tested, the region re-runs at eager's pass.
+    `at` puts the terms within a chunk and across its end."""
+    n = 2 * CHUNK + 3
+    arrays = []
+    for terms in ([2 ** 62] * 4, [2 ** 62, 2 ** 62, -2 ** 62, -2 ** 62],
+                  [-2 ** 63, -2 ** 63, 5], [INT64_MAX, INT64_MAX, 2, -INT64_MAX]):
+        a = np.ones(n, dtype=np.int64)
+        a[at:at + len(terms)] = terms
+        arrays.append(a)
+    check_native(int_total, *((a,) for a in arrays), (-arrays[0],))
+    check_native(int_balance, *((a, s0) for a in arrays for s0 in (0, INT64_MAX, -INT64_MAX)))
+    if at % CHUNK < CHUNK - 3:      # within a chunk, a total back in int64 needs no re-run
+        for fn, args in ((int_total, (arrays[1],)), (int_balance, (arrays[1], -7))):
+            regions = check_native(fn, args)
+            assert sum(r.stats()["reruns"] for r in regions) == 0

@@ -34,6 +34,7 @@ from ...passes.int_ranges import BACK_EDGE_LIMIT
 from . import cpython
 from .arith import any_of
 from .bailout import Rerun
+from .chunk_sums import WideSums, bounded_sums
 from .element_access import ElementAccesses
 from .ntypes import I1, I32, I64, PY_BOOL, PY_INT, NumpyScalar, NValue, Tagged, coerce
 from .rules import RULES, SPECULATION_LIMIT
@@ -122,12 +123,16 @@ class LoopEmitter:
         left = b.sub(trips, outer.counter)
         end = b.add(outer.counter, b.select(b.icmp_signed("<", left, budget), left, budget))
         accesses = ElementAccesses(self, loop)
-        sums = self._chunk_sums(loop)
+        sums = bounded_sums(self, loop, INTERRUPT_CHECK_INTERVAL)
         tested = accesses.affine_tests()
+        self.fast_accesses = accesses.fast
+        wide = WideSums(self, loop, sums)
+        if not self._speculates(loop):
+            wide.sums = {}
         entry = _LoopState(outer.counter, outer.cond, outer.carried)
         done_bb = self.fn.append_basic_block("chunk_done")
         versions = [(accesses.fast, frozenset(), None)]
-        if accesses.fast or sums or tested:
+        if accesses.fast or sums or tested or wide.sums:
             checked_bb, fast_bb = (self.fn.append_basic_block(n) for n in ("checked", "fast"))
             last = b.sub(end, ir.Constant(I64, 1))
             ok = accesses.hold(outer.counter, last) if accesses.fast else ir.Constant(I1, 1)
@@ -137,7 +142,8 @@ class LoopEmitter:
                     b.icmp_signed(">=", start, ir.Constant(I64, -2 ** 63 - low)),
                     b.icmp_signed("<=", start, ir.Constant(I64, 2 ** 63 - 1 - high))))
             ok = b.and_(ok, accesses.tests_hold(tested, outer.counter, last))
-            versions = [(accesses.fast, frozenset(sums) | frozenset(tested), fast_bb),
+            versions = [(accesses.fast, frozenset(sums) | frozenset(tested)
+                         | frozenset(wide.sums), fast_bb),
                         ({}, frozenset(), checked_bb)]
             b.cbranch(ok, fast_bb, checked_bb)
         exits = []
@@ -148,7 +154,7 @@ class LoopEmitter:
             retry = checked_bb if start_bb is not None and start_bb is versions[0][2] \
                 and self._speculates(loop) else None
             exits.append(self._chunk_passes(loop, conditional, kinds, entry, end, done_bb,
-                                            retry))
+                                            retry, wide if retry is not None else None))
         self.fast_accesses, self.chunk_sums = {}, frozenset()
         b.position_at_end(done_bb)
 
@@ -162,34 +168,14 @@ class LoopEmitter:
         self._charge_back_edges(b.sub(state.counter, outer.counter), loop.node)
         outer.add_incoming(b.block, state, kinds)
 
-    def _chunk_sums(self, loop: LoopParts) -> dict[Node, tuple[int, tuple[int, int]]]:
-        """The sums `s += x` (or `s -= x`) run once per pass on a carried int s, with x
-        within [-2**40, 2**40] (int_ranges): node -> (s's carried index, the most a chunk
-        can move s down and up).  A chunk whose entry value of s lies that far inside
-        int64 leaves out their overflow tests (`s += i & 255` then vectorizes)."""
-        sums = {}
-        block = loop.node.blocks[0]
-        for k, (param, following) in enumerate(zip(loop.params, loop.carried_next)):
-            node = following.node
-            if node.block is not block or node.kind not in _SUM_STEPS or \
-                    node.inputs[0] is not param or self.kinds.get(param) != PY_INT \
-                    or self.kinds.get(node.inputs[1]) != PY_INT:
-                continue
-            term = self.int_ranges.interval(node.inputs[1])
-            if term is None or max(abs(term[0]), abs(term[1])) > _LARGEST_TERM:
-                continue
-            low, high = sorted(_SUM_STEPS[node.kind] * t for t in term)
-            sums[node] = (k, (min(low, 0) * INTERRUPT_CHECK_INTERVAL,
-                              max(high, 0) * INTERRUPT_CHECK_INTERVAL))
-        return sums
-
     def _chunk_passes(self, loop: LoopParts, conditional: bool, kinds: Sequence,
                       entry: _LoopState, end: ir.Value, done_bb: ir.Block,
-                      retry: ir.Block | None) -> tuple[ir.Block, _LoopState]:
+                      retry: ir.Block | None, wide: WideSums | None
+                      ) -> tuple[ir.Block, _LoopState]:
         """The inner loop of a chunk from the current block, its passes up to `end` (or
         the condition's turning false); it exits to `done_bb`, or with `retry`, where a
-        test of its rare cases held (gathered, see _chunk), to `retry`: the exit's block
-        and state."""
+        test of its rare cases held (gathered, see _chunk) or one of the `wide` sums left
+        int64, to `retry`: the exit's block and state."""
         b = self.b
         pred = b.block
         inner = self._loop_header(kinds, conditional, entry, "chunk")
@@ -197,6 +183,7 @@ class LoopEmitter:
         if retry is not None:
             unusual = b.phi(I1, name="unusual")
             unusual.add_incoming(ir.Constant(I1, 0), pred)
+            wide.start(pred)
         go = b.icmp_signed("<", inner.counter, end)
         if conditional:
             go = b.and_(inner.cond, go)
@@ -210,12 +197,14 @@ class LoopEmitter:
         if retry is not None:
             unusual.add_incoming(any_of(b, [unusual, *self._deferred]), b.block)
             self._deferred, self._speculating_chunk = None, False
+            wide.add_pass()
         inner.add_incoming(b.block, self._next_state(loop, inner.counter), kinds)
         b.branch(inner.header)
         if retry is None:
             return inner.header, inner.as_values()
         b.position_at_end(exit_bb)
-        b.cbranch(unusual, retry, done_bb).set_weights([1, 1000])
+        rare = b.or_(unusual, wide.beyond(entry.carried, inner.carried))
+        b.cbranch(rare, retry, done_bb).set_weights([1, 1000])
         return exit_bb, inner.as_values()
 
     def _speculates(self, loop: LoopParts) -> bool:
@@ -325,10 +314,6 @@ _EXACT_EVENT_OPS = frozenset(f"aten::{prefix}{op}" for prefix in ("", "i")
 def _exact_event_test(node: Node, kind) -> bool:
     return node.kind in _EXACT_EVENT_OPS | {"prim::pow"} and isinstance(kind, NumpyScalar) \
         and kind.dtype.kind == "f"
-
-
-_SUM_STEPS = {"aten::add": 1, "aten::iadd": 1, "aten::sub": -1, "aten::isub": -1}
-_LARGEST_TERM = 2 ** 40
 
 
 class _LoopState:
