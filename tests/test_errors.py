@@ -256,7 +256,7 @@ def uses_dict_unpacking(xs: list[int]) -> dict[str, int]:
     (uses_generator_expression, r"generator", "i for i in range(x)"),
     (uses_kwargs_parameter, r"\*\*kwargs", None),
     (uses_varargs_parameter, r"\*args", None),
-    (uses_starred_call, r"\*args", "max(*xs)"),
+    (uses_starred_call, r"starred List\[int\].*only a tuple", "*xs"),
     (uses_double_starred_call, r"\*\*kwargs", "max(**d)"),
     (uses_import, r"import", "import math"),
     (uses_class_definition, r"class", "class Local:"),

@@ -39,7 +39,11 @@ class ScriptFunction:
         compiled.executor = self.executor
         self._check = make_argument_checker(compiled.name, compiled.param_types,
                                             compiled.unannotated)
-        self._arity = len(compiled.param_types)
+        # calls with just this many positional arguments skip binding and may take a
+        # direct entry; with keyword-only parameters every call binds (a positional value
+        # for one raises TypeError), so neither applies
+        self._keyword_only = any(p.kwonly for p in compiled.params)
+        self._arity = -1 if self._keyword_only else len(compiled.param_types)
         self._plain_class = type(self)
         self._drop_direct()
         _functions.add(self)
@@ -55,7 +59,7 @@ class ScriptFunction:
                 raise
             return recorder.record_script_call(self, args, {})
         result = self.executor(*args)
-        if self.executor.optimized is not self._direct_graph:
+        if self.executor.optimized is not self._direct_graph and not self._keyword_only:
             from ..executor.pipeline import direct_entry  # native code exists: loaded
             self._direct_graph = self.executor.optimized
             entry = direct_entry(self._direct_graph, self._call)
@@ -102,7 +106,8 @@ class ScriptFunction:
     def _compiled_signature(self) -> inspect.Signature:
         """The parameters as compiled: names, defaults and types (as annotation text)."""
         return inspect.Signature([
-            inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY if p.kwonly
+                              else inspect.Parameter.POSITIONAL_OR_KEYWORD,
                               default=p.default if p.default is not NO_DEFAULT
                               else inspect.Parameter.empty,
                               annotation=t.annotation)

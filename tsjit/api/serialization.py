@@ -232,6 +232,8 @@ class _Encoder(ValueEncoder):
         params = []
         for param, (name, t) in zip(compiled.params, compiled.param_types):
             entry = {"name": name, "type": self.type_text(t, compiled.name)}
+            if param.kwonly:
+                entry["kwonly"] = True
             if param.default is not NO_DEFAULT:
                 entry["default"] = self.encode(param.default,
                                                f"the default of '{name}' of '{compiled.name}'")
@@ -570,7 +572,11 @@ class _Loader(ValueDecoder):
             if default is not NO_DEFAULT and not value_has_type(default, t):
                 raise SerializationError(f"corrupt archive: the default of parameter '{name}' "
                                          f"is not a {t.annotation}")
-            params.append(Param(name, default))
+            kwonly = entry.get("kwonly", False)
+            if not isinstance(kwonly, bool):
+                raise SerializationError(f"corrupt archive: 'kwonly' of parameter '{name}' is "
+                                         "not a bool")
+            params.append(Param(name, default, kwonly=kwonly))
             types.append((name, t))
         return_type = parse_type(_string(record["return_type"]), self.names.resolve,
                                  class_types)

@@ -133,11 +133,15 @@ class CallMixin:
                 node.func, [generator, *node.args[1:]], node.keywords), node))
             if found is not None:
                 return found
-        if any(isinstance(a, ast.Starred) for a in node.args) or any(
-                k.arg is None for k in node.keywords):
-            raise CompilationError("*args and **kwargs in calls are not supported", src)
+        if any(k.arg is None for k in node.keywords):
+            raise CompilationError("**kwargs in calls are not supported", src)
         callee = func if isinstance(func, Sugared) else Sugared()
-        args = [self.argument(a, callee, i, None) for i, a in enumerate(node.args)]
+        args = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                args += self.starred_items(a)
+            else:
+                args.append(self.argument(a, callee, len(args), None))
         kwargs = {k.arg: self.argument(k.value, callee, None, k.arg) for k in node.keywords}
         if isinstance(func, Value):
             if isinstance(func.type, ClassType):

@@ -290,14 +290,18 @@ class Compiler(ModuleTypes):
         source = emitter.source if emitter else ParsedSource(fn)
         definition = source.definition
         args = definition.args
-        if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
-            raise CompilationError("*args, **kwargs, keyword-only and positional-only "
-                                   "parameters are not supported", source.range(definition))
+        if args.vararg or args.kwarg or args.posonlyargs:
+            raise CompilationError("*args, **kwargs and positional-only parameters are not "
+                                   "supported", source.range(definition))
+        if any(d is not None for d in args.kw_defaults):
+            raise CompilationError("keyword-only parameters with defaults are not supported "
+                                   "(as in TorchScript)", source.range(definition))
         sig = inspect.signature(fn)
         params = tuple(Param(p.name, p.default if p.default is not inspect.Parameter.empty
-                             else NO_DEFAULT) for p in sig.parameters.values())
-        names = [a.arg for a in args.args]
-        annotations: list[ast.expr | None] = [a.annotation for a in args.args]
+                             else NO_DEFAULT, kwonly=p.kind is p.KEYWORD_ONLY)
+                       for p in sig.parameters.values())
+        names = [a.arg for a in args.args + args.kwonlyargs]
+        annotations: list[ast.expr | None] = [a.annotation for a in args.args + args.kwonlyargs]
         returns = definition.returns
         comment = definition.type_comment
         if comment:
@@ -334,9 +338,9 @@ class Compiler(ModuleTypes):
         omits the argument: reject it when compiling, at the default."""
         from ..api.argument_check import value_has_type
         defaults = source.definition.args.defaults
-        first = len(params) - len(defaults)
+        first = sum(not p.kwonly for p in params) - len(defaults)
         for i, (param, (name, t), ann) in enumerate(zip(params, types, annotations)):
-            if i < first or value_has_type(param.default, t):
+            if i < first or param.kwonly or value_has_type(param.default, t):
                 continue
             hint = (f"'{name}' is not annotated, so it is assumed to be a Tensor; annotate it"
                     if ann is None else

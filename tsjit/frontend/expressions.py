@@ -445,8 +445,32 @@ class ExpressionMixin:
                                      branch(node.orelse, refine[1]), src)
 
     # ---- containers
+    def starred_items(self, node: ast.Starred) -> list:
+        """The elements `*t` stands for in a display or a call: a tuple's, whose number is
+        known when compiling (TorchScript's rule; a list's length is not)."""
+        value = self.sugared_expr(node.value)
+        if isinstance(value, CompileTimeTuple):
+            return list(value.items)
+        value = self.as_value(value, self.src(node))
+        if not isinstance(value.type, TupleType):
+            raise CompilationError(f"a starred {value.type.annotation} here: only a tuple "
+                                   "(whose length is known when compiling) can be starred",
+                                   self.src(node))
+        return self.insert("prim::TupleUnpack", [value], list(value.type.elems),
+                           src=self.src(node)).outputs
+
+    def display_items(self, elts: list[ast.expr], evaluate) -> list:
+        """The elements of a tuple or list display, with `*t` spread out."""
+        items = []
+        for e in elts:
+            if isinstance(e, ast.Starred):
+                items += [self.as_value(i, self.src(e)) for i in self.starred_items(e)]
+            else:
+                items.append(evaluate(e))
+        return items
+
     def expr_Tuple(self, node: ast.Tuple):
-        items = [self.sugared_expr(e) for e in node.elts]
+        items = self.display_items(node.elts, self.sugared_expr)
         if any(isinstance(i, Sugared) for i in items) and not all(
                 isinstance(i, PythonObject) for i in items):
             return CompileTimeTuple(items)
@@ -456,7 +480,7 @@ class ExpressionMixin:
 
     def expr_List(self, node: ast.List, annotated: Type | None = None) -> Value:
         src = self.src(node)
-        items = [self.expr(e) for e in node.elts]
+        items = self.display_items(node.elts, self.expr)
         return self.list_literal(items, annotated, src)
 
     def list_literal(self, items: list[Value], annotated: Type | None, src) -> Value:
