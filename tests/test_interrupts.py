@@ -157,8 +157,12 @@ def interrupt(tmp_path: Path, source: str, delay: float = 0.3) -> list[str]:
     output lines."""
     script = tmp_path / "child.py"   # tsjit.script reads the functions' source file
     script.write_text(source)
+    # A runner started as a background job of a shell has SIGINT ignored (POSIX shells do
+    # that for `&` jobs), and a child would inherit it: Python installs its Ctrl-C handler
+    # only where SIGINT has its default action, so give the child that.
     child = subprocess.Popen([sys.executable, str(script)], env=child_environment(), text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert child.stdout.readline().strip() == "ready", child.stderr.read()
         time.sleep(delay)
