@@ -27,11 +27,42 @@ from tsjit.api import pickling
 PROGRAM = "pickled_program_under_test"
 
 SOURCE = '''
-from typing import List
+import enum
+from typing import List, NamedTuple
 
 import numpy as np
 
 import tsjit
+
+
+class Color(enum.Enum):
+    RED = 1
+    GREEN = 2
+
+
+class Point(NamedTuple):
+    x: float
+    y: float
+
+
+@tsjit.script
+class Pair:
+    def __init__(self, a: int, b: float):
+        self.a = a
+        self.b = b
+
+    def total(self) -> float:
+        return self.a + self.b
+
+
+def use_pair(p: Pair, c: Color, q: Point) -> Point:
+    if c == Color.RED:
+        return Point(p.total(), q.x)
+    return Point(q.y, p.b)
+
+
+def make_pair(a: int) -> Pair:
+    return Pair(a, 0.5)
 
 
 def gelu(x: np.ndarray) -> np.ndarray:
@@ -70,6 +101,19 @@ class Net(tsjit.Module):
     @tsjit.export
     def count(self) -> int:
         return self.calls
+
+
+class Stack(tsjit.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = tsjit.ModuleList([Layer(3, 1.0), Layer(3, -1.0)])
+        self.named = tsjit.ModuleDict({"a": Layer(3, 0.25)})
+        self.net = Net()
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        for layer in self.layers:
+            x = layer(x)
+        return self.named["a"](x) + self.net(x)
 '''
 
 CHILD = CHILD_WITHOUT_PROGRAM + '''
@@ -241,3 +285,114 @@ def test_multiprocessing_pool_maps_a_scripted_function(program, method):
         results = pool.map(function, inputs)
     for got, x in zip(results, inputs):
         assert_same(got, function(x))     # the workers compiled the same kernel
+
+
+def test_unpickled_in_its_own_process_a_function_is_itself(program):
+    # as a Python function pickles by reference: the same profiles and compiled code
+    function = tsjit.script(program.gelu)
+    function(X)
+    assert pickle.loads(pickle.dumps(function)) is function
+
+
+def test_a_loaded_or_unpickled_module_pickles_again(program, tmp_path):
+    # a Dask worker or a pool passes on what it unpickled; the submodules' types are
+    # the ones the module was loaded with
+    scripted = tsjit.script(program.Stack())
+    scripted.save(tmp_path / "stack.pt")
+    loaded = tsjit.load(tmp_path / "stack.pt")
+    twice = pickle.loads(pickle.dumps(pickle.loads(pickle.dumps(scripted))))
+    for module in (pickle.loads(pickle.dumps(loaded)), twice,
+                   pickle.loads(pickle.dumps(copy.deepcopy(twice)))):
+        assert_same(module(X), program.Stack()(X))
+
+
+def test_forked_workers_take_and_return_the_programs_classes(program):
+    # A worker that has the program (forked, or spawned from a script that imports it)
+    # gets instances of its classes as arguments: the unpickled function must take
+    # them, and give back the program's classes, as the plain function does.
+    args = [(program.Pair(2, 0.5), color, program.Point(1.0, -1.0))
+            for color in program.Color]
+    scripted = tsjit.script(program.use_pair), tsjit.script(program.make_pair)
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        results = pool.starmap(scripted[0], args)
+        pair = pool.apply(scripted[1], (3,))
+    assert results == [program.use_pair(*a) for a in args]
+    assert [type(r) for r in results] == [program.Point] * 2
+    assert type(pair) is program.Pair and vars(pair) == vars(program.make_pair(3))
+
+
+def test_a_class_pickled_by_value_keeps_its_compiled_type(program, tmp_path):
+    # cloudpickle (Dask's pickler) pickles the classes of __main__ by value, with their
+    # dict: a worker's result unpickled in the client must not replace the class's type
+    cloudpickle = pytest.importorskip("cloudpickle", reason="cloudpickle (Dask's pickler) "
+                                      "is not installed")
+    t = vars(program.Pair)["__tsjit_class_type__"]
+    cloudpickle.register_pickle_by_value(program)
+    try:
+        payload = cloudpickle.dumps(program.Pair(2, 0.5))
+        back = pickle.loads(payload)
+    finally:
+        cloudpickle.unregister_pickle_by_value(program)
+    assert type(back) is program.Pair and vars(program.Pair)["__tsjit_class_type__"] is t
+    scripted = tsjit.script(program.use_pair)
+    point = program.Point(1.0, 2.0)
+    assert scripted(back, program.Color.RED, point) == program.use_pair(back,
+                                                                       program.Color.RED, point)
+    assert pickle.loads(pickle.dumps(scripted)) is scripted
+    # a process without the program gets the class with its compiled type (no source
+    # needed), whose methods' parameters save as the program's do
+    (tmp_path / "uses_pair.py").write_text(USES_PAIR)
+    report = programs.run_child(CHILD_WITHOUT_PROGRAM.format(program=PROGRAM) + """
+import uses_pair
+pickle.dump(uses_pair.report, open(sys.argv[2], "wb"))
+""", tmp_path, payload, timeout=120)
+    assert report == ("Pair", 5.0, 5.0)
+
+
+USES_PAIR = '''
+import pickle, sys
+import tsjit
+
+pair = pickle.loads(pickle.load(open(sys.argv[1], "rb")))
+Pair = type(pair)
+
+
+def doubled(p: Pair) -> float:
+    return p.total() * 2.0
+
+
+scripted = tsjit.script(doubled)
+report = (Pair.__qualname__, scripted(pair), pickle.loads(pickle.dumps(scripted))(pair))
+'''
+
+
+def test_a_function_unpickled_before_its_program_takes_the_programs_instances(program,
+                                                                             tmp_path):
+    # A worker unpickles a task's function before the arguments whose unpickling imports
+    # the program (a Dask worker, a pool spawned from a script that does not import the
+    # program), and cloudpickle sends the classes of `__main__` by value, beside the ones
+    # a spawned worker's re-imported `__main__` defines: the function takes what it is
+    # given, as the plain function does.
+    cloudpickle = pytest.importorskip("cloudpickle", reason="cloudpickle (Dask's pickler) "
+                                      "is not installed")
+    scripted = tsjit.script(program.use_pair)
+    args = [(program.Pair(2, 0.5), color, program.Point(1.0, -1.0))
+            for color in program.Color]
+    cloudpickle.register_pickle_by_value(program)
+    try:
+        by_value = cloudpickle.dumps(args)
+    finally:
+        cloudpickle.unregister_pickle_by_value(program)
+    payload = {"function": pickle.dumps(scripted), "args": pickle.dumps(args),
+               "by_value": by_value, "path": str(Path(program.__file__).parent)}
+    report = programs.run_child(CHILD_WITHOUT_PROGRAM.format(program=PROGRAM) + """
+payload = pickle.load(open(sys.argv[1], "rb"))
+function = pickle.loads(payload["function"])
+sys.path.insert(0, payload["path"])
+report = []
+for args in (pickle.loads(payload["args"]), pickle.loads(payload["by_value"])):
+    report.append([(type(r).__qualname__, tuple(r)) for r in (function(*a) for a in args)])
+pickle.dump(report, open(sys.argv[2], "wb"))
+""", tmp_path, payload, timeout=120)
+    want = [("Point", tuple(program.use_pair(*a))) for a in args]
+    assert report == [want, want]

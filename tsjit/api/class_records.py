@@ -296,14 +296,10 @@ def restore_instance(name: tuple[str, str], kind: ClassKind, state: object) -> o
 
 
 def _class_named(module: str, qualname: str, kind: ClassKind) -> type:
-    """The program's class `module.qualname` of `kind` (looked up in the namespaces of
-    modules already imported: no import, no module `__getattr__`), else the one this
-    process rebuilt."""
-    found: object = sys.modules.get(str(module))
-    for part in str(qualname).split(".") if found is not None else ():
-        found = vars(found).get(part) if hasattr(found, "__dict__") else None
-    if isinstance(found, type) and class_kind(found) == kind and \
-            data_class_problem(found, kind) is None:
+    """The program's class `module.qualname` of `kind`, else the one this process
+    rebuilt."""
+    found = program_class(module, qualname, kind)
+    if found is not None:
         return found
     rebuilt = [cls for (name, _), cls in list(_rebuilt.items())
                if name == f"{module}.{qualname}" and vars(cls).get("__reduce_ex__")
@@ -313,6 +309,19 @@ def _class_named(module: str, qualname: str, kind: ClassKind) -> type:
                                      "process: neither the program's own nor one tsjit.load "
                                      "rebuilt")
     return rebuilt[-1]
+
+
+def program_class(module: object, qualname: object, kind: object) -> type | None:
+    """The program's class `module.qualname` of `kind` that a record would rebuild whole,
+    if this process has it: looked up in the namespaces of modules already imported (no
+    import, no module `__getattr__`)."""
+    found: object = sys.modules.get(str(module))
+    for part in str(qualname).split(".") if found is not None else ():
+        found = vars(found).get(part) if hasattr(found, "__dict__") else None
+    if isinstance(found, type) and class_kind(found) == kind and \
+            data_class_problem(found, kind) is None:
+        return found
+    return None
 
 
 def check_name(name: object, what: str) -> str:

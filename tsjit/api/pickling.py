@@ -19,6 +19,7 @@ import io
 import threading
 import weakref
 
+from ..ir.types import qualified_name
 from .archive import SerializationError
 from .script_function import ScriptFunction, ScriptModule
 from .serialization import load, save
@@ -30,14 +31,20 @@ _unpickled_lock = threading.Lock()
 
 def saved_form(obj: ScriptFunction | ScriptModule) -> bytes:
     """The archive `obj.save` writes, as bytes; a function's is made once (a compiled
-    function never changes, and pickling it again gives the same bytes)."""
-    if isinstance(obj, ScriptFunction) and "_saved_form" in vars(obj):
-        return obj._saved_form
-    buffer = io.BytesIO()
-    save(obj, buffer)
-    if isinstance(obj, ScriptFunction):
+    function never changes, and pickling it again gives the same bytes), and unpickled
+    in this process it gives this function back (as a Python function, pickled by
+    reference, gives itself: the same profiles and compiled code)."""
+    if not isinstance(obj, ScriptFunction):
+        buffer = io.BytesIO()
+        save(obj, buffer)
+        return buffer.getvalue()
+    if "_saved_form" not in vars(obj):
+        buffer = io.BytesIO()
+        save(obj, buffer)
         obj._saved_form = buffer.getvalue()
-    return buffer.getvalue()
+    with _unpickled_lock:
+        _unpickled[hashlib.sha256(obj._saved_form).digest()] = obj
+    return obj._saved_form
 
 
 def restore_function(form: bytes) -> ScriptFunction:
@@ -49,7 +56,7 @@ def restore_function(form: bytes) -> ScriptFunction:
         function = _unpickled.get(digest)
     if function is not None:
         return function
-    loaded = load(io.BytesIO(form))
+    loaded = load(io.BytesIO(form), program_classes=True)
     if not isinstance(loaded, ScriptFunction):
         raise SerializationError("corrupt pickle: a function pickle holds a module")
     loaded._saved_form = form
@@ -60,7 +67,7 @@ def restore_function(form: bytes) -> ScriptFunction:
 def restore_module(form: bytes) -> ScriptModule:
     """The module pickled as `form`, a new instance each time."""
     _check_payload(form)
-    loaded = load(io.BytesIO(form))
+    loaded = load(io.BytesIO(form), program_classes=True)
     if not isinstance(loaded, ScriptModule):
         raise SerializationError("corrupt pickle: a module pickle holds a function")
     return loaded
@@ -70,3 +77,22 @@ def _check_payload(form: object) -> None:
     if type(form) is not bytes:
         raise SerializationError("corrupt pickle: a tsjit pickle holds the saved form as "
                                  f"bytes, not {type(form).__name__}")
+
+
+
+def with_classes_of(function: ScriptFunction, args: tuple) -> ScriptFunction | None:
+    """`function` loaded again from its saved form with the classes of `args` that have
+    the names of the classes it was unpickled with but are other classes, if they save
+    as its records do; else None.  A worker may unpickle a task's function before its
+    arguments, whose unpickling imports the program's module (the function rebuilt the
+    classes then), or receive a class of `__main__` by value (cloudpickle's form, beside
+    the `__main__` a spawned worker re-imports): the function takes what it is given."""
+    using = vars(function).get("_archive_classes")
+    offered = {qualified_name(type(a)): type(a) for a in args} if using else {}
+    offered = {name: cls for name, cls in offered.items()
+               if name in using and cls is not using[name]}
+    if not offered:
+        return None
+    loaded = load(io.BytesIO(function._saved_form), program_classes=offered)
+    return loaded if all(loaded._archive_classes[name] is cls
+                         for name, cls in offered.items()) else None

@@ -54,6 +54,8 @@ class ScriptFunction:
         try:
             self._check(*args)
         except TypeError:
+            if self._take_classes_of(args):
+                return self._call(*args)
             recorder = tracing_recorder(args, {})
             if recorder is None:
                 raise
@@ -72,6 +74,21 @@ class ScriptFunction:
         return result
 
     __call__ = _call    # one frame on the hot path (a direct entry class overrides it)
+
+    def _take_classes_of(self, args: tuple) -> bool:
+        """Whether this unpickled function now runs on the classes of `args` where they
+        are the program's, of the names it uses but other objects than the classes it
+        unpickled with (see `pickling.with_classes_of`): it takes what it is given."""
+        if "_archive_classes" not in vars(self):
+            return False
+        from .pickling import with_classes_of
+        loaded = with_classes_of(self, args)
+        if loaded is None:
+            return False
+        doc = self.__doc__
+        ScriptFunction.__init__(self, loaded.compiled, None)
+        self.__doc__, self._archive_classes = doc, loaded._archive_classes
+        return True
 
     def _drop_direct(self) -> None:
         """Forget the direct entry.  A function whose optimized graph is one native region

@@ -291,7 +291,11 @@ def classes_in_type_list(t: Type) -> list[type]:
 
 def _module_type(instance: Module) -> ClassType:
     """The type the compiler gave a submodule (a container's items have no attribute
-    type in their parent's type)."""
+    type in their parent's type), or the type a loaded (or unpickled) module's class was
+    loaded with: its graphs name that type, and saving it again must too."""
+    loaded = vars(type(instance)).get(_TYPE_ATTRIBUTE)
+    if isinstance(loaded, ClassType) and loaded.is_module:
+        return loaded
     from .script import _compiler
     return _compiler.module_type_of(instance)
 
@@ -324,15 +328,19 @@ def _check_class_names(text: str, owner: str, class_types: dict[str, ClassType])
 
 # ---- loading
 
-def load(source: PathOrFile) -> ScriptFunction | ScriptModule:
+def load(source: PathOrFile, program_classes: bool | dict[str, type] = False
+         ) -> ScriptFunction | ScriptModule:
     """The script function or module saved in `source` (a path or a binary file).
 
     Loading runs no code of the file's (see `loadable.py`); a file that is not an
     archive tsjit wrote, or was edited into one that breaks the rules, raises
-    SerializationError."""
+    SerializationError.  The archive's classes are rebuilt (`class_records.py`); with
+    `program_classes` (unpickling) they are the program's own where this process has
+    them (a dict: these classes by name first) and each saves as its record says
+    (`_program_classes`)."""
     with ArchiveReader(source) as reader:
         try:
-            return _Loader(reader).load()
+            return _Loader(reader, program_classes).load()
         except (KeyError, TypeError, ValueError, LookupError, AttributeError, RecursionError,
                 IRParseError, IRVerificationError) as e:
             raise SerializationError(f"corrupt archive: {type(e).__name__}: {e}") from None
@@ -341,8 +349,10 @@ def load(source: PathOrFile) -> ScriptFunction | ScriptModule:
 class _Loader(ValueDecoder):
     """One archive's loading: its classes (rebuilt first), module types, values, graphs."""
 
-    def __init__(self, reader: ArchiveReader) -> None:
+    def __init__(self, reader: ArchiveReader,
+                 program_classes: bool | dict[str, type] = False) -> None:
         super().__init__(reader)
+        self.program_classes = program_classes
         self.manifest = reader.manifest
         self.names = ClassNames()
         self.rules = SavedCodeRules(self.names.kinds)
@@ -367,11 +377,13 @@ class _Loader(ValueDecoder):
             record = manifest["function"]
             function = ScriptFunction(self.compiled(record), None)
             function.__doc__ = _doc(record)
+            if self.program_classes:
+                function._archive_classes = dict(self.names.objects)
             return function
         for name, entry in manifest["types"].items():
             if _string(name) in self.names.objects:
                 raise SerializationError(f"corrupt archive: {name!r:.80} is defined twice")
-            self.module_types[name] = ClassType(
+            self.module_types[name] = ClassType.for_class(
                 _loaded_class(entry["module"], entry["qualname"]), is_module=True)
         instance = self.module(manifest["root"])
         if "forward" not in manifest["methods"]:
@@ -403,9 +415,11 @@ class _Loader(ValueDecoder):
                 graphs.update({m["graph"]: self.reader.text(m["graph"])
                                for m in record["methods"].values()})
         digest = record_digest(records, graphs)
-        cached = {name: cached_class(name, digest) for name in records}
-        if records and all(cls is not None for cls in cached.values()):
-            for name, cls in cached.items():
+        found = _program_classes(records, digest, self.program_classes) \
+            if self.program_classes and records else None
+        found = found or {name: cached_class(name, digest) for name in records}
+        if records and all(cls is not None for cls in found.values()):
+            for name, cls in found.items():
                 self.names.add(name, cls, records[name]["kind"])
                 if records[name]["kind"] == "class":
                     self.class_variables[cls] = set(records[name].get("class_variables", ()))
@@ -582,6 +596,37 @@ class _Loader(ValueDecoder):
                                  class_types)
         _check_signature(_dotted_name(record["name"], "function"), types, return_type, graph)
         return CompiledCallable(record["name"], tuple(params), types, return_type, graph)
+
+
+def _program_classes(records: dict, digest: str, offered: bool | dict[str, type]
+                     ) -> dict[str, type] | None:
+    """The program's own classes for `records` (those `offered`, else found in modules
+    already imported; nothing is imported), if this process has every one and they save
+    as exactly these records (same fields, members, attribute types, method graphs):
+    then code unpickled into the program that pickled it (a pool's forked or spawned
+    worker, a round trip) takes and returns the program's instances as the original
+    code does.  None when one is missing or differs: the records are rebuilt, as
+    `tsjit.load` always does."""
+    found = {}
+    for name, record in records.items():
+        cls = offered.get(name) if isinstance(offered, dict) else None
+        cls = cls or class_records.program_class(record["module"], record["qualname"],
+                                                 record["kind"])
+        if cls is None or qualified_name(cls) != name:
+            return None
+        found[name] = cls
+    encoder = _Encoder()
+    try:
+        for cls in found.values():
+            encoder.add_class(cls, "the program's class")
+    except SerializationError:
+        return None
+    graphs = {m["graph"]: encoder.texts[m["graph"]] for r in encoder.records.values()
+              if r["kind"] == "class" for m in r["methods"].values()}
+    if encoder.records.keys() != records.keys() or \
+            record_digest(encoder.records, graphs) != digest:
+        return None
+    return found
 
 
 def _loaded_class(module: object, qualname: object) -> type:

@@ -255,6 +255,24 @@ class ClassType(Type):
         self.constants: dict[str, object] = {}
         self.methods: dict[str, object] = {}
 
+    def __reduce__(self):
+        """A script class's type pickles (and copies) as its class's type: a class pickled
+        by value (cloudpickle's form of one defined in `__main__`, as Dask sends and
+        returns it) carries its dict, this type included, and the class unpickled must
+        keep the type its compiled code names: the process's own where its class has
+        one, never a copy (types are identities); in a process where the class is new,
+        this type's compiled state.  A module's type is per instance: it travels only
+        with its scripted module's saved form."""
+        if self.is_module:
+            raise TypeError(f"cannot pickle the compiled type of module {self.annotation}: "
+                            "pickle the scripted module")
+        return _class_type, (self.py_class,), (self.attributes, self.constants, self.methods)
+
+    def __setstate__(self, state: tuple) -> None:
+        if self in _awaiting_state:     # (a type the class had already keeps its state)
+            _awaiting_state.discard(self)
+            self.attributes, self.constants, self.methods = state
+
     @classmethod
     def for_class(cls, py_class: type, is_module: bool = False) -> ClassType:
         """The (unique) type of a class, so the same class always maps to one type.  The
@@ -414,3 +432,18 @@ def union_options(t: Type) -> tuple[Type, ...]:
     if isinstance(t, UnionType):
         return t.options
     return (t,)
+
+
+# Types `_class_type` made for an unpickled class, until their pickled state is set.
+_awaiting_state: weakref.WeakSet[ClassType] = weakref.WeakSet()
+
+
+def _class_type(py_class: type) -> ClassType:
+    """The type of unpickled class `py_class`: its own, if it has one (see
+    ClassType.__reduce__)."""
+    found = vars(py_class).get(_TYPE_ATTRIBUTE)
+    if isinstance(found, ClassType):
+        return found
+    found = ClassType.for_class(py_class)
+    _awaiting_state.add(found)
+    return found

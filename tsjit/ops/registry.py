@@ -25,7 +25,19 @@ from typing import Any, NamedTuple
 
 from ..ir.types import Type
 
-NO_DEFAULT = object()
+
+class _NoDefault:
+    """The marker of a parameter without a default: one object, also once unpickled (a
+    pickled class carries its compiled methods' parameters)."""
+
+    def __reduce__(self) -> str:
+        return "NO_DEFAULT"
+
+    def __repr__(self) -> str:
+        return "NO_DEFAULT"
+
+
+NO_DEFAULT = _NoDefault()
 
 
 class OpTypeError(Exception):
