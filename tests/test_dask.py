@@ -4,6 +4,9 @@ NumPy functions run the same way; and the empty arrays of Dask's meta calls."""
 
 from __future__ import annotations
 
+import enum
+from typing import NamedTuple
+
 import numpy as np
 import pytest
 from _differential import check
@@ -32,6 +35,37 @@ def squared_error(x, y):
 
 
 SCRIPTED = {fn: tsjit.script(fn) for fn in (gelu, softmax, squared_error)}
+
+
+class Unit(enum.Enum):
+    METRE = 1
+    FOOT = 2
+
+
+class Reading(NamedTuple):
+    value: float
+    unit: Unit
+
+
+class OutOfRange(ValueError):
+    pass
+
+
+@tsjit.script
+class Calibration:
+    def __init__(self, scale: float, limit: float):
+        self.scale = scale
+        self.limit = limit
+
+    def apply(self, r: Reading) -> Reading:
+        v = r.value * self.scale if r.unit == Unit.METRE else r.value * self.scale * 0.3048
+        if v > self.limit:
+            raise OutOfRange("reading over the limit")
+        return Reading(v, Unit.METRE)
+
+
+def calibrate(c: Calibration, r: Reading) -> Calibration:
+    return Calibration(c.apply(r).value, c.limit)
 
 
 def assert_close(got: np.ndarray, want: np.ndarray) -> None:
@@ -113,3 +147,19 @@ def test_output_meta_is_none_where_the_graph_does_not_tell():
     assert tsjit_dask.output_meta(SCRIPTED[softmax], x) is None
     lazy = tsjit_dask.map_blocks(SCRIPTED[softmax], x)
     assert lazy.dtype == np.float32
+
+
+def test_delayed_tasks_take_and_return_the_programs_classes(client):
+    # The worker imports this module when it unpickles the arguments (after the
+    # function, whose classes were then rebuilt): the function takes the module's
+    # instances, and the results and exceptions come back as this module's classes.
+    dask = pytest.importorskip("dask")
+    scripted = tsjit.script(calibrate)
+    c = Calibration(2.0, 10.0)
+    readings = [Reading(1.5, Unit.METRE), Reading(3.0, Unit.FOOT)]
+    got = dask.compute(*[dask.delayed(scripted)(c, r) for r in readings])
+    want = [calibrate(c, r) for r in readings]
+    assert [type(g) for g in got] == [Calibration] * 2
+    assert [vars(g) for g in got] == [vars(w) for w in want]
+    with pytest.raises(OutOfRange, match="over the limit"):
+        client.submit(scripted, c, Reading(6.0, Unit.METRE)).result()
