@@ -65,6 +65,10 @@ def make_pair(a: int) -> Pair:
     return Pair(a, 0.5)
 
 
+def pair_totals(ps: List[Pair]) -> float:
+    return sum([p.total() for p in ps])
+
+
 def gelu(x: np.ndarray) -> np.ndarray:
     """The tanh approximation of GELU."""
     return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
@@ -375,24 +379,26 @@ def test_a_function_unpickled_before_its_program_takes_the_programs_instances(pr
     # given, as the plain function does.
     cloudpickle = pytest.importorskip("cloudpickle", reason="cloudpickle (Dask's pickler) "
                                       "is not installed")
-    scripted = tsjit.script(program.use_pair)
-    args = [(program.Pair(2, 0.5), color, program.Point(1.0, -1.0))
-            for color in program.Color]
+    functions = [tsjit.script(program.use_pair), tsjit.script(program.pair_totals)]
+    args = [[(program.Pair(2, 0.5), color, program.Point(1.0, -1.0))
+             for color in program.Color], [([program.Pair(1, 0.25), program.Pair(3, 2.0)],)]]
     cloudpickle.register_pickle_by_value(program)
     try:
         by_value = cloudpickle.dumps(args)
     finally:
         cloudpickle.unregister_pickle_by_value(program)
-    payload = {"function": pickle.dumps(scripted), "args": pickle.dumps(args),
+    payload = {"functions": pickle.dumps(functions), "args": pickle.dumps(args),
                "by_value": by_value, "path": str(Path(program.__file__).parent)}
     report = programs.run_child(CHILD_WITHOUT_PROGRAM.format(program=PROGRAM) + """
 payload = pickle.load(open(sys.argv[1], "rb"))
-function = pickle.loads(payload["function"])
+functions = pickle.loads(payload["functions"])
 sys.path.insert(0, payload["path"])
 report = []
-for args in (pickle.loads(payload["args"]), pickle.loads(payload["by_value"])):
-    report.append([(type(r).__qualname__, tuple(r)) for r in (function(*a) for a in args)])
+for all_args in (pickle.loads(payload["args"]), pickle.loads(payload["by_value"])):
+    report.append([[(type(r).__qualname__, repr(r)) for r in (f(*a) for a in args)]
+                   for f, args in zip(functions, all_args)])
 pickle.dump(report, open(sys.argv[2], "wb"))
 """, tmp_path, payload, timeout=120)
-    want = [("Point", tuple(program.use_pair(*a))) for a in args]
+    want = [[("Point", repr(program.use_pair(*a))) for a in args[0]],
+            [("float", repr(program.pair_totals(*args[1][0])))]]
     assert report == [want, want]

@@ -88,7 +88,9 @@ def with_classes_of(function: ScriptFunction, args: tuple) -> ScriptFunction | N
     classes then), or receive a class of `__main__` by value (cloudpickle's form, beside
     the `__main__` a spawned worker re-imports): the function takes what it is given."""
     using = vars(function).get("_archive_classes")
-    offered = {qualified_name(type(a)): type(a) for a in args} if using else {}
+    offered: dict[str, type] = {}
+    if using:
+        _classes_in(args, offered, 4)
     offered = {name: cls for name, cls in offered.items()
                if name in using and cls is not using[name]}
     if not offered:
@@ -96,3 +98,20 @@ def with_classes_of(function: ScriptFunction, args: tuple) -> ScriptFunction | N
     loaded = load(io.BytesIO(function._saved_form), program_classes=offered)
     return loaded if all(loaded._archive_classes[name] is cls
                          for name, cls in offered.items()) else None
+
+
+def _classes_in(value: object, found: dict[str, type], depth: int) -> None:
+    """The classes of `value` and of what it holds (list, tuple and dict items, instance
+    attributes; the first few of each container, a few levels deep), by name."""
+    cls = type(value)
+    found.setdefault(qualified_name(cls), cls)
+    if depth == 0:
+        return
+    if isinstance(value, dict):
+        items = [*list(value)[:4], *list(value.values())[:4]]
+    elif isinstance(value, (list, tuple)):
+        items = list(value[:4])
+    else:
+        items = list(getattr(value, "__dict__", {}).values())[:8]
+    for item in items:
+        _classes_in(item, found, depth - 1)
