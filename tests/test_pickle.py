@@ -402,3 +402,15 @@ pickle.dump(report, open(sys.argv[2], "wb"))
     want = [[("Point", repr(program.use_pair(*a))) for a in args[0]],
             [("float", repr(program.pair_totals(*args[1][0])))]]
     assert report == [want, want]
+
+
+def test_an_instance_of_another_class_of_the_name_is_refused_clearly(program, tmp_path):
+    # tsjit.load rebuilds the classes (class_records.py): the program's instance is
+    # another class of the same name, which the message must say
+    tsjit.script(program.make_pair).save(tmp_path / "make_pair.pt")
+    loaded_pair = type(tsjit.load(tmp_path / "make_pair.pt")(1))
+    scripted = tsjit.script(program.use_pair)
+    args = (program.Color.RED, program.Point(1.0, 2.0))
+    with pytest.raises(TypeError, match="another class of the name pickled_program_under_"
+                                        "test.Pair; a loaded or unpickled function"):
+        scripted(object.__new__(loaded_pair), *args)

@@ -32,6 +32,7 @@ from ..ir.types import (
     Type,
     UnionType,
     VarTupleType,
+    qualified_name,
 )
 
 ARRAY_TYPES = (np.ndarray, np.generic)
@@ -111,5 +112,11 @@ def _fail(function_name: str, param: str, expected: Type, found: object,
     found_name = type(found).__name__
     hint = (f": '{param}' has no annotation, so it was taken as a Tensor; annotate it "
             f"({param}: {found_name})" if unannotated else "")
+    expected_class = getattr(expected, "py_class", None)
+    if isinstance(expected_class, type) and expected_class is not type(found) and \
+            qualified_name(expected_class) == qualified_name(type(found)):
+        hint = (f": another class of the name {qualified_name(expected_class)}; a loaded or "
+                "unpickled function takes the class rebuilt from its saved form (or the "
+                "program's own, where it saves as the same record), and this one is not it")
     raise TypeError(f"{function_name}() expected a value of type '{expected.annotation}' for "
                     f"argument '{param}' but instead found type '{found_name}'{hint}")
