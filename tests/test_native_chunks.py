@@ -397,3 +397,36 @@ def test_a_wrapping_int_sum_is_exact_at_each_chunks_end(at):
         for fn, args in ((int_total, (arrays[1],)), (int_balance, (arrays[1], -7))):
             regions = check_native(fn, args)
             assert sum(r.stats()["reruns"] for r in regions) == 0
+
+
+# ------------------------------------------------------- float rows written after a chunk
+
+def row_dots(m: np.ndarray, x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    for r in range(m.shape[0]):
+        s = 0.0
+        for c in range(m.shape[1]):
+            s += m[r, c] * x[c]
+        out[r] = s
+    return out
+
+
+@pytest.mark.parametrize("at", [(0, 0), (1, CHUNK - 1), (2, CHUNK), (2, CHUNK + 2)])
+@pytest.mark.parametrize("errors", ["warn", "raise"])
+def test_events_of_a_gathered_row_come_after_the_rows_before_it(at, errors):
+    """A row's inner loop gathers its products' cheap event tests (not normal: zeros
+    too) and its sum's at the chunk's end; a chunk where one held runs again as written:
+    an underflow (of a product) or an overflow (of the sum) at row r, pass p warns or
+    raises there, with out written for the rows before r; zero products are no event."""
+    rows, cols = 3, CHUNK + 4
+    r, p = at
+    x = np.full(cols, 0.5)
+    tiny, big, zeros = (np.ones((rows, cols)) for _ in range(3))
+    tiny[r, p] = 1e-300                          # 1e-300 * 1e-300: underflow to zero
+    x_tiny = x.copy()
+    x_tiny[p] = 1e-300
+    big[r, p:p + 2] = np.finfo(np.float64).max  # finite products, the sum overflows
+    zeros[:, ::7] = 0.0
+    zeros[r, p] = 0.0
+    with np.errstate(all=errors):
+        check_native(row_dots, (tiny, x_tiny, np.zeros(rows)), (big, x * 2, np.zeros(rows)),
+                     (zeros, x_tiny, np.zeros(rows)), (zeros, x, np.zeros(rows)))

@@ -23,7 +23,8 @@ from llvmlite import ir
 
 from ...interpreter.control import LoopParts
 from ...ir.graph import Node
-from .ntypes import I1, I64, PY_INT
+from .arith import any_of, is_finite
+from .ntypes import I1, I64, PY_INT, NumpyScalar
 
 # sum nodes and the sign each gives its second operand
 SUM_STEPS = {"aten::add": 1, "aten::iadd": 1, "aten::sub": -1, "aten::isub": -1}
@@ -32,17 +33,48 @@ _I128 = ir.IntType(128)
 _HALF = ir.Constant(I64, 32)
 
 
-def carried_sums(em, loop: LoopParts) -> dict[Node, int]:
-    """The sums `s = s + x` (or `-`) of Python ints run once per pass on a carried s (in
-    the loop's own block, not under an `if`): node -> s's carried index."""
+def carried_sums(em, loop: LoopParts, numbers=lambda kind: kind == PY_INT) -> dict[Node, int]:
+    """The sums `s = s + x` (or `-`) of two numbers of one kind that `numbers` accepts
+    (Python ints unless given) run once per pass on a carried s (in the loop's own block,
+    not under an `if`): node -> s's carried index."""
     sums = {}
     block = loop.node.blocks[0]
     for k, (param, following) in enumerate(zip(loop.params, loop.carried_next)):
         node = following.node
         if node.block is block and node.kind in SUM_STEPS and node.inputs[0] is param \
-                and em.kinds.get(param) == PY_INT and em.kinds.get(node.inputs[1]) == PY_INT:
+                and numbers(em.kinds.get(param)) \
+                and em.kinds.get(node.inputs[1]) == em.kinds.get(param):
             sums[node] = k
     return sums
+
+
+def only_summed(loop: LoopParts, node: Node, k: int) -> bool:
+    """Whether nothing in the loop but the sum `node` reads s (carried index k), and the
+    sum's value only goes to the next pass."""
+    ret = loop.node.blocks[0].return_node
+    return loop.params[k].uses == [(node, 0)] and node.outputs[0].uses == [(ret, k + 1)]
+
+
+def float_sums(em, loop: LoopParts) -> dict[Node, int]:
+    """The sums s += x of NumPy floats of one dtype whose s nothing else in the loop reads:
+    node -> s's carried index.  Their event test (NumPy warns where the sum is not finite:
+    overflow, inf - inf) may wait for the chunk's end, since a sum that is not finite
+    stays so: inf or nan plus anything is inf or nan.  A chunk whose final s is not
+    finite then runs again as written, and the test comes at eager's pass."""
+    return {node: k for node, k in carried_sums(em, loop, _is_numpy_float).items()
+            if only_summed(loop, node, k)}
+
+
+def not_finite(em, sums: dict[Node, int], final: list) -> ir.Value:
+    """Whether one of the float `sums` ends a chunk with `final` carried values not
+    finite."""
+    b = em.b
+    return any_of(b, [ir.Constant(I1, 0)] + [b.not_(is_finite(b, final[k].parts[0]))
+                                              for k in sums.values()])
+
+
+def _is_numpy_float(kind) -> bool:
+    return isinstance(kind, NumpyScalar) and kind.dtype.kind == "f"
 
 
 def bounded_sums(em, loop: LoopParts, pass_limit: int) -> dict[Node, tuple[int, tuple[int, int]]]:
@@ -68,10 +100,8 @@ class WideSums:
 
     def __init__(self, em, loop: LoopParts, bounded: dict[Node, object]):
         self.em = em
-        ret = loop.node.blocks[0].return_node
         self.sums = {node: k for node, k in carried_sums(em, loop).items()
-                     if node not in bounded and loop.params[k].uses == [(node, 0)]
-                     and node.outputs[0].uses == [(ret, k + 1)]}
+                     if node not in bounded and only_summed(loop, node, k)}
         self._highs: dict[Node, ir.PhiInstr] = {}
 
     def start(self, pred: ir.Block) -> None:

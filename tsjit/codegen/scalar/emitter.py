@@ -98,8 +98,10 @@ class FunctionEmitter(LoopEmitter):
         # array accesses shown within bounds by the chunk being emitted (see
         # element_access.py): node -> whether its last stride is the item size
         self.fast_accesses: dict[Node, bool] = {}
-        # sums s += x whose chunk-entry value keeps them in int64 (loops.py, _chunk_sums)
+        # int sums s += x a chunk leaves untested (chunk_sums.py)
         self.chunk_sums: frozenset[Node] = frozenset()
+        # float sums whose event test the chunk makes at its end (chunk_sums.float_sums)
+        self.tested_at_chunk_end: frozenset[Node] = frozenset()
 
     # ------------------------------------------------------------------ the function
     def build(self, miss_handler: object, rerun_handler: object, counters: object) -> None:
@@ -206,7 +208,12 @@ class FunctionEmitter(LoopEmitter):
             return self._call_site(node, args, out_kinds)
         if self._deferred is not None:      # a checked speculation (see _checked_select_if)
             assert not callable(fast), "a deferred test needs precomputed fast values"
-            self._deferred.append(when if recheck is None else self.b.and_(when, recheck()))
+            if node in self.tested_at_chunk_end:
+                return list(fast)
+            # a chunk's flag may hold on the cheap superset: the chunk then runs again as
+            # written, whose branches make the exact test (see loops.LoopEmitter._chunk)
+            cheap = recheck is None or self._speculating_chunk
+            self._deferred.append(when if cheap else self.b.and_(when, recheck()))
             return list(fast)
         b = self.b
         slow_bb, fast_bb, join_bb = (self.fn.append_basic_block(n)

@@ -34,7 +34,7 @@ from ...passes.int_ranges import BACK_EDGE_LIMIT
 from . import cpython
 from .arith import any_of
 from .bailout import Rerun
-from .chunk_sums import WideSums, bounded_sums
+from .chunk_sums import WideSums, bounded_sums, float_sums, not_finite
 from .element_access import ElementAccesses
 from .ntypes import I1, I32, I64, PY_BOOL, PY_INT, NumpyScalar, NValue, Tagged, coerce
 from .rules import RULES, SPECULATION_LIMIT
@@ -50,6 +50,7 @@ class LoopEmitter:
     values, kinds, bailouts and blocks)."""
 
     _interrupt_budget: ir.Value | None = None
+    _superset_held: ir.Value | None = None
     _speculating_chunk = False      # tests of rare cases go to _deferred (see _chunk)
 
     def _loop(self, node: Node) -> None:
@@ -115,8 +116,14 @@ class LoopEmitter:
         are tests (NumPy scalars' floating-point events, ints beyond 64 bits), it
         gathers them in a flag instead of branching, and a chunk whose flag is set runs
         again from its start as written (its passes only computed: nothing observable
-        happened), which then takes the rare paths at eager's pass.  The float sum's
-        pass is then one add and a test, without a branch (`_speculates`)."""
+        happened), which then takes the rare paths at eager's pass.  The gathered tests
+        are the cheap ones (a product's: not normal), a superset of the events, whose
+        exact part (a zero operand makes a zero product no underflow) the run as
+        written makes; sums wait for the chunk's end (chunk_sums.py).  A dot product's
+        pass is then a multiply, an add and a compare, without a branch.  Where such a
+        superset held, this chunk and the call's later ones run with branches (and
+        without the bounds checks the entry test left out): zeros in every chunk would
+        otherwise run each twice (`_supersets_held`)."""
         b = self.b
         trips = self.values[loop.max_trip_count].value
         budget = b.load(self._budget(), typ=I64)
@@ -127,11 +134,14 @@ class LoopEmitter:
         tested = accesses.affine_tests()
         self.fast_accesses = accesses.fast
         wide = WideSums(self, loop, sums)
-        if not self._speculates(loop):
+        speculates = self._speculates(loop)
+        if not speculates:
             wide.sums = {}
         entry = _LoopState(outer.counter, outer.cond, outer.carried)
         done_bb = self.fn.append_basic_block("chunk_done")
-        versions = [(accesses.fast, frozenset(), None)]
+        # (accesses without bounds checks, nodes without overflow tests, first block,
+        # where a gathered test holds)
+        versions = [(accesses.fast, frozenset(), None, None)]
         if accesses.fast or sums or tested or wide.sums:
             checked_bb, fast_bb = (self.fn.append_basic_block(n) for n in ("checked", "fast"))
             last = b.sub(end, ir.Constant(I64, 1))
@@ -142,17 +152,27 @@ class LoopEmitter:
                     b.icmp_signed(">=", start, ir.Constant(I64, -2 ** 63 - low)),
                     b.icmp_signed("<=", start, ir.Constant(I64, 2 ** 63 - 1 - high))))
             ok = b.and_(ok, accesses.tests_hold(tested, outer.counter, last))
-            versions = [(accesses.fast, frozenset(sums) | frozenset(tested)
-                         | frozenset(wide.sums), fast_bb),
-                        ({}, frozenset(), checked_bb)]
-            b.cbranch(ok, fast_bb, checked_bb)
+            untested = frozenset(sums) | frozenset(tested)
+            versions = [(accesses.fast, untested, fast_bb, None),
+                        ({}, frozenset(), checked_bb, None)]
+            if not speculates:
+                b.cbranch(ok, fast_bb, checked_bb)
+            elif not self._gathers_supersets(loop):
+                versions[0] = (accesses.fast, untested | frozenset(wide.sums), fast_bb, checked_bb)
+                b.cbranch(ok, fast_bb, checked_bb)
+            else:       # a chunk whose superset held runs as written, and so do the next
+                gathered_bb, choose_bb = (self.fn.append_basic_block(n)
+                                          for n in ("gathered", "choose"))
+                versions.insert(0, (accesses.fast, untested | frozenset(wide.sums), gathered_bb,
+                                    fast_bb))
+                b.cbranch(ok, choose_bb, checked_bb)
+                b.position_at_end(choose_bb)
+                b.cbranch(b.load(self._supersets_held(), typ=I1), fast_bb, gathered_bb)
         exits = []
-        for fast, untested, start_bb in versions:
+        for fast, untested, start_bb, retry in versions:
             if start_bb is not None:
                 b.position_at_end(start_bb)
             self.fast_accesses, self.chunk_sums = fast, untested
-            retry = checked_bb if start_bb is not None and start_bb is versions[0][2] \
-                and self._speculates(loop) else None
             exits.append(self._chunk_passes(loop, conditional, kinds, entry, end, done_bb,
                                             retry, wide if retry is not None else None))
         self.fast_accesses, self.chunk_sums = {}, frozenset()
@@ -179,7 +199,7 @@ class LoopEmitter:
         b = self.b
         pred = b.block
         inner = self._loop_header(kinds, conditional, entry, "chunk")
-        unusual = None
+        unusual, ends = None, float_sums(self, loop) if retry is not None else {}
         if retry is not None:
             unusual = b.phi(I1, name="unusual")
             unusual.add_incoming(ir.Constant(I1, 0), pred)
@@ -193,7 +213,9 @@ class LoopEmitter:
         b.position_at_end(body_bb)
         if retry is not None:
             self._deferred, self._speculating_chunk = [], True
+            self.tested_at_chunk_end = frozenset(ends)
         self._emit_pass(loop, True, inner.counter, inner.carried)
+        self.tested_at_chunk_end = frozenset()
         if retry is not None:
             unusual.add_incoming(any_of(b, [unusual, *self._deferred]), b.block)
             self._deferred, self._speculating_chunk = None, False
@@ -203,8 +225,13 @@ class LoopEmitter:
         if retry is None:
             return inner.header, inner.as_values()
         b.position_at_end(exit_bb)
-        rare = b.or_(unusual, wide.beyond(entry.carried, inner.carried))
-        b.cbranch(rare, retry, done_bb).set_weights([1, 1000])
+        rare = any_of(b, [unusual, wide.beyond(entry.carried, inner.carried),
+                          not_finite(self, ends, inner.carried)])
+        rare_bb = self.fn.append_basic_block("rare")
+        b.cbranch(rare, rare_bb, done_bb).set_weights([1, 1000])
+        b.position_at_end(rare_bb)
+        b.store(ir.Constant(I1, 1), self._supersets_held())
+        b.branch(retry)
         return exit_bb, inner.as_values()
 
     def _speculates(self, loop: LoopParts) -> bool:
@@ -212,8 +239,7 @@ class LoopEmitter:
         no branches (ifs small enough to select), and operations that are plain
         computation (rules.Rule.speculate), computation but for tests of rare cases
         (Rule.checked) or array reads shown within bounds: none has effects (`s += x`
-        of numbers is computation, whatever in-place ops declare for arrays).  Not
-        where a NumPy float product, quotient or power is computed (_exact_event_test)."""
+        of numbers is computation, whatever in-place ops declare for arrays)."""
         for node in loop.node.blocks[0].nodes:
             if node.kind == "prim::If":
                 size = self._speculation_size(node.blocks)
@@ -223,15 +249,29 @@ class LoopEmitter:
             kinds = [self.kinds[v] for v in node.inputs]
             if node.kind == "prim::Loop" or any(isinstance(k, Tagged) for k in kinds):
                 return False
-            if _exact_event_test(node, self.kinds.get(node.outputs[0]) if node.outputs
-                                 else None):
-                return False
             rule = RULES[node.kind]
             read = node.kind == "aten::__getitem__" and node in self.fast_accesses
             if not (read or rule.speculate(node, kinds)
                     or rule.checked(node, kinds)):
                 return False
         return True
+
+    def _gathers_supersets(self, loop: LoopParts) -> bool:
+        """Whether the pass of `loop` computes a NumPy float product, quotient or power,
+        whose gathered event test is a superset that common data meets: a zero operand
+        makes a zero product, which is no underflow (numpy_ops._float_events)."""
+        return any(node.kind in _SUPERSET_EVENT_OPS and node.outputs
+                   and isinstance(kind := self.kinds.get(node.outputs[0]), NumpyScalar)
+                   and kind.dtype.kind == "f" for node in loop.node.blocks[0].nodes)
+
+    def _supersets_held(self) -> ir.Value:
+        """Whether a gathered test of this call held (see _chunk): the chunks after it
+        that gather supersets branch on their rare cases instead (an array with a zero
+        in every chunk would otherwise run each chunk twice: a dot product of such
+        arrays took 2.8-3.2x Numba's time, 1.4x with branches)."""
+        if self._superset_held is None:
+            self._superset_held = self.alloca(I1, initial=ir.Constant(I1, 0))
+        return self._superset_held
 
     def _loop_header(self, kinds: Sequence, conditional: bool, entry: _LoopState,
                      name: str) -> _LoopState:
@@ -303,17 +343,8 @@ class LoopEmitter:
         b.position_at_end(go_on)
 
 
-# NumPy float operations whose event test is a cheap superset and an exact test (a zero
-# operand makes a zero product no underflow, see numpy_ops._float_events): gathered, the
-# exact test runs on every pass and costs more than the branch it saves (a float64 dot
-# product: 1.4 -> 2.0x Numba's time), so their loops keep the branches.
-_EXACT_EVENT_OPS = frozenset(f"aten::{prefix}{op}" for prefix in ("", "i")
-                             for op in ("mul", "truediv", "div", "pow"))
-
-
-def _exact_event_test(node: Node, kind) -> bool:
-    return node.kind in _EXACT_EVENT_OPS | {"prim::pow"} and isinstance(kind, NumpyScalar) \
-        and kind.dtype.kind == "f"
+_SUPERSET_EVENT_OPS = frozenset({"prim::pow"} | {f"aten::{prefix}{op}" for prefix in ("", "i")
+                                                  for op in ("mul", "truediv", "div", "pow")})
 
 
 class _LoopState:
