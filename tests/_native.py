@@ -16,7 +16,9 @@ from __future__ import annotations
 import copy
 import warnings
 
+import numpy as np
 from _differential import assert_same, outcome
+from numpy.lib.array_utils import byte_bounds
 
 import tsjit
 from tsjit.codegen.scalar import NativeFunction
@@ -46,6 +48,20 @@ def with_warnings(fn, args: tuple) -> tuple[tuple[str, object], list[tuple[type,
     return result, [(w.category, str(w.message)) for w in caught]
 
 
+def same_layout_copy(value):
+    """A deep copy in which an array keeps its strides (copy.deepcopy of a strided or
+    reversed view gives a contiguous array, which would test another layout)."""
+    if not isinstance(value, np.ndarray) or value.flags.c_contiguous \
+            or value.flags.f_contiguous:
+        return copy.deepcopy(value)
+    low, high = byte_bounds(value)
+    memory = np.empty(high - low, np.uint8)
+    view = np.ndarray(value.shape, value.dtype, memory,
+                      value.__array_interface__["data"][0] - low, value.strides)
+    view[...] = value
+    return view
+
+
 def check_native(fn, *calls: tuple, natively: bool = True, reference=None
                  ) -> list[NativeFunction]:
     """Compare native fn with `reference` (eager fn unless given) on each call."""
@@ -53,7 +69,7 @@ def check_native(fn, *calls: tuple, natively: bool = True, reference=None
     assert regions, f"{fn.__name__} has no native region"
     reference = reference or fn
     for args in calls:
-        eager_args, native_args = copy.deepcopy(args), copy.deepcopy(args)
+        eager_args, native_args = ([same_layout_copy(a) for a in args] for _ in range(2))
         (want, warned), (got, warns) = (with_warnings(f, a) for f, a in (
             (reference, eager_args), (run, native_args)))
         assert warns == warned, f"{fn.__name__}{args!r}: warnings {warns} != {warned}"

@@ -301,6 +301,32 @@ def test_numpy_integers_index_arrays_as_numpy_does(dtype):
                  (m, np.array([0, 3], dtype=dtype), np.array([1, 1], dtype=dtype)))
 
 
+def bincount_every(values: np.ndarray, base: np.ndarray, step: int) -> np.ndarray:
+    counts = base[::step]       # a view made here: check_native's copies are contiguous
+    for i in range(values.shape[0]):
+        counts[values[i]] += 1
+    return base
+
+
+def bincount_column(values: np.ndarray, m: np.ndarray) -> np.ndarray:
+    counts = m[:, 1]
+    for i in range(values.shape[0]):
+        counts[values[i]] += 1
+    return m
+
+
+@pytest.mark.parametrize("n", [5, CHUNK + 1])
+def test_an_index_from_an_array_into_a_strided_view(n):
+    """counts[values[i]] uses the item size as its stride where the chunk's test shows
+    the last axis contiguous (ElementAccesses.contiguous); a strided or reversed view of
+    counts, or a column of a matrix, runs the chunk as written."""
+    values = np.arange(n, dtype=np.int64) % 6 - 2
+    check_native(bincount_every, *((values, np.zeros(12, np.int64), step)
+                                   for step in (1, 2, -2)),
+                 (np.append(values, 6), np.zeros(12, np.int64), 2))
+    check_native(bincount_column, (values, np.zeros((6, 3), np.int64)))
+
+
 def test_a_bool_or_float_index_is_left_to_the_interpreter():
     """NumPy's bool scalar index adds an axis and a float one raises: not element reads."""
     check_native(bincount, (np.array([True, False]), np.zeros(6, np.int64)), natively=False)

@@ -98,6 +98,8 @@ class FunctionEmitter(LoopEmitter):
         # array accesses shown within bounds by the chunk being emitted (see
         # element_access.py): node -> whether its last stride is the item size
         self.fast_accesses: dict[Node, bool] = {}
+        # accesses whose array's last axis the chunk being emitted has shown contiguous
+        self.contiguous_accesses: frozenset[Node] = frozenset()
         # int sums s += x a chunk leaves untested (chunk_sums.py)
         self.chunk_sums: frozenset[Node] = frozenset()
         # float sums whose event test the chunk makes at its end (chunk_sums.float_sums)

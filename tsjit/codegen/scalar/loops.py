@@ -141,11 +141,11 @@ class LoopEmitter:
         done_bb = self.fn.append_basic_block("chunk_done")
         # (accesses without bounds checks, nodes without overflow tests, first block,
         # where a gathered test holds)
-        versions = [(accesses.fast, frozenset(), None, None)]
-        if accesses.fast or sums or tested or wide.sums:
+        versions, checked_bb = [(accesses.fast, frozenset(), None, None)], None
+        if accesses.fast or accesses.contiguous or sums or tested or wide.sums:
             checked_bb, fast_bb = (self.fn.append_basic_block(n) for n in ("checked", "fast"))
             last = b.sub(end, ir.Constant(I64, 1))
-            ok = accesses.hold(outer.counter, last) if accesses.fast else ir.Constant(I1, 1)
+            ok = accesses.hold(outer.counter, last)
             for k, (low, high) in sums.values():
                 start = outer.carried[k].value
                 ok = b.and_(ok, b.and_(
@@ -173,9 +173,12 @@ class LoopEmitter:
             if start_bb is not None:
                 b.position_at_end(start_bb)
             self.fast_accesses, self.chunk_sums = fast, untested
+            self.contiguous_accesses = accesses.contiguous if start_bb not in (
+                None, checked_bb) else frozenset()
             exits.append(self._chunk_passes(loop, conditional, kinds, entry, end, done_bb,
                                             retry, wide if retry is not None else None))
         self.fast_accesses, self.chunk_sums = {}, frozenset()
+        self.contiguous_accesses = frozenset()
         b.position_at_end(done_bb)
 
         def joined(part, kind) -> NValue:

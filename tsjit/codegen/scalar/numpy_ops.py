@@ -253,13 +253,14 @@ def _element_pointer(em: FunctionEmitter, node: Node, args: Sequence[NValue]
     """The address of `array[i, j, ...]` (negative indices count from the end) and a flag
     for an index out of bounds; None for an access the loop around it has shown to lie
     within the array (FunctionEmitter.fast_accesses), whose last stride is then the
-    item size where its index moves."""
+    item size where its index moves; that stride is also the item size where the loop
+    has shown the last axis contiguous (FunctionEmitter.contiguous_accesses)."""
     b = em.b
     array, index = args
     rank = array.kind.rank
     data, sizes, strides = array.parts[1], array.parts[2:2 + rank], array.parts[2 + rank:]
     fast = em.fast_accesses.get(node)
-    if fast:
+    if fast or node in em.contiguous_accesses:
         strides = (*strides[:-1], const(I64, array.kind.dtype.itemsize))
     offset, outside = const(I64, 0), []
     for i, kind, size, stride in zip(index.parts, _index_kinds(index.kind), sizes, strides):
