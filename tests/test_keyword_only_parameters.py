@@ -45,6 +45,7 @@ def test_keyword_only_parameters_bind_as_in_python(restore):
         for args, kwargs in CALLS:
             assert outcome(scripted, args, kwargs) == outcome(offset, args, kwargs)
     check(calls_by_keyword, (3,), (-2,), (3,))
+    assert "def offset(x: int, *, by: int) -> int:" in scripted.code
 
 
 def test_a_fused_function_with_keyword_only_parameters_never_takes_them_by_position():

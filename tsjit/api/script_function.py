@@ -158,9 +158,10 @@ class ScriptFunction:
         first_default = next((i for i, p in enumerate(params) if p.default is not NO_DEFAULT),
                              len(params))
         defaults = [p.default for p in params[first_default:]]
+        keyword_only = sum(p.kwonly for p in params)
         if len(params) != len(self.compiled.graph.inputs):   # no way to line them up
-            defaults = []
-        return python_source(self.compiled.graph, self.name, defaults)
+            defaults, keyword_only = [], 0
+        return python_source(self.compiled.graph, self.name, defaults, keyword_only)
 
     def _executor_args(self, args: tuple, kwargs: dict) -> tuple:
         """The executor's arguments for a call with `args` and `kwargs` (checked)."""

@@ -304,15 +304,19 @@ class _Writer:
 
     # ---- the function
     def function(self, name: str, annotate: bool, handle_errors: bool,
-                 defaults: Sequence[object] = ()) -> tuple[str, dict[int, SourceRange]]:
+                 defaults: Sequence[object] = (), keyword_only: int = 0
+                 ) -> tuple[str, dict[int, SourceRange]]:
         """The source of `def name(...)`, and the script range of each line that has one.
-        `defaults`: the values of the last parameters' defaults (written for `.code`)."""
+        `defaults`: the values of the last parameters' defaults, `keyword_only`: how many
+        of the last parameters are keyword-only (both written for `.code`)."""
         inputs = self.graph.inputs
         params = [self.vars[v] + (f": {_annotation(v.type)}" if annotate else "")
                   for v in inputs]
         first_default = len(params) - len(defaults)
         for i, value in enumerate(defaults):
             params[first_default + i] += f" = {self.renderer.expression(value)}"
+        if keyword_only:
+            params.insert(len(params) - keyword_only, "*")
         outputs = self.graph.outputs
         returns = ""
         if annotate:
@@ -419,11 +423,14 @@ def compile_graph(graph: Graph, name: str = "forward", filename: str = "<script>
     return CompiledGraph(graph, fn, source, sources)
 
 
-def python_source(graph: Graph, name: str, defaults: Sequence[object] = ()) -> str:
+def python_source(graph: Graph, name: str, defaults: Sequence[object] = (),
+                  keyword_only: int = 0) -> str:
     """The graph as readable Python (`.code`): source variable names, objects written by
     name, `x += y` as written, `while True` / `itertools.count()` for loops without a
-    bound, the parameters' `defaults` (of the last ones), no memory-release `del`s and no
-    error handler.  It is valid Python (it compiles), to read rather than to run."""
+    bound, the parameters' `defaults` (of the last ones) and the `*` before the last
+    `keyword_only` ones, no memory-release `del`s and no error handler.  It is valid
+    Python (it compiles), to read rather than to run."""
     source, _ = _Writer(graph, Renderer(readable=True), release=False).function(
-        name, annotate=True, handle_errors=False, defaults=defaults)
+        name, annotate=True, handle_errors=False, defaults=defaults,
+        keyword_only=keyword_only)
     return source
