@@ -139,3 +139,32 @@ def test_an_exit_that_suppresses_is_a_runtime_error_not_a_silent_difference():
     assert scripted(5) == suppressed(5) == 2
     with pytest.raises(RuntimeError, match="suppress the exception"):
         scripted(0)
+
+
+class NarrowlyAnnotated:
+    """An __exit__ annotated for the None its normal exit passes (Python ignores the
+    annotations when an exception passes its type, value and traceback)."""
+
+    def __init__(self, log: list[str]):
+        self.log = log
+
+    def __enter__(self) -> int:
+        return 2
+
+    def __exit__(self, kind: int | None, value: int | None, traceback: int | None) -> None:
+        self.log.append("exit, exception: " + str(kind is not None))
+
+
+def narrowly_annotated(log: list[str], xs: list[int], i: int) -> int:
+    with NarrowlyAnnotated(log) as k:
+        v = xs[i] * k
+    return v
+
+
+def test_a_loaded_exit_takes_the_exception_whatever_its_annotations():
+    scripted = tsjit.script(narrowly_annotated)
+    restored = pickle.loads(pickle.dumps(scripted))
+    calls = [([], [1, 2], 1), ([], [1, 2], 5), ([], [3], 0), ([], [], 0)]  # IndexError
+    for _ in range(3):
+        check(narrowly_annotated, *calls, scripted=scripted)
+        check(narrowly_annotated, *calls, scripted=restored)

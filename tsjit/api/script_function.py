@@ -120,6 +120,14 @@ class ScriptFunction:
         self.__wrapped__ = python_function
         self.__signature__ = inspect.signature(python_function)
 
+    def take_exception_details(self) -> None:
+        """A loaded class's `__exit__`: Python's with statement passes it an exception's
+        type, value and traceback whatever its annotations say (the in-process class's
+        Python method takes them unchecked), so its parameters after `self` are not
+        checked."""
+        check = self._check
+        self._check = lambda manager, *details: check(manager, None, None, None)
+
     def _compiled_signature(self) -> inspect.Signature:
         """The parameters as compiled: names, defaults and types (as annotation text)."""
         return inspect.Signature([

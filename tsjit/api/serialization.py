@@ -491,6 +491,8 @@ class _Loader(ValueDecoder):
                                          "take an instance of it first")
             function = ScriptFunction(compiled, None)
             function.__doc__ = _doc(method_record)
+            if method == "__exit__":
+                function.take_exception_details()
             t.methods[method] = compiled
             setattr(cls, method, property(function) if method in properties else function)
 
