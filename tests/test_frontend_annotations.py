@@ -525,3 +525,26 @@ def badly_quoted(x: "List[int") -> int:  # noqa: F722 (what is tested)
 def test_a_string_annotation_that_does_not_parse_is_a_compilation_error():
     with pytest.raises(tsjit.CompilationError, match="cannot parse the annotation"):
         tsjit.script(badly_quoted)
+
+
+def pair_of_kinds(x: int) -> tuple:
+    if x > 0:
+        return (x, "positive")
+    return (-x, "not positive")
+
+
+def elements_as_tuple(xs: list[int]) -> tuple:
+    return tuple(xs)
+
+
+def bare_tuple_over_a_list(x: int) -> tuple:
+    return [x]
+
+
+def test_a_bare_tuple_return_annotation_infers_the_elements_as_torchscript():
+    scripted = check(pair_of_kinds, (3,), (-2,), (0,))
+    assert scripted.schema == "pair_of_kinds(int x) -> Tuple[int, str]"
+    check(elements_as_tuple, ([1, 2],), ([],))
+    with pytest.raises(tsjit.CompilationError, match="annotation is 'tuple'") as err:
+        tsjit.script(bare_tuple_over_a_list)
+    assert "-> tuple" in str(err.value).split("<--- HERE")[0].splitlines()[-2]

@@ -24,7 +24,9 @@ from ..ir.types import (
     BoolType,
     ClassType,
     NoneType,
+    TupleType,
     Type,
+    VarTupleType,
     is_subtype,
     unify,
 )
@@ -276,6 +278,11 @@ class Compiler(ModuleTypes):
                                      source.range(source.definition))
                 params, types = params[1:], types[1:]
             graph = emitter.emit_function(types, ret)
+            if emitter.bare_tuple_return is not None and not isinstance(
+                    emitter.return_type, (TupleType, VarTupleType)):
+                raise CompilationError(f"the return annotation is 'tuple', but the function "
+                                       f"returns {emitter.return_type.annotation}",
+                                       emitter.bare_tuple_return)
             run_canonical_passes(graph)
         finally:
             self.stack.pop()
@@ -328,6 +335,11 @@ class Compiler(ModuleTypes):
                     emitter.unannotated.add(pname)
             else:
                 types.append((pname, self._annotation(ann, globals_, source, scope)))
+        if returns is not None and _is_bare_tuple(returns, globals_, scope):
+            # `-> tuple`, which TorchScript takes as a tuple of the inferred element types
+            returns = None
+            if emitter is not None:
+                emitter.bare_tuple_return = source.range(definition.returns)
         ret = None if returns is None else self._annotation(returns, globals_, source, scope)
         self._check_defaults(params, types, annotations, source)
         return params, types, ret
@@ -573,3 +585,11 @@ class BoundScriptMethod(Sugared):
 
 
 __all__ = ["Compiler", "PythonObject"]
+
+
+def _is_bare_tuple(node: ast.expr, globals_: dict, scope: dict | None) -> bool:
+    """Whether an annotation is the builtin `tuple` itself (not `tuple[...]`)."""
+    try:
+        return evaluate(node, globals_, scope) is tuple
+    except AnnotationError:
+        return False

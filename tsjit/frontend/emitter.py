@@ -107,6 +107,7 @@ class FunctionEmitter(CallMixin, LoopMixin, ExpressionMixin, ControlFlowMixin):
         self.self_value = self_value      # the module instance, for module methods
         self.loop_depth = 0
         self.return_type: Type | None = None
+        self.bare_tuple_return: SourceRange | None = None    # `-> tuple`: inferred, a tuple
         self.param_types: list[tuple[str, Type]] = []
         self.defaults: dict[str, object] = {}
         self.unannotated: set[str] = set()      # parameters taken as Tensor for want of one
