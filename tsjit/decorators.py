@@ -6,6 +6,7 @@ the constant True, ...).
 """
 from __future__ import annotations
 
+import builtins
 import typing
 
 Final = typing.Final
@@ -40,7 +41,10 @@ def annotate(type_, value):
 
 
 def isinstance(value, type_) -> bool:  # noqa: A001  (the point is to mirror the builtin)
-    """isinstance() that also understands typing forms such as List[int]."""
+    """isinstance() that also understands typing forms such as List[int]; of a class
+    (a script class too), the builtin's answer."""
+    if builtins.isinstance(type_, type):
+        return builtins.isinstance(value, type_)
     from .api.argument_check import value_has_type
     from .frontend.annotations import to_type
     return value_has_type(value, to_type(type_))

@@ -10,7 +10,10 @@ TorchScript: an `int` takes any integer (`np.int64` from `argmax`, `.sum()`, ind
 tuple. Values pass unchanged: the code runs on the NumPy scalar or the tuple as the
 Python function would (an `np.float32` promotes as NumPy 2 says, a tuple cannot be
 appended to), and the executor's guards send a value that is not of the exact Python
-type a specialization assumed to code that was profiled with it.
+type a specialization assumed to code that was profiled with it. A script class takes
+instances of exactly that class: its methods are the ones the code calls (a subclass's
+overrides would not be), so a subclass instance raises TypeError rather than giving
+another result than the Python function.
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from ..interpreter.helpers import value_matches
 from ..ir.types import (
     AnyType,
     BoolType,
+    ClassType,
     ComplexType,
     DictType,
     FloatType,
@@ -33,6 +37,7 @@ from ..ir.types import (
     UnionType,
     VarTupleType,
     qualified_name,
+    union_options,
 )
 
 ARRAY_TYPES = (np.ndarray, np.generic)
@@ -113,10 +118,16 @@ def _fail(function_name: str, param: str, expected: Type, found: object,
     hint = (f": '{param}' has no annotation, so it was taken as a Tensor; annotate it "
             f"({param}: {found_name})" if unannotated else "")
     expected_class = getattr(expected, "py_class", None)
+    bases = [t.annotation for t in union_options(expected) if isinstance(t, ClassType)
+             and isinstance(found, t.py_class)]
     if isinstance(expected_class, type) and expected_class is not type(found) and \
             qualified_name(expected_class) == qualified_name(type(found)):
         hint = (f": another class of the name {qualified_name(expected_class)}; a loaded or "
                 "unpickled function takes the class rebuilt from its saved form (or the "
                 "program's own, where it saves as the same record), and this one is not it")
+    elif bases:
+        hint = (f": a subclass of {bases[0]}, whose methods script code calls (a {found_name}"
+                f"'s overrides would not be); annotate the parameter with a Union of the "
+                "classes")
     raise TypeError(f"{function_name}() expected a value of type '{expected.annotation}' for "
                     f"argument '{param}' but instead found type '{found_name}'{hint}")

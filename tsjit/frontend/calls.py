@@ -71,6 +71,18 @@ def _literal_or_ellipsis(node: ast.expr) -> object:
         return Ellipsis
 
 
+def _check_exact_narrowing(target: Type, src: SourceRange) -> None:
+    """Narrowing an Any to a class types it as exactly that class, whose methods script
+    code then calls: an instance of a subclass would need the subclass's overrides."""
+    subclasses = target.py_class.__subclasses__() if isinstance(target, ClassType) else []
+    if subclasses:
+        raise CompilationError(
+            f"isinstance() narrows an Any to {target.annotation}, which has subclasses "
+            f"({', '.join(c.__qualname__ for c in subclasses)}): script code would call "
+            f"{target.annotation}'s methods on their instances; annotate the value with a "
+            "Union of the classes instead", src)
+
+
 def _check_arity(name: str, count: int, kwargs: dict, src: SourceRange) -> None:
     """Refuse a special form called with the wrong number of arguments, as Python would."""
     low, high = _ARITY[name]
@@ -462,8 +474,11 @@ class CallMixin:
         if not undecided and (not rest or (value.type != AnyType and not matching)):
             result = self.const(bool(matching), src)
         else:
+            # with the matching classes themselves: a loaded program's classes are
+            # rebuilt without their Python bases
+            subclasses = [o for o in matching if isinstance(o, ClassType) and o not in targets]
             runtime = tuple(RUNTIME_CONTAINER.get(t, t) if isinstance(t, type) else t
-                            for t in targets)
+                            for t in [*targets, *subclasses])
             result = self.insert("prim::isinstance", [value], [BoolType],
                                  {"types": runtime}, src).output
         refine = ({}, {})
@@ -472,6 +487,7 @@ class CallMixin:
             refine = ({node.id: make_union(matching)}, {node.id: make_union(rest)})
         elif isinstance(node, ast.Name) and value.type == AnyType and len(targets) == 1 \
                 and not isinstance(targets[0], type):
+            _check_exact_narrowing(targets[0], src)
             refine = ({node.id: targets[0]}, {})
         return result, refine
 

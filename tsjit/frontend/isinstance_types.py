@@ -66,6 +66,10 @@ def instance_of(option: Type, target: Type) -> bool:
         return True
     if isinstance(target, TensorType):
         return isinstance(option, TensorType)
+    if isinstance(option, ClassType) and isinstance(target, ClassType):
+        # a class-typed value holds an instance of exactly its class (script code has no
+        # subtyping of classes), which is an instance of each of its Python bases
+        return issubclass(option.py_class, target.py_class)
     return is_subtype(option, target)
 
 

@@ -87,7 +87,9 @@ _STRUCTURED_CHECKS = {
     VarTupleType: lambda v, t: isinstance(v, tuple) and _all_match(v, t.elem),
     OptionalType: lambda v, t: v is None or value_matches(v, t.elem),
     UnionType: lambda v, t: any(value_matches(v, o) for o in t.options),
-    ClassType: lambda v, t: isinstance(v, t.py_class),
+    # exactly the class: script code calls the methods compiled for it (a subclass
+    # instance would need its own overrides)
+    ClassType: lambda v, t: type(v) is t.py_class,
     IterableType: lambda v, t: _iterable_matches(v, t),
     EnumType: lambda v, t: isinstance(v, t.py_class),
 }
@@ -115,10 +117,13 @@ def value_matches(value: object, t: Type) -> bool:
 
 
 def isinstance_of(value: object, types: Type | tuple[Type, ...]) -> bool:
-    """`prim::isinstance`: the value is of one of the types (one Type or a tuple of them)."""
-    if isinstance(types, Type):
-        return value_matches(value, types)
-    return any(value_matches(value, t) for t in types)
+    """`prim::isinstance`: the value is of one of the types (one Type or a tuple of them);
+    of a class, an instance of a subclass too, as the builtin says."""
+    for t in (types,) if isinstance(types, Type) else types:
+        if isinstance(value, t.py_class) if isinstance(t, ClassType) else value_matches(
+                value, t):
+            return True
+    return False
 
 
 class Stepper:
