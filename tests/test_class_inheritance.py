@@ -3,7 +3,8 @@ inheritance): isinstance() answers as Python's (an instance of a subclass is an 
 of its bases), on every tier and in a loaded program, whose rebuilt classes have no
 Python bases; and where script code would call a base's methods on a subclass instance
 (a parameter typed by the base, an Any narrowed to it) it refuses rather than give
-another result than the Python function."""
+another result than the Python function. `super()` calls the next class's method in the
+instance's MRO, compiled for the instance's class."""
 from __future__ import annotations
 
 import pickle
@@ -88,3 +89,47 @@ def test_narrowing_an_any_to_a_class_with_subclasses_is_refused():
 
 def test_tsjit_isinstance_of_a_class_runs_eagerly():
     assert tsjit.isinstance(Rectangle(1, 2), Shape) and not tsjit.isinstance(Shape(1), Rectangle)
+
+
+class Square(Shape):
+    def __init__(self, side: int):
+        super().__init__(side)
+        self.label = "square"
+
+    def area(self) -> int:
+        return super().area() + 0
+
+    def twice_area(self) -> int:
+        return super().twice_area() + 1
+
+
+class LabelledSquare(Square):
+    def __init__(self, side: int, label: str):
+        super().__init__(side)
+        self.label = label + "/" + self.label
+
+
+class Standalone:
+    def __init__(self, n: int):
+        super().__init__()
+        self.n = n
+
+
+def through_super(n: int):
+    sq, ls = Square(n), LabelledSquare(n, "big")
+    return sq.area(), sq.twice_area(), ls.twice_area(), ls.label, Standalone(n).n
+
+
+def test_super_calls_the_next_classes_method_on_every_tier_and_loaded():
+    scripted = check(through_super, (3,), (-2,), (3,))
+    check(through_super, (5,), scripted=pickle.loads(pickle.dumps(scripted)))
+
+
+def super_outside_a_method(n: int) -> int:
+    return super().__hash__()
+
+
+def test_super_outside_a_script_class_method_is_a_located_error():
+    with pytest.raises(tsjit.CompilationError, match="super\\(\\) is supported") as err:
+        tsjit.script(super_outside_a_method)
+    assert "<--- HERE" in str(err.value)

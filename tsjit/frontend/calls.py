@@ -48,7 +48,15 @@ from .isinstance_types import (
     isinstance_target,
     undecided_instance,
 )
-from .sugared import BoundMethod, CompileTimeTuple, IterableForm, PythonObject, SpecialForm, Sugared
+from .sugared import (
+    BoundMethod,
+    CompileTimeTuple,
+    IterableForm,
+    PythonObject,
+    SpecialForm,
+    Sugared,
+    SuperObject,
+)
 
 # what each conversion method may return (a bool from __int__ is an int, as in Python)
 _CONVERSION_RESULTS = {"__int__": (IntType, BoolType), "__index__": (IntType, BoolType),
@@ -69,6 +77,12 @@ def _literal_or_ellipsis(node: ast.expr) -> object:
         return ast.literal_eval(node)
     except ValueError:
         return Ellipsis
+
+
+def _defines(cls: type, fn) -> bool:
+    """Whether `fn` is a method (or a property's getter) of `cls` itself."""
+    found = vars(cls).get(getattr(fn, "__name__", ""))
+    return found is fn or getattr(found, "fget", None) is fn
 
 
 def _check_exact_narrowing(target: Type, src: SourceRange) -> None:
@@ -431,7 +445,23 @@ class CallMixin:
             return found if name == "getattr" else self.const(True, src)
         if name == "object.__setattr__":
             return self.object_setattr(arg_nodes, kwargs, src)
+        if name == "super":
+            return self.super_object(arg_nodes, src)
         raise CompilationError(f"{name}() is not supported in script code", src)
+
+    def super_object(self, arg_nodes, src: SourceRange) -> SuperObject:
+        """`super()` in a method of a script class: the classes after the one that defines
+        the method, in the MRO of the class it is compiled for."""
+        t = self.self_type
+        if arg_nodes or not isinstance(t, ClassType) or t.is_module:
+            raise CompilationError("super() is supported without arguments, in a method of "
+                                   "a script class", src)
+        mro = t.py_class.__mro__
+        owner = next((i for i, k in enumerate(mro) if _defines(k, self.fn)), None)
+        if owner is None:
+            raise CompilationError("super(): the method's class is not found", src)
+        receiver = self.frame.value_of(self.definition.args.args[0].arg, src)
+        return SuperObject(receiver, mro[owner + 1:])
 
     def object_setattr(self, arg_nodes, kwargs, src: SourceRange):
         """`object.__setattr__(obj, "name", value)`: sets the attribute past the class's

@@ -432,6 +432,14 @@ class Compiler(ModuleTypes):
         t.methods[name] = compiled
         return compiled
 
+    def base_method(self, t: ClassType, fn, src: SourceRange) -> CompiledCallable:
+        """A base class's method `fn` compiled for instances of `t` (`super().f()`)."""
+        if (fn, t) in self.stack:
+            raise CompilationError(f"method '{fn.__name__}' is called recursively. Recursive "
+                                   "calls are not supported", src)
+        with self.called_from(fn.__qualname__, src):
+            return self.compile_function(fn, t, fn.__qualname__)
+
     def class_attribute(self, em, base: Value, name: str, src: SourceRange):
         t: ClassType = base.type
         if name in t.constants:

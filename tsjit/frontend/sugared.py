@@ -7,6 +7,7 @@ and iteration; `Value` results are ordinary SSA values.
 """
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -327,3 +328,52 @@ def _pair(em, items: list, src: SourceRange) -> Result:
     if all(isinstance(i, Value) for i in items):
         return em.emit_op("prim::TupleConstruct", items, src=src)
     return CompileTimeTuple(items)
+
+
+class SuperObject(Sugared):
+    """`super()` in a method of a script class: the methods of the classes after the one
+    defining the method (`following`, the instance's MRO), called on `self`."""
+
+    def __init__(self, receiver: Value, following: tuple[type, ...]):
+        self.receiver, self.following = receiver, following
+
+    def describe(self) -> str:
+        return "super()"
+
+    def attr(self, em, name, src):
+        owner = next((k for k in self.following if name in vars(k)), None)
+        if owner is object and name == "__init__":
+            return _ObjectInit()
+        fn = vars(owner).get(name) if owner is not None and owner is not object else None
+        if not inspect.isfunction(fn):
+            raise CompilationError(f"super().{name}: script code calls only methods (def "
+                                   "statements) of the base classes", src)
+        return _SuperMethod(self.receiver, fn)
+
+
+class _SuperMethod(Sugared):
+    """`super().name` before the call: a base's method compiled for this instance's class."""
+
+    def __init__(self, receiver: Value, fn):
+        self.receiver, self.fn = receiver, fn
+
+    def describe(self) -> str:
+        return f"super().{self.fn.__name__}"
+
+    def call(self, em, args, kwargs, src):
+        method = em.compiler.base_method(self.receiver.type, self.fn, src)
+        return em.call_compiled(method, "prim::CallMethod", [self.receiver, *args], kwargs,
+                                src)
+
+
+class _ObjectInit(Sugared):
+    """`super().__init__()` reaching object: does nothing (object takes no arguments)."""
+
+    def describe(self) -> str:
+        return "object.__init__"
+
+    def call(self, em, args, kwargs, src):
+        if args or kwargs:
+            raise CompilationError("object.__init__() takes exactly one argument (the "
+                                   "instance to initialize)", src)
+        return em.const(None, src)
