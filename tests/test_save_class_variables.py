@@ -65,3 +65,27 @@ def test_the_rebuilt_class_has_the_recorded_values():
     restored = tsjit.load(io.BytesIO(zipped(archive_of(tsjit.script(read_class_variables)))
                                      .getvalue()))
     assert restored(0)[1] == "counter"
+
+
+class Tally:
+    start = 10
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def total(self) -> int:
+        return self.start + self.n
+
+
+def tally_total(tally: Tally) -> int:
+    return tally.total() + tally.start
+
+
+def test_an_instance_attribute_shadows_the_class_variable_as_in_python():
+    # `self.start` read the class's 10 where the instance had its own start = 5
+    shadowed = Tally(1)
+    shadowed.start = 5
+    scripted = tsjit.script(tally_total)
+    for _ in range(3):
+        assert scripted(shadowed) == tally_total(shadowed) == 11
+        assert scripted(Tally(1)) == tally_total(Tally(1)) == 21

@@ -197,10 +197,10 @@ def check_loaded_graph(graph: Graph, names: Mapping[ClassType, set[str]],
     """What the parser's node filter cannot see, needing the graph's types:
       - every GetAttr / SetAttr names an attribute that the archive's records give the
         receiver's class (`names`), an enum member's `name` / `value`, or a NamedTuple's
-        field, or (a GetAttr of an archive class itself) one of the class variables its
-        record gives it (`class_variables`), so no other attribute of a loaded object is
-        reachable from saved code; and its type is the attribute's declared type where
-        the class declares one;
+        field, or (a GetAttr of an archive class itself or of an instance of it) one of the
+        class variables its record gives it (`class_variables`), so no other attribute of a
+        loaded object is reachable from saved code; and its type is the attribute's
+        declared type where the class declares one;
       - an object made by CreateObject / TupleConstruct is of the class its node names;
       - every unchecked_cast narrows;
       - a `with` body's Enter / Exit mark an object whose class defines __exit__;
@@ -268,6 +268,9 @@ def _check_attribute(node: Node, names: Mapping[ClassType, set[str]],
                              f"{source.attrs['value'].__qualname__}: the archive declares no "
                              "such class variable")
         return
+    if node.kind == "prim::GetAttr" and isinstance(receiver, ClassType) and \
+            name in class_variables.get(receiver.py_class, ()):
+        return      # `self.count` of a class variable: read as Python reads it
     if isinstance(receiver, EnumType):
         declared = {"name", "value"}
     elif isinstance(receiver, TupleType) and receiver.py_class is not None and \
@@ -277,8 +280,10 @@ def _check_attribute(node: Node, names: Mapping[ClassType, set[str]],
         declared = names.get(receiver, ())
     if name not in declared or node.kind == "prim::SetAttr" and not isinstance(receiver,
                                                                                ClassType):
+        what = "attribute or class variable" if node.kind == "prim::GetAttr" and isinstance(
+            receiver, ClassType) else "attribute"
         raise ValueError(f"{node.kind} of attribute {name!r} of a {receiver}: the archive "
-                         "declares no such attribute")
+                         f"declares no such {what}")
     attribute_type = receiver.attributes.get(name) if isinstance(receiver, ClassType) else None
     if attribute_type is None:
         return

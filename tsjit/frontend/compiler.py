@@ -457,7 +457,7 @@ class Compiler(ModuleTypes):
         if name in t.attributes:
             return em.insert("prim::GetAttr", [base], [t.attributes[name]], {"name": name},
                              src).output
-        found = self.class_level(em, t, name, src)
+        found = self.class_level(em, t, name, src, instance=base)
         if found is not None:
             return found
         if isinstance(inspect.getattr_static(t.py_class, name, None), property):
@@ -471,10 +471,13 @@ class Compiler(ModuleTypes):
                 f"can infer: annotate it in the class body ({name}: ...)", src)
         raise CompilationError(f"'{t.annotation}' object has no attribute '{name}'", src)
 
-    def class_level(self, em, t: ClassType, name: str, src: SourceRange):
+    def class_level(self, em, t: ClassType, name: str, src: SourceRange,
+                    instance: Value | None = None):
         """A name defined on the class itself: a staticmethod or classmethod (compiled
         like a function), or a class variable: a Final one is a constant, any other is
-        read when the code runs, so that a later `Cls.attr = ...` is seen as in Python."""
+        read when the code runs, so that a later `Cls.attr = ...` is seen as in Python;
+        read through an `instance` (`self.attr`), as Python reads it: an attribute the
+        instance itself was given shadows the class's."""
         member = inspect.getattr_static(t.py_class, name, None)
         if isinstance(member, staticmethod):
             return self.function_value(member.__func__, src,
@@ -490,8 +493,8 @@ class Compiler(ModuleTypes):
         if member is not None and not callable(member) and is_constant(member):
             if is_final(class_annotations(t.py_class).get(name)):
                 return em.const_python(member, src)
-            return self.class_variable(em, em.const_python(t.py_class, src), t, name,
-                                       constant_type(member), src)
+            owner = instance if instance is not None else em.const_python(t.py_class, src)
+            return self.class_variable(em, owner, t, name, constant_type(member), src)
         return None
 
     def class_variable(self, em, owner: Value, t: ClassType, name: str, type_: Type,
