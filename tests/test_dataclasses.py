@@ -156,3 +156,30 @@ def test_a_loaded_frozen_dataclass_stays_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         restored(1)
     assert pickle.loads(pickle.dumps(tsjit.script(use_frozen)))(1) == use_frozen(1)
+
+
+@dataclass(kw_only=True)
+class Schedule:
+    rate: float
+    steps: int = 10
+
+
+@dataclass
+class Window:
+    start: int = 0
+    _: dataclasses.KW_ONLY
+    width: int
+    label: str = "w"
+
+
+def use_keyword_only_fields(n: int):
+    s, w = Schedule(rate=0.5, steps=n), Window(n, width=3)
+    return s.rate * s.steps, Schedule(rate=2.0).steps, w.start + w.width, w.label, \
+        Window(width=1, label="q").label, s == Schedule(steps=n, rate=0.5)
+
+
+def test_keyword_only_fields_are_keyword_only_parameters_of_init():
+    # was refused: the KW_ONLY marker as an unknown annotation, and __init__'s defaults
+    # before parameters without one
+    scripted = check(use_keyword_only_fields, (3,), (-1,), (3,))
+    check(use_keyword_only_fields, (4,), scripted=pickle.loads(pickle.dumps(scripted)))

@@ -39,7 +39,7 @@ from .annotations import (
     parse_type_comment,
     to_type,
 )
-from .dataclass_methods import is_init_variable, synthesized_method
+from .dataclass_methods import is_init_variable, is_synthesized, synthesized_method
 from .emitter import constant_type
 from .errors import CompilationError
 from .module_types import ModuleTypes
@@ -300,7 +300,7 @@ class Compiler(ModuleTypes):
         if args.vararg or args.kwarg or args.posonlyargs:
             raise CompilationError("*args, **kwargs and positional-only parameters are not "
                                    "supported", source.range(definition))
-        if any(d is not None for d in args.kw_defaults):
+        if any(d is not None for d in args.kw_defaults) and not is_synthesized(fn):
             raise CompilationError("keyword-only parameters with defaults are not supported "
                                    "(as in TorchScript)", source.range(definition))
         sig = inspect.signature(fn)

@@ -20,6 +20,7 @@ import weakref
 from .annotations import class_annotations
 from .errors import CompilationError
 
+_PREFIX = "<dataclass "
 _COMPARISONS = {"__eq__": "==", "__lt__": "<", "__le__": "<=", "__gt__": ">", "__ge__": ">="}
 
 # (class, method name) -> the function made for it, while the class lives
@@ -54,9 +55,16 @@ def script_method_names(cls: type) -> list[str]:
 
 
 def is_init_variable(annotation: object) -> bool:
-    """Whether a class annotation declares an ``InitVar``: an __init__ parameter, no
-    attribute."""
-    return isinstance(annotation, dataclasses.InitVar) or annotation is dataclasses.InitVar
+    """Whether a class annotation declares an ``InitVar`` (an __init__ parameter, no
+    attribute) or is the ``KW_ONLY`` marker (neither)."""
+    return isinstance(annotation, dataclasses.InitVar) or annotation in (
+        dataclasses.InitVar, dataclasses.KW_ONLY)
+
+
+def is_synthesized(fn: object) -> bool:
+    """Whether `fn` is a method written out here (its keyword-only parameters, a
+    dataclass's kw_only fields, may have defaults)."""
+    return getattr(getattr(fn, "__code__", None), "co_filename", "").startswith(_PREFIX)
 
 
 def _make(cls: type, name: str) -> object:
@@ -69,7 +77,7 @@ def _make(cls: type, name: str) -> object:
         theirs = "".join(f"other.{f}, " for f in fields)
         text = (f"def {name}(self, other: _tsjit_class) -> bool:\n"
                 f"    return ({mine}) {_COMPARISONS[name]} ({theirs})\n")
-    filename = f"<dataclass {cls.__module__}.{cls.__qualname__}.{name}>"
+    filename = f"{_PREFIX}{cls.__module__}.{cls.__qualname__}.{name}>"
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     exec(compile(text, filename, "exec"), namespace)
     fn = namespace[name]
@@ -84,7 +92,7 @@ def _init_text(cls: type, namespace: dict) -> str:
     with its default), assigned in order; fields without init take their default; the
     InitVars go to __post_init__."""
     hints = class_annotations(cls)
-    params, body, init_vars = ["self"], [], []
+    params, keyword_params, body, init_vars = ["self"], [], [], []
     frozen = cls.__dataclass_params__.frozen
     set_field = "object.__setattr__(self, {0!r}, {1})" if frozen else "self.{0} = {1}"
     for f in cls.__dataclass_fields__.values():
@@ -104,7 +112,8 @@ def _init_text(cls: type, namespace: dict) -> str:
             namespace[f"_tsjit_type_{f.name}"] = hint.type if isinstance(
                 hint, dataclasses.InitVar) else hint
             param = f"{f.name}: _tsjit_type_{f.name}"
-            params.append(param + (f" = {default}" if default in namespace else ""))
+            (keyword_params if f.kw_only else params).append(
+                param + (f" = {default}" if default in namespace else ""))
         if is_init_var:
             init_vars.append(f.name)
         elif f.init or default in namespace:
@@ -112,5 +121,7 @@ def _init_text(cls: type, namespace: dict) -> str:
     if hasattr(cls, "__post_init__"):
         body.append(f"self.__post_init__({', '.join(init_vars)})")
     lines = "".join(f"    {line}\n" for line in body or ["pass"])
+    if keyword_params:                  # kw_only fields come last, after a `*`
+        params += ["*", *keyword_params]
     return f"def __init__({', '.join(params)}) -> None:\n{lines}"
 
