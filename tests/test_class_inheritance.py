@@ -4,7 +4,8 @@ of its bases), on every tier and in a loaded program, whose rebuilt classes have
 Python bases; and where script code would call a base's methods on a subclass instance
 (a parameter typed by the base, an Any narrowed to it) it refuses rather than give
 another result than the Python function. `super()` calls the next class's method in the
-instance's MRO, compiled for the instance's class."""
+instance's MRO, and `Cls.method(obj)` that class's method, compiled for the instance's
+class."""
 from __future__ import annotations
 
 import pickle
@@ -133,3 +134,30 @@ def test_super_outside_a_script_class_method_is_a_located_error():
     with pytest.raises(tsjit.CompilationError, match="super\\(\\) is supported") as err:
         tsjit.script(super_outside_a_method)
     assert "<--- HERE" in str(err.value)
+
+
+class Cube(Square):
+    def __init__(self, side: int):
+        Square.__init__(self, side)
+
+    def area(self) -> int:
+        return Shape.area(self) * 6
+
+
+def through_the_class(n: int):
+    c, s = Cube(n), Shape(n)
+    return c.area(), Square.area(c), Shape.twice_area(c), Shape.area(s), c.label
+
+
+def test_a_method_called_through_its_class_is_that_classs_method():
+    scripted = check(through_the_class, (2,), (-3,), (2,))
+    check(through_the_class, (4,), scripted=pickle.loads(pickle.dumps(scripted)))
+
+
+def through_an_unrelated_class(n: int) -> int:
+    return Rectangle.area(Shape(n))
+
+
+def test_a_method_called_through_a_class_the_instance_is_not_of_is_refused():
+    with pytest.raises(tsjit.CompilationError, match="takes an instance of Rectangle"):
+        tsjit.script(through_an_unrelated_class)

@@ -45,7 +45,7 @@ from .errors import CompilationError
 from .module_types import ModuleTypes
 from .resolution import is_constant
 from .source import ParsedSource
-from .sugared import ModuleListValue, PythonObject, Sugared
+from .sugared import ModuleListValue, PythonObject, Sugared, UnboundMethod
 
 
 class CompiledCallable:
@@ -161,7 +161,13 @@ class ClassConstructor(Sugared):
 
     def attr(self, em, name, src):
         found = em.compiler.class_level(em, self.class_type, name, src)
-        return found if found is not None else super().attr(em, name, src)
+        if found is not None:
+            return found
+        cls = self.class_type.py_class
+        fn = synthesized_method(cls, name) or inspect.getattr_static(cls, name, None)
+        if inspect.isfunction(fn):              # `Cls.method(obj, ...)`
+            return UnboundMethod(cls, fn)
+        return super().attr(em, name, src)
 
     def call(self, em, args, kwargs, src):
         t = self.class_type

@@ -348,22 +348,43 @@ class SuperObject(Sugared):
         if not inspect.isfunction(fn):
             raise CompilationError(f"super().{name}: script code calls only methods (def "
                                    "statements) of the base classes", src)
-        return _SuperMethod(self.receiver, fn)
+        return MethodOf(self.receiver, fn)
 
 
-class _SuperMethod(Sugared):
-    """`super().name` before the call: a base's method compiled for this instance's class."""
+class MethodOf(Sugared):
+    """The function of a given class called on `receiver`, whatever its class overrides
+    (`super().name`, `Cls.name(obj)`): compiled for the receiver's class."""
 
     def __init__(self, receiver: Value, fn):
         self.receiver, self.fn = receiver, fn
 
     def describe(self) -> str:
-        return f"super().{self.fn.__name__}"
+        return self.fn.__qualname__
 
     def call(self, em, args, kwargs, src):
         method = em.compiler.base_method(self.receiver.type, self.fn, src)
         return em.call_compiled(method, "prim::CallMethod", [self.receiver, *args], kwargs,
                                 src)
+
+
+class UnboundMethod(Sugared):
+    """`Cls.name` of a method: called with the instance first (`Cls.name(obj, ...)`)."""
+
+    def __init__(self, cls: type, fn):
+        self.cls, self.fn = cls, fn
+
+    def describe(self) -> str:
+        return self.fn.__qualname__
+
+    def call(self, em, args, kwargs, src):
+        receiver = em.as_value(args[0], src) if args else None
+        t = getattr(receiver, "type", None)
+        if not (isinstance(t, ClassType) and not t.is_module and issubclass(t.py_class,
+                                                                            self.cls)):
+            found = t.annotation if t is not None else "no argument"
+            raise CompilationError(f"{self.fn.__qualname__}() takes an instance of "
+                                   f"{self.cls.__qualname__} first, not {found}", src)
+        return MethodOf(receiver, self.fn).call(em, args[1:], kwargs, src)
 
 
 class _ObjectInit(Sugared):
