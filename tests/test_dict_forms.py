@@ -7,6 +7,7 @@ import collections
 import pickle
 from collections import OrderedDict
 
+import numpy as np
 from _differential import check
 
 import tsjit
@@ -53,3 +54,33 @@ def test_dict_union_operators():
 def test_dict_unpacking_in_literals():
     check(unpacked, ({"a": 1, "k": 5}, "k"), ({}, "x"))
     assert type(tsjit.script(unpacked)({}, "x")[2]) is dict
+
+
+def index_of_each(words: list[str]):
+    where = {}
+    for i, w in enumerate(words):
+        where[w] = i
+    return where
+
+
+def tally(words: list[str]):
+    counts = dict()
+    for w in words:
+        counts[w] = counts.get(w, 0) + 1
+    return counts
+
+
+def maybe_filled(n: int, a: np.ndarray):
+    arrays = {}
+    if n > 0:
+        arrays["scaled"] = a * n
+    untouched = {}
+    return arrays, len(untouched), untouched
+
+
+def test_an_empty_dict_literal_takes_the_types_of_its_first_store():
+    # was Dict[str, Tensor] (TorchScript's default): storing an int was refused
+    check(index_of_each, (["a", "b", "a"],), ([],), (["x"],))
+    check(tally, (["a", "b", "a"],), ([],), (["q"],))
+    check(maybe_filled, (2, np.arange(3.0)), (0, np.arange(3.0)), (1, np.ones(2, np.int8)))
+    assert "Dict[str, int]" in str(tsjit.script(index_of_each).graph)

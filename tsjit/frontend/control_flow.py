@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from ..ir.graph import Node, SourceRange, Value
 from ..ir.types import (
+    DictType,
     IntType,
     ListType,
     TensorType,
@@ -416,12 +417,13 @@ class ControlFlowMixin:
         return node.add_output(joined)
 
     def settle_alike(self, values: list) -> None:
-        """An empty list literal (`[]`) among values that meet (the paths of an if, the
-        alternatives of `xs or []`) is a list of the element type a typed one has."""
-        lists = [o for v in values if isinstance(v, Value) for o in union_options(v.type)
-                 if isinstance(o, ListType) and o.elem != UninitializedType]
-        if lists:
-            self.settle(values, lists[0])
+        """An empty list or dict literal (`[]`, `{}`) among values that meet (the paths of
+        an if, the alternatives of `xs or []`) takes the type a typed one has."""
+        typed = [o for v in values if isinstance(v, Value) for o in union_options(v.type)
+                 if isinstance(o, ListType) and o.elem != UninitializedType
+                 or isinstance(o, DictType) and o.key != UninitializedType]
+        if typed:
+            self.settle(values, typed[0])
 
     def trip_count_forever(self, src: SourceRange) -> Value:
         return self.const(INT64_MAX, src)

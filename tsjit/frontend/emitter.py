@@ -43,7 +43,14 @@ from .calls import CallMixin, literal_hint
 from .control_flow import ControlFlowMixin, contains_statement
 from .environment import RAISED, RETURNED, Frame, debug_name, undefined
 from .errors import CompilationError
-from .expressions import BINARY, MAGIC, ExpressionMixin, constant_bool, slice_attrs
+from .expressions import (
+    BINARY,
+    EMPTY_DICT,
+    MAGIC,
+    ExpressionMixin,
+    constant_bool,
+    slice_attrs,
+)
 from .loops import LoopMixin
 from .resolution import Resolver
 from .source import ParsedSource
@@ -144,10 +151,21 @@ class FunctionEmitter(CallMixin, LoopMixin, ExpressionMixin, ControlFlowMixin):
     def settle(values: list, wanted: Type | None = None) -> None:
         """An empty list literal (`xs = []`) takes the element type of what is first
         stored in it (`xs.append(1)`: a List[int], as Numba infers it); any other first
-        use gives it `wanted` (an annotation it meets), else TorchScript's List[Tensor]."""
+        use gives it `wanted` (an annotation it meets), else TorchScript's List[Tensor].
+        An empty dict literal likewise (`d[k] = v` first: a Dict of k's and v's types;
+        else TorchScript's Dict[str, Tensor])."""
         for v in values:
             if isinstance(v, Value) and v.type == EMPTY_LIST:
                 v.type = wanted if isinstance(wanted, ListType) else ListType(TENSOR)
+            elif isinstance(v, Value) and v.type == EMPTY_DICT:
+                v.type = wanted if isinstance(wanted, DictType) else DictType(StrType, TENSOR)
+
+    def type_empty_dict(self, d: Value, key: Value, value: Value, src: SourceRange) -> None:
+        """`d[k] = v` as the first use of an empty dict literal: the dict maps k's type to
+        v's."""
+        self.settle([key, value])
+        self.check_dict_key(key.type, src)
+        d.type = DictType(key.type, value.type)
 
     def type_empty_list(self, xs: Value, method: str, args: list, src: SourceRange) -> None:
         """`xs.append(v)` / `insert(i, v)` / `extend(vs)` as the first use of an empty
@@ -315,7 +333,7 @@ class FunctionEmitter(CallMixin, LoopMixin, ExpressionMixin, ControlFlowMixin):
             return base.attributes.get(target.attr) if isinstance(base, ClassType) else None
         if isinstance(base, ListType) and not isinstance(target.slice, ast.Slice):
             return base.elem
-        return base.value if isinstance(base, DictType) else None
+        return base.value if isinstance(base, DictType) and base != EMPTY_DICT else None
 
     def static_type(self, node: ast.expr) -> Type | None:
         """The type of a variable or a chain of attributes of one, without emitting code."""
@@ -381,8 +399,10 @@ class FunctionEmitter(CallMixin, LoopMixin, ExpressionMixin, ControlFlowMixin):
                 return
             index = self.index_value(target.slice)
             attrs = slice_attrs(index)
-            self.emit_op("aten::__setitem__", [base, index, self.as_value(value, src)],
-                         attrs=attrs, src=src)
+            value = self.as_value(value, src)
+            if base.type == EMPTY_DICT:
+                self.type_empty_dict(base, index, value, src)
+            self.emit_op("aten::__setitem__", [base, index, value], attrs=attrs, src=src)
         elif isinstance(target, ast.Attribute):
             base = self.attribute_owner(target)
             self.set_attr(base, target.attr, self.as_value(value, src), self.src(target))

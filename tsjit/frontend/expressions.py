@@ -6,7 +6,6 @@ import functools
 
 from ..ir.graph import SourceRange, Value
 from ..ir.types import (
-    TENSOR,
     AnyType,
     BoolType,
     ClassType,
@@ -550,7 +549,7 @@ class ExpressionMixin:
                 raise CompilationError(f"a dict literal cannot be {annotated.annotation}", src)
             dict_type = annotated
         elif not entries:
-            dict_type = DictType(StrType, TENSOR)
+            return self.insert("prim::DictConstruct", [], [EMPTY_DICT], src=src).output
         else:
             dict_type = DictType(
                 self.common_type_of([*(k.type for k in keys), *(m.type.key for m in merged)],
@@ -686,6 +685,10 @@ class ExpressionMixin:
         conversion = {-1: "", 115: "s", 114: "r", 97: "a"}[node.conversion]
         return self.emit_op("prim::FormatValue", [value, spec], attrs={"conversion": conversion},
                             src=src)
+
+
+# `{}` until its first store or use (see FunctionEmitter.settle)
+EMPTY_DICT = DictType(UninitializedType, UninitializedType)
 
 
 def slice_attrs(index: Value) -> dict | None:

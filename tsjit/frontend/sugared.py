@@ -13,7 +13,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..ir.graph import SourceRange, Value
-from ..ir.types import ClassType, DictType, ListType, StrType, Type
+from ..ir.types import (
+    ClassType,
+    DictType,
+    ListType,
+    NoneType,
+    StrType,
+    Type,
+    UninitializedType,
+)
 from ..ops.registry import OpDef
 from .errors import CompilationError
 
@@ -127,6 +135,12 @@ class BoundMethod(Sugared):
                                                                       ListType):
             args = list(args)
             em.type_empty_list(self.receiver, self.name, args, src)
+        if self.name in ("get", "setdefault") and len(args) == 2 and isinstance(
+                self.receiver.type, DictType) and self.receiver.type.key == UninitializedType:
+            # d.get(k, 0) first on `d = {}`: the dict maps k's type to the default's
+            args = [em.as_value(a, src) for a in args]
+            if args[1].type != NoneType:
+                em.type_empty_dict(self.receiver, args[0], args[1], src)
         return em.call_op(self.op, [self.receiver, *args], kwargs, src, self.name)
 
     def argument_type(self, position, keyword):
