@@ -230,7 +230,6 @@ class CallMixin:
                 attrs: dict | None = None):
         """A node of `op` (with node attributes `attrs`) for the call."""
         inputs = self.bind_arguments(op.params, args, kwargs, src, name)
-        self.settle(inputs)
         extra = keywords_taken(op.params, kwargs)
         if extra:
             attrs = {**(attrs or {}), KEYWORDS: extra}

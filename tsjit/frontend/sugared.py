@@ -135,12 +135,14 @@ class BoundMethod(Sugared):
                                                                       ListType):
             args = list(args)
             em.type_empty_list(self.receiver, self.name, args, src)
-        if self.name in ("get", "setdefault") and len(args) == 2 and isinstance(
-                self.receiver.type, DictType) and self.receiver.type.key == UninitializedType:
-            # d.get(k, 0) first on `d = {}`: the dict maps k's type to the default's
+        if isinstance(self.receiver.type, DictType) and \
+                self.receiver.type.key == UninitializedType:      # `d = {}`, not yet used
             args = [em.as_value(a, src) for a in args]
-            if args[1].type != NoneType:
+            if self.name in ("get", "setdefault") and len(args) == 2 and \
+                    args[1].type != NoneType:
+                # d.get(k, 0) first: the dict maps k's type to the default's
                 em.type_empty_dict(self.receiver, args[0], args[1], src)
+            em.settle([self.receiver])
         return em.call_op(self.op, [self.receiver, *args], kwargs, src, self.name)
 
     def argument_type(self, position, keyword):
