@@ -11,9 +11,9 @@ tuple. Values pass unchanged: the code runs on the NumPy scalar or the tuple as 
 Python function would (an `np.float32` promotes as NumPy 2 says, a tuple cannot be
 appended to), and the executor's guards send a value that is not of the exact Python
 type a specialization assumed to code that was profiled with it. A script class takes
-instances of exactly that class: its methods are the ones the code calls (a subclass's
-overrides would not be), so a subclass instance raises TypeError rather than giving
-another result than the Python function.
+its instances and those of subclasses that override none of its methods: its methods
+are the ones the code calls, so an instance of a subclass with overrides raises
+TypeError rather than giving another result than the Python function.
 """
 from __future__ import annotations
 
@@ -126,8 +126,8 @@ def _fail(function_name: str, param: str, expected: Type, found: object,
                 "unpickled function takes the class rebuilt from its saved form (or the "
                 "program's own, where it saves as the same record), and this one is not it")
     elif bases:
-        hint = (f": a subclass of {bases[0]}, whose methods script code calls (a {found_name}"
-                f"'s overrides would not be); annotate the parameter with a Union of the "
-                "classes")
+        hint = (f": a subclass of {bases[0]} that overrides its methods, which script code "
+                f"calls (a {found_name}'s overrides would not be); annotate the parameter with "
+                "a Union of the classes")
     raise TypeError(f"{function_name}() expected a value of type '{expected.annotation}' for "
                     f"argument '{param}' but instead found type '{found_name}'{hint}")

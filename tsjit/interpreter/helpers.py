@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import cmath
 import collections
+import functools
 import math
 import operator
 from collections.abc import Iterator
@@ -87,12 +88,25 @@ _STRUCTURED_CHECKS = {
     VarTupleType: lambda v, t: isinstance(v, tuple) and _all_match(v, t.elem),
     OptionalType: lambda v, t: v is None or value_matches(v, t.elem),
     UnionType: lambda v, t: any(value_matches(v, o) for o in t.options),
-    # exactly the class: script code calls the methods compiled for it (a subclass
-    # instance would need its own overrides)
-    ClassType: lambda v, t: type(v) is t.py_class,
+    # the class, or a subclass that overrides none of its methods: script code calls the
+    # methods compiled for the class (an override would not be called)
+    ClassType: lambda v, t: type(v) is t.py_class or _keeps_methods(type(v), t.py_class),
     IterableType: lambda v, t: _iterable_matches(v, t),
     EnumType: lambda v, t: isinstance(v, t.py_class),
 }
+
+
+@functools.lru_cache(maxsize=256)
+def _keeps_methods(cls: type, base: type) -> bool:
+    """Whether `cls` derives from `base` and redefines none of the functions, properties
+    and other descriptors `base` has (a dataclass's generated __eq__ is one), so that an
+    instance of it runs the same code as one of `base`; a new __init__ does not count."""
+    if not issubclass(cls, base):
+        return False
+    below = cls.__mro__[:cls.__mro__.index(base)]
+    return not any(name != "__init__" and hasattr(base, name) and (
+        callable(member) or hasattr(member, "__get__"))
+        for k in below for name, member in vars(k).items())
 
 
 def _iterable_matches(value: object, t: IterableType) -> bool:
