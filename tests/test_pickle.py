@@ -69,6 +69,17 @@ def pair_totals(ps: List[Pair]) -> float:
     return sum([p.total() for p in ps])
 
 
+class Trap:
+    """Runs code when an attribute is looked up on it (it has no __dict__)."""
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        raise AssertionError(f"code ran: Trap.__getattr__({name!r})")
+
+
+trap = Trap()
+
+
 def gelu(x: np.ndarray) -> np.ndarray:
     """The tanh approximation of GELU."""
     return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
@@ -414,3 +425,11 @@ def test_an_instance_of_another_class_of_the_name_is_refused_clearly(program, tm
     with pytest.raises(TypeError, match="another class of the name pickled_program_under_"
                                         "test.Pair; a loaded or unpickled function"):
         scripted(object.__new__(loaded_pair), *args)
+
+
+def test_a_class_name_is_looked_up_without_running_code(program):
+    # a pickle names the classes of its instances and its archive's classes: looking
+    # them up in the program's modules reads modules' and classes' namespaces only
+    from tsjit.api.class_records import restore_instance
+    with pytest.raises(pickle.UnpicklingError, match="no class"):
+        restore_instance((PROGRAM, "trap.Pair"), "class", {})

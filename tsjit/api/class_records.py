@@ -32,6 +32,7 @@ import pickle
 import sys
 import weakref
 from collections.abc import Callable, Iterable
+from types import ModuleType
 
 from ..frontend.resolution import is_constant
 from ..ir.graph import Graph
@@ -317,7 +318,7 @@ def program_class(module: object, qualname: object, kind: object) -> type | None
     import, no module `__getattr__`)."""
     found: object = sys.modules.get(str(module))
     for part in str(qualname).split(".") if found is not None else ():
-        found = vars(found).get(part) if hasattr(found, "__dict__") else None
+        found = vars(found).get(part) if isinstance(found, (ModuleType, type)) else None
     if isinstance(found, type) and class_kind(found) == kind and \
             data_class_problem(found, kind) is None:
         return found
