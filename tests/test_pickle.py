@@ -65,8 +65,8 @@ def make_pair(a: int) -> Pair:
     return Pair(a, 0.5)
 
 
-def pair_totals(ps: List[Pair]) -> float:
-    return sum([p.total() for p in ps])
+def pair_totals(ps: List[Pair], *, scale: float) -> float:
+    return sum([p.total() for p in ps]) * scale
 
 
 class Trap:
@@ -393,25 +393,27 @@ def test_a_function_unpickled_before_its_program_takes_the_programs_instances(pr
     functions = [tsjit.script(program.use_pair), tsjit.script(program.pair_totals)]
     args = [[(program.Pair(2, 0.5), color, program.Point(1.0, -1.0))
              for color in program.Color], [([program.Pair(1, 0.25), program.Pair(3, 2.0)],)]]
+    keywords = [{}, {"scale": 0.5}]     # (bound as Python binds them, on every call)
     cloudpickle.register_pickle_by_value(program)
     try:
         by_value = cloudpickle.dumps(args)
     finally:
         cloudpickle.unregister_pickle_by_value(program)
     payload = {"functions": pickle.dumps(functions), "args": pickle.dumps(args),
-               "by_value": by_value, "path": str(Path(program.__file__).parent)}
+               "by_value": by_value, "path": str(Path(program.__file__).parent),
+               "keywords": keywords}
     report = programs.run_child(CHILD_WITHOUT_PROGRAM.format(program=PROGRAM) + """
 payload = pickle.load(open(sys.argv[1], "rb"))
 functions = pickle.loads(payload["functions"])
 sys.path.insert(0, payload["path"])
 report = []
 for all_args in (pickle.loads(payload["args"]), pickle.loads(payload["by_value"])):
-    report.append([[(type(r).__qualname__, repr(r)) for r in (f(*a) for a in args)]
-                   for f, args in zip(functions, all_args)])
+    report.append([[(type(r).__qualname__, repr(r)) for r in (f(*a, **k) for a in args)]
+                   for f, args, k in zip(functions, all_args, payload["keywords"])])
 pickle.dump(report, open(sys.argv[2], "wb"))
 """, tmp_path, payload, timeout=120)
     want = [[("Point", repr(program.use_pair(*a))) for a in args[0]],
-            [("float", repr(program.pair_totals(*args[1][0])))]]
+            [("float", repr(program.pair_totals(*args[1][0], scale=0.5)))]]
     assert report == [want, want]
 
 

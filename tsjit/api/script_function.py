@@ -54,12 +54,12 @@ class ScriptFunction:
         try:
             self._check(*args)
         except TypeError:
-            if self._take_classes_of(args):
-                return self._call(*args)
-            recorder = tracing_recorder(args, {})
-            if recorder is None:
-                raise
-            return recorder.record_script_call(self, args, {})
+            if not self._take_classes_of(args):
+                recorder = tracing_recorder(args, {})
+                if recorder is None:
+                    raise
+                return recorder.record_script_call(self, args, {})
+            self._check(*args)      # (the arguments are bound already)
         result = self.executor(*args)
         if self.executor.optimized is not self._direct_graph and not self._keyword_only:
             from ..executor.pipeline import direct_entry  # native code exists: loaded
