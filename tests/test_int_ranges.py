@@ -125,6 +125,18 @@ def test_an_affine_chain_is_tested_once_on_its_operand():
     assert run(edge + 1) == affine_chain(edge + 1)
 
 
+def always_beyond(x: int) -> int:
+    return INT64_MAX * (3 * x + 1) + 1      # 3 * INT64_MAX * x + 2**63: never in int64
+
+
+def test_an_affine_chain_beyond_int64_at_every_operand_is_tested():
+    """The chain's operand range is empty (low 0 > high -1): its one unsigned compare
+    must fail everywhere, not wrap to hold everywhere (it gave -2**63 for 2**63 at 0,
+    as found by test_native_fuzz)."""
+    (region,) = check_native(always_beyond, (0,), (-1,), (1,), (INT64_MIN,))
+    assert region.stats()["reruns"] == 4
+
+
 def loop_with_counter(n: int, a: int) -> tuple[int, int]:
     c, d = 0, a
     for i in range(n):

@@ -85,7 +85,11 @@ def exceeds_dtype(b: ir.IRBuilder, op: str, x: ir.Value, y: ir.Value, dtype: np.
 def in_bounds(b: ir.IRBuilder, x: ir.Value, low: int | None, high: int | None,
               negate: bool = False) -> ir.Value:
     """low <= x <= high for an i64 x (a None bound holds), or with `negate` its negation:
-    one compare per bound, and one for both (x - low <= high - low, unsigned)."""
+    one compare per bound, and one for both (x - low <= high - low, unsigned).  An empty
+    range (high < low: `(2**63 - 1) * (3 * a + 1) + 1` leaves int64 at every a) holds
+    nowhere; its span would read as 2**64 - 1 unsigned, which holds everywhere."""
+    if low is not None and high is not None and high < low:
+        return ir.Constant(I1, int(negate))
     if low is not None and high is not None:
         offset = b.sub(x, const(I64, low))
         span = high - low                               # < 2**64: as a signed constant
