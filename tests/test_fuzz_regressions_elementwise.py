@@ -290,6 +290,37 @@ def test_float_to_int_cast_warns_invalid_where_numpy_does(fn, dtype):
                 assert_bitwise(got, fn(x))
 
 
+def add_scaled_as_uint32(x: tsjit.Tensor, total: tsjit.Tensor) -> tsjit.Tensor:
+    total += (x * 1).astype(np.uint32)
+    return total
+
+
+@pytest.mark.parametrize("errstate", ["ignore", "warn"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_to_uint32_values_numpys_loop_makes_by_place_are_numpys(dtype, errstate):
+    """NumPy's float -> uint32 cast is a vectorized loop whose body and scalar tail give
+    NaN and values outside [-2**31, 2**32) different values (-1.4e10: 2147483648 in the
+    body, 3179869184 in the tail, where it does not even warn): the kernel gave the body's
+    everywhere, which stood where the error state ignores invalid (the cast fuzzer: sizes 7
+    and 2**16 + 3) and, written in place, under "warn" too. Where such a cast flags invalid,
+    NumPy computes the call."""
+    values = np.array([-1.4e10, 8e9, np.nan, 3.0, -5e9, 1e19, -1.5, 2.0**32, 7.0], dtype)
+    scripted = tsjit.script(scaled_to_uint32)
+    in_place = tsjit.script(add_scaled_as_uint32)
+    for n in (1, 7, 9, 67, 67, 1, 7):
+        x = np.resize(values, n)
+        with np.errstate(invalid=errstate):
+            want, got = warnings_of(scaled_to_uint32, x), warnings_of(scripted, x)
+            assert_bitwise(got[0], want[0])
+            assert got[1] == want[1]
+            totals = [np.arange(n, dtype=np.uint32) for _ in range(2)]
+            want = warnings_of(lambda x, t=totals[0]: add_scaled_as_uint32(x, t), x)
+            got = warnings_of(lambda x, t=totals[1]: in_place(x, t), x)
+            assert_bitwise(totals[1], totals[0])
+            assert got[1] == want[1]
+    assert scripted.stats()["kernel_launches"] > 0 and in_place.stats()["kernel_launches"] > 0
+
+
 UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 

@@ -156,11 +156,13 @@ _python_check_signals.argtypes = []
 
 
 def _finish(status: int, resume: Callable, operands: tuple, scalars: tuple,
-            report: Callable | None) -> None:
+            report: Callable | None, rerun: int = 0) -> None:
     """Handle a kernel's non-zero status (see the module docstring). Python's signal
     handlers run through PyErr_CheckSignals, called by ctypes with the GIL held: what
     they raise (KeyboardInterrupt) propagates from here. Errors NumPy would report go to
-    ``report``, or without one raise FloatingPointFlags."""
+    ``report``, or without one raise FloatingPointFlags. Flags in ``rerun`` (an invalid
+    whose values NumPy decides: ``KernelSpec.invalid_values_vary``) go there even where
+    NumPy's error state ignores them."""
     flags = 0
     while True:
         flags |= status & STATUS_FP_FLAGS
@@ -181,9 +183,9 @@ def _finish(status: int, resume: Callable, operands: tuple, scalars: tuple,
         modes = np.geterr()
         raised = tuple(name for name in CATEGORIES
                        if flags & FLAG_BITS[name] and modes[name] != "ignore")
-        if raised and report is not None:
+        if (raised or flags & rerun) and report is not None:
             report(raised, operands, scalars)
-        elif raised:
+        elif raised or flags & rerun:
             raise FloatingPointFlags(raised)
 
 
@@ -221,7 +223,8 @@ def _reporter(spec: KernelSpec) -> Callable | None:
     old = _old_values(spec)
     read = {a for op in spec.ops for a in op.args}
     targets = {t for t in spec.inplace if t is not None and t in read}
-    if not reports_are_ambiguous(spec) or not targets <= old.keys():
+    if not (reports_are_ambiguous(spec) or spec.invalid_values_vary) \
+            or not targets <= old.keys():
         return functools.partial(report_statically, spec)
     return functools.partial(_put_back, tuple(
         (arrays.index(t), len(arrays) + fresh.index(old[t])) for t in targets))
@@ -346,7 +349,8 @@ def _call_source(spec: KernelSpec) -> str:
     lines.append(f"    status = _native({', '.join(['id(operands)'] + scalars)})")
     lines.append("    if status:")
     lines.append(f"        _finish(status, _resume, operands, "
-                 f"({''.join(f'{a}, ' for a in scalars)}), _report)")
+                 f"({''.join(f'{a}, ' for a in scalars)}), _report, "
+                 f"{FLAG_BITS['invalid'] if spec.invalid_values_vary else 0})")
     results = [
         f"o{j}" if spec.inplace_target(j) is None else f"a{spec.inplace_target(j)}"
         for j in range(len(spec.outputs))

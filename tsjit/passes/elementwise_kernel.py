@@ -675,7 +675,8 @@ class _Builder:
         ok, reason = supports(spec)
         if not ok:
             raise GroupError(f"the kernel generator refuses it: {reason}")
-        if reports_are_ambiguous(spec):   # the old values, for NumPy's re-run (codegen.launch)
+        if reports_are_ambiguous(spec) or spec.invalid_values_vary:
+            # the old values of what it writes, for NumPy's re-run (codegen.launch)
             read = {a for op in ops for a in op.args}
             saved = tuple(sorted({t for t in inplace if t is not None and t in read}))
             spec = KernelSpec(spec.inputs, ops, spec.outputs + saved,
