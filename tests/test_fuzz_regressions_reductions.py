@@ -204,3 +204,82 @@ def test_a_cached_value_whose_max_comes_first_is_written(fn, dtype, shape):
     # power loop, so the call runs in NumPy (elementwise_kernel.stride_zero_check)
     in_numpy = fn is power_by_rows_and_its_min and len(shape) == 1
     assert (scripted.stats()["kernel_launches"] == 0) == in_numpy
+
+
+def reports(fn, args: tuple, errstate: str) -> tuple[object, list[str]]:
+    """fn's result (or FloatingPointError's message) and its warnings' and seterrcall
+    reports' texts under np.errstate(all=errstate)."""
+    import warnings
+
+    calls: list[str] = []
+    with warnings.catch_warnings(record=True) as caught, \
+            np.errstate(all=errstate, call=lambda kind, _flag: calls.append(kind)):
+        warnings.simplefilter("always")
+        try:
+            result = fn(*args)
+        except FloatingPointError as error:   # (tsjit adds the source line after the text)
+            result = str(error).splitlines()[0]
+    return result, [str(w.message) for w in caught] + calls
+
+
+def assert_reports_as_eagerly(fn, argument_sets: list[tuple]) -> object:
+    """Each argument set three times (profiling, optimized) under each error state."""
+    scripted = tsjit.script(fn)
+    for errstate in ("warn", "raise", "call", "ignore"):
+        for args in argument_sets * 3:
+            want, got = reports(fn, args, errstate), reports(scripted, args, errstate)
+            assert got[1] == want[1], (errstate, args)
+            assert_same(got[0], want[0])
+    return scripted
+
+
+def cube_of_max(x):
+    t = x.max()
+    return t * t * t + 1
+
+
+def negated_min(x):
+    return -x.min() + 1
+
+
+def abs_of_min(x):
+    return abs(x.min()) + 1
+
+
+@pytest.mark.parametrize("fn", [cube_of_max, negated_min, abs_of_min])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int64, np.uint64])
+def test_operators_on_a_full_reductions_integer_report_overflow_as_scalar_math(fn, dtype):
+    """x.max() is a NumPy scalar: Python's operators on it are NumPy's scalar math, which
+    reports integer overflow ("overflow encountered in scalar multiply"); the row kernel
+    computed them as an array loop, which wraps silently (the reduction fuzzer, uint64
+    x.sum(axis=0) * 2 under errstate raise)."""
+    info = np.iinfo(dtype)
+    edge = np.array([info.min, info.max, info.max // 2 + 1], dtype)
+    calm = np.array([1, 2, 0], dtype)
+    assert_reports_as_eagerly(fn, [(edge,), (calm,)])
+
+
+def floor_quotient_of_min(x, d):
+    return x.min(axis=1, keepdims=True) // d + x
+
+
+def test_integer_errors_of_row_values_are_reported():
+    """Ops on a row's reduced value (once per row) left out the errors the kernel computes
+    for integer ops: MIN // -1 overflows (NumPy warns), the row kernel did not report it
+    (the reduction fuzzer)."""
+    x = np.array([[-128, 5, 7], [3, 2, 1]], np.int8)
+    scripted = assert_reports_as_eagerly(floor_quotient_of_min,
+                                         [(x, np.int8(-1)), (x, np.int8(2))])
+    assert scripted.stats()["kernel_launches"] > 0
+
+
+def to_uint32_below_max(x):
+    return (x - x.max()).astype(np.uint32)
+
+
+def test_a_row_kernels_uint32_cast_leaves_numpys_loop_dependent_values_to_numpy():
+    """(x - x.max()).astype(np.uint32) of a NaN is 2147483648 in NumPy's vector body and 0
+    in its scalar tail (kernel_spec.invalid_values_vary); under errstate ignore the row
+    kernel gave the body's value everywhere."""
+    x = np.array([1.0, np.nan, 3.0, -1.4e10, 2.0, 5.0, 7.0])
+    assert_reports_as_eagerly(to_uint32_below_max, [(x,), (x[:3],), (np.arange(7.0),)])

@@ -33,6 +33,7 @@ __all__ = [
     "NAN_FIXED_LATER",
     "OP_SIGNATURES",
     "supports",
+    "invalid_values_vary",
     "check_op",
     "EXPLICIT_CAST",
 ]
@@ -119,17 +120,18 @@ class KernelSpec:
     def inplace_target(self, output: int) -> int | None:
         return self.inplace[output] if self.inplace else None
 
-    @property
-    def invalid_values_vary(self) -> bool:
-        """Whether an element whose op raises invalid gets a value from NumPy that depends
-        on where it lies: NumPy's float32/64 -> uint32 cast is a loop the compiler
-        vectorized, whose vector body (the two-range sequence, as the kernel's) and scalar
-        tail (a 64-bit conversion, truncated) disagree on NaN and on values below -2**31 or
-        from 2**32 on: ``np.full(7, -1.4e10).astype(np.uint32)`` is 2147483648 in its first
-        four elements, 3179869184 in the last three. A kernel that flagged invalid then
-        leaves the values to NumPy, whatever its error state (``codegen.launch``)."""
-        return any(op.op == "cast" and op.dtype == np.dtype(np.uint32)
-                   and self.value_dtype(op.args[0]) in _VECTORIZED_TO_UINT32 for op in self.ops)
+
+def invalid_values_vary(spec) -> bool:
+    """Whether an element whose op raises invalid gets a value from NumPy that depends on
+    where it lies (``spec``: a KernelSpec or a reduction_spec.RowKernelSpec): NumPy's
+    float32/64 -> uint32 cast is a loop the compiler vectorized, whose vector body (the
+    two-range sequence, as the kernel's) and scalar tail (a 64-bit conversion, truncated)
+    disagree on NaN and on values below -2**31 or from 2**32 on:
+    ``np.full(7, -1.4e10).astype(np.uint32)`` is 2147483648 in its first four elements,
+    3179869184 in the last three. A kernel that flagged invalid then leaves the values to
+    NumPy, whatever its error state (``codegen.launch``)."""
+    return any(op.op == "cast" and op.dtype == np.dtype(np.uint32)
+               and spec.value_dtype(op.args[0]) in _VECTORIZED_TO_UINT32 for op in spec.ops)
 
 
 _VECTORIZED_TO_UINT32 = (np.dtype(np.float32), np.dtype(np.float64))

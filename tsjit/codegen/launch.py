@@ -52,7 +52,7 @@ from tsjit.codegen.kernel_abi import (
     start_driver,
 )
 from tsjit.codegen.kernel_cache import KernelCache
-from tsjit.codegen.kernel_spec import KernelSpec, supports
+from tsjit.codegen.kernel_spec import KernelSpec, invalid_values_vary, supports
 from tsjit.codegen.output_layout import OutputLayouts
 from tsjit.codegen.output_pool import OutputPool
 
@@ -161,7 +161,7 @@ def _finish(status: int, resume: Callable, operands: tuple, scalars: tuple,
     handlers run through PyErr_CheckSignals, called by ctypes with the GIL held: what
     they raise (KeyboardInterrupt) propagates from here. Errors NumPy would report go to
     ``report``, or without one raise FloatingPointFlags. Flags in ``rerun`` (an invalid
-    whose values NumPy decides: ``KernelSpec.invalid_values_vary``) go there even where
+    whose values NumPy decides: ``kernel_spec.invalid_values_vary``) go there even where
     NumPy's error state ignores them."""
     flags = 0
     while True:
@@ -223,7 +223,7 @@ def _reporter(spec: KernelSpec) -> Callable | None:
     old = _old_values(spec)
     read = {a for op in spec.ops for a in op.args}
     targets = {t for t in spec.inplace if t is not None and t in read}
-    if not (reports_are_ambiguous(spec) or spec.invalid_values_vary) \
+    if not (reports_are_ambiguous(spec) or invalid_values_vary(spec)) \
             or not targets <= old.keys():
         return functools.partial(report_statically, spec)
     return functools.partial(_put_back, tuple(
@@ -350,7 +350,7 @@ def _call_source(spec: KernelSpec) -> str:
     lines.append("    if status:")
     lines.append(f"        _finish(status, _resume, operands, "
                  f"({''.join(f'{a}, ' for a in scalars)}), _report, "
-                 f"{FLAG_BITS['invalid'] if spec.invalid_values_vary else 0})")
+                 f"{FLAG_BITS['invalid'] if invalid_values_vary(spec) else 0})")
     results = [
         f"o{j}" if spec.inplace_target(j) is None else f"a{spec.inplace_target(j)}"
         for j in range(len(spec.outputs))

@@ -371,11 +371,18 @@ class _RowKernelBuilder(KernelPrologues):
                     values[v] = lower_op(b, op, args, dtypes, fast=quick, operand_nans=selects)
                 if quick:
                     fast.append(values[v])
-                flags = computed_errors(b, op, args, dtypes)   # rare: set where they happen
-                if flags is not None:
-                    with b.if_then(b.icmp_unsigned("!=", flags, ir.Constant(I32, 0))):
-                        self.raise_fp_status(b, flags)
+                self.raise_computed_errors(b, op, args, dtypes)
         return values
+
+    def raise_computed_errors(self, b: ir.IRBuilder, op: KernelOp, args: list[ir.Value],
+                              dtypes: list[np.dtype]) -> None:
+        """Set the errors NumPy reports for ``op`` that the kernel computes
+        (``element_ops.computed_errors``: x // 0 of ints, float -> int casts ...), where
+        they happen (rare)."""
+        flags = computed_errors(b, op, args, dtypes)
+        if flags is not None:
+            with b.if_then(b.icmp_unsigned("!=", flags, ir.Constant(I32, 0))):
+                self.raise_fp_status(b, flags)
 
     def input_address(self, b: ir.IRBuilder, pointers: list[ir.Value], k: int,
                       index: ir.Value, row: dict) -> ir.Value:
@@ -466,9 +473,10 @@ class _RowKernelBuilder(KernelPrologues):
             if op.op == ROW_LENGTH:
                 value = n
             else:
-                value = lower_op(b, op, [values[a] for a in op.args],
-                                 [self.spec.value_dtype(a) for a in op.args],
-                                 operand_nans=self.operand_nans.get(v))
+                args, dtypes = [values[a] for a in op.args], [self.spec.value_dtype(a)
+                                                              for a in op.args]
+                value = lower_op(b, op, args, dtypes, operand_nans=self.operand_nans.get(v))
+                self.raise_computed_errors(b, op, args, dtypes)   # (once per row)
             values[v] = value
             b.store(value, self.state_slot(b, state, v))
 

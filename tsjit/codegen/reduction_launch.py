@@ -33,8 +33,9 @@ from typing import NamedTuple
 import numpy as np
 
 from tsjit.codegen.engine import CompiledModule, generator_fingerprint, get_engine
-from tsjit.codegen.kernel_abi import PARALLEL_FOR, entry_parameter_types
+from tsjit.codegen.kernel_abi import FLAG_BITS, PARALLEL_FOR, entry_parameter_types
 from tsjit.codegen.kernel_cache import KernelCache
+from tsjit.codegen.kernel_spec import invalid_values_vary
 from tsjit.codegen.launch import _finish, _native_function, broadcast_shape
 from tsjit.codegen.numpy_minmax import fingerprint, unrolled_holds
 from tsjit.codegen.output_layout import OutputLayouts
@@ -101,6 +102,9 @@ class RowKernel:
         self._variants: dict[tuple[int, ...], RowKernel] = {}
         self._plans: dict[tuple, _Plan] = {}   # by (shape, each array's shape and strides)
         self.scalars = [i for i, inp in enumerate(spec.inputs) if inp.is_scalar]
+        # an invalid flag sends the call to NumPy under any error state where NumPy's
+        # values depend on its loop (kernel_spec.invalid_values_vary)
+        self.rerun = FLAG_BITS["invalid"] if invalid_values_vary(spec) else 0
         # per array input: whether a reduction reads it as it is (not a computed value)
         read = {op.args[0] for op in spec.ops if op.op in REDUCTIONS}
         self.direct = [i in read for i in self.arrays]
@@ -313,7 +317,7 @@ class RowKernel:
         scalars = tuple(args[i] for i in self.scalars)
         status = self.native(id(operands), *scalars)
         if status:   # floating-point flags (FloatingPointFlags), or stopped for Ctrl-C
-            _finish(status, self.run_again, operands, scalars, None)
+            _finish(status, self.run_again, operands, scalars, None, self.rerun)
         return tuple(r[()] if r.ndim == 0 else r for r, _ in results)
 
     def run_again(self, operands: int, _start: int, *scalars) -> int:

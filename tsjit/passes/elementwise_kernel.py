@@ -54,6 +54,7 @@ from ..codegen.kernel_spec import (
     KernelInput,
     KernelOp,
     KernelSpec,
+    invalid_values_vary,
     supports,
 )
 from ..ir.graph import NOT_CONSTANT, Node, Value, constant_value
@@ -675,7 +676,7 @@ class _Builder:
         ok, reason = supports(spec)
         if not ok:
             raise GroupError(f"the kernel generator refuses it: {reason}")
-        if reports_are_ambiguous(spec) or spec.invalid_values_vary:
+        if reports_are_ambiguous(spec) or invalid_values_vary(spec):
             # the old values of what it writes, for NumPy's re-run (codegen.launch)
             read = {a for op in ops for a in op.args}
             saved = tuple(sorted({t for t in inplace if t is not None and t in read}))

@@ -65,6 +65,13 @@ _KINDS = ("sum", "mean", "max", "min", "var", "std", "any", "all", "count_nonzer
 _NORM_ORDERS = (None, 1, 2, np.inf, -np.inf)
 
 
+# Python's operators on NumPy integer scalars (a full reduction's result) run NumPy's
+# scalar math, which reports overflow ("overflow encountered in scalar multiply") where
+# ufuncs and array loops wrap silently: np.multiply(t, 2) does not warn, t * 2 does.
+_SCALAR_MATH_OVERFLOWS = frozenset({"aten::add", "aten::sub", "aten::mul", "aten::neg",
+                                    "prim::abs"})
+
+
 @dataclass(frozen=True)
 class ReductionCall:
     """`kind` of `operand` over `axis` (None: all; else a tuple of ints)."""
@@ -238,6 +245,10 @@ class _RowBuilder(_Builder):
         result = self.compute(call)
         if self.elements[result] and self.ranks[result] == 0:
             raise GroupError(f"{node.kind} has a 0-d result")
+        if node.kind in _SCALAR_MATH_OVERFLOWS and not self.elements[result] and \
+                self.ranks[result] == 0 and self.dtypes[result].kind in "iu":
+            raise GroupError(f"{node.kind} of NumPy scalars: NumPy's scalar math reports "
+                             f"integer overflow, which an array loop (the kernel's) does not")
         self.numbers[node.output] = result
 
     def add_reduction(self, node: Node, call: ReductionCall) -> None:
