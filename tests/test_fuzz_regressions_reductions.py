@@ -283,3 +283,25 @@ def test_a_row_kernels_uint32_cast_leaves_numpys_loop_dependent_values_to_numpy(
     kernel gave the body's value everywhere."""
     x = np.array([1.0, np.nan, 3.0, -1.4e10, 2.0, 5.0, 7.0])
     assert_reports_as_eagerly(to_uint32_below_max, [(x,), (x[:3],), (np.arange(7.0),)])
+
+
+def scaled_column_sums(x):
+    return (x * 1.5).sum(axis=0)
+
+
+def column_variances(x):
+    return x.var(axis=0, keepdims=True)
+
+
+@pytest.mark.parametrize("fn, dtype", [(scaled_column_sums, np.float32),
+                                       (column_variances, np.float32),
+                                       (column_variances, np.int8)])
+def test_a_column_reduction_of_single_element_rows_sums_pairwise_as_numpy(fn, dtype):
+    """Reducing axis 0 of shape (n, 1), NumPy's iterator drops the axis of length 1 and
+    sums the n values as one run, pairwise; the column kernel added row after row (the
+    int8 variance of 65539 values differed by 556 ulp: the reduction fuzzer)."""
+    rng = np.random.default_rng(5)
+    wide, tall = (rng.standard_normal((3, 1000)) * 100).astype(dtype), \
+        (rng.standard_normal((65539, 1)) * 100).astype(dtype)
+    scripted = check(fn, (wide,), (wide,), (tall,), (tall,), (wide,))
+    assert scripted.stats()["kernel_launches"] > 0

@@ -122,6 +122,12 @@ def column_layout(arrays: list[np.ndarray], shape: tuple[int, ...], block: tuple
     ``broadcast``) broadcast along all of them, one value per reduced row."""
     start, stop = block
     outer, reduced, inner = shape[:start], shape[start:stop], shape[stop:]
+    if math.prod(inner) == 1 and math.prod(reduced) > 1:
+        # NumPy's iterator drops axes of length 1: the reduced rows are one run, which its
+        # add loop sums pairwise, where a column kernel adds row after row ((x * 1.5)
+        # .sum(axis=0) of shape (65539, 1) differed by 556 ulp in a variance)
+        raise LayoutError("the kept inner axes have one element: NumPy sums the reduced "
+                          "block as a run (pairwise)")
     outer_strides, row_strides, broadcast = [], [], []
     for k, array in enumerate(arrays):
         aligned = _aligned_strides(array, shape)
