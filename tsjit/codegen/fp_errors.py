@@ -12,11 +12,10 @@ NumPy then reports each (op, kind), in eager order, by running that op's ufunc o
 itself warns with its RuntimeWarning text, raises FloatingPointError, calls the
 ``seterrcall`` handler, prints or logs, as the error state says. The witness of an (op,
 dtypes, kind) is found once by trying special values. The reports are eager's (one per op
-and kind) only where each kind that an op unable to run again may raise is raised by no
-other op: where two such ops may raise it (``u = np.log(x); v = x / y; x += z``), or one
-and an op that runs again (``x //= t - t``: the subtract's invalid would hide the
-floor_divide's), the fuser has the kernel also write the arrays' old values to fresh
-outputs (``reports_are_ambiguous``), which ``codegen.launch`` puts back for NumPy's re-run.
+and kind) but for an op reading the overwritten input that raised a kind some other op
+raised too: that one is not reported. Where two ops that can raise read the overwritten
+input (``u = np.log(x); v = x / y; x += z``), a kind could not be put on the op that raised
+it: the fuser does not form such a kernel (``reports_are_ambiguous``).
 
 Reporting after the writes is eager's order only while a report cannot stop the program
 or look at the arrays: eager ``out[...] = a / b`` and ``x += y / z`` raise (or call the
@@ -86,30 +85,18 @@ def report_statically(spec: KernelSpec, categories: tuple[str, ...], operands: t
 
 
 def reports_are_ambiguous(spec: KernelSpec) -> bool:
-    """Whether some kind of floating-point error, flagged after the kernel, could not be
-    put on the op that raised it: the ops that cannot run again after the kernel (they read
-    an input it writes in place, directly or through other ops, or have no NumPy ufunc of
-    their own) are told apart only by the kinds they can raise, so a kind is ambiguous that
-    two of them can raise, or one of them and an op that runs again: that op raising it
-    does not tell whether the other did too (``x //= t - t``: the subtract's invalid at one
-    element hid the floor_divide's at another). Such kernels keep the old values."""
-    n_in = len(spec.inputs)
-    lost = {t for t in spec.inplace if t is not None}   # and the values computed from them
-    if not any(a in lost for op in spec.ops for a in op.args):
-        return False                                     # its callers re-run all its ops
-    left = {v for k in lost for v in _left_in(spec, k)}  # but those the arrays hold after
-    blind: dict[str, int] = {}   # kind -> how many ops that cannot run again may raise it
-    seen: set[str] = set()       # kinds that ops running again may raise
+    """Whether two or more ops that can raise floating-point errors read an input the
+    kernel writes in place (directly or through other ops): after the kernel, neither can
+    run again, so ``report_statically`` could not tell which raised a flagged kind."""
+    stale = {t for t in spec.inplace if t is not None}   # and the values computed from them
+    left = {v for k in stale for v in _left_in(spec, k)}  # but those the arrays hold after
+    raising = 0
     for index, op in enumerate(spec.ops):
-        kinds = _kinds(op.op, op.attrs, tuple(spec.value_dtype(a) for a in op.args))
-        if any(a in lost for a in op.args) or _rerun_ufunc(op) is None:
-            if n_in + index not in left:
-                lost.add(n_in + index)
-            for kind in kinds:
-                blind[kind] = blind.get(kind, 0) + 1
-        else:
-            seen |= kinds
-    return any(n > 1 or kind in seen for kind, n in blind.items())
+        if any(a in stale for a in op.args):
+            if len(spec.inputs) + index not in left:
+                stale.add(len(spec.inputs) + index)
+            raising += _may_raise(op.op, op.attrs, tuple(spec.value_dtype(a) for a in op.args))
+    return raising >= 2
 
 
 def _op_witness(spec: KernelSpec, index: int, category: str) -> Callable[[], None] | None:
@@ -139,7 +126,8 @@ def _errors_per_op(spec: KernelSpec, operands: tuple, scalars: tuple) -> dict[in
         flags.append(flag)
 
     for index, op in enumerate(spec.ops):
-        ufunc = _rerun_ufunc(op)
+        ufunc = np.where if op.op == "where" else _ufunc(op.op, op.attrs) \
+            if op.op not in _EXTRA_UFUNCS else None
         args = [values[a] for a in op.args]
         value = None
         if ufunc is not None and all(a is not None for a in args):
@@ -201,14 +189,6 @@ def _warning_may_be_error(filters: list) -> bool:
     return warnings.defaultaction == "error"
 
 
-def _rerun_ufunc(op) -> Callable | None:
-    """The NumPy function that computes ``op`` (a KernelOp) again, with its errors; None
-    for the ops whose ufunc computes something else (sigmoid's is exp's)."""
-    if op.op == "where":
-        return np.where
-    return None if op.op in _EXTRA_UFUNCS else _ufunc(op.op, op.attrs)
-
-
 def _ufunc(op: str, attrs: tuple) -> Callable | None:
     if op == "cast":
         target = attrs[0]
@@ -239,10 +219,9 @@ def _witness(op: str, attrs: tuple, dtypes: tuple[np.dtype, ...],
 
 
 @functools.cache
-def _kinds(op: str, attrs: tuple, dtypes: tuple[np.dtype, ...]) -> frozenset[str]:
-    """The kinds of error ``op``'s ufunc raises on some special values."""
-    bits = functools.reduce(int.__or__, (b for _, _, b in _trials(op, attrs, dtypes)), 0)
-    return frozenset(c for c in CATEGORIES if bits & _CALL_BITS[c])
+def _may_raise(op: str, attrs: tuple, dtypes: tuple[np.dtype, ...]) -> bool:
+    """Whether ``op``'s ufunc raises some floating-point error on some special value."""
+    return any(bits for _, _, bits in _trials(op, attrs, dtypes))
 
 
 def _trials(op: str, attrs: tuple, dtypes: tuple[np.dtype, ...]) -> Iterator[tuple]:

@@ -19,12 +19,9 @@ ignore raise ``FloatingPointFlags``. Its catcher (the fusion group's launcher) t
 the group's ops as NumPy ufuncs, which warn, raise or call the handler exactly as eager
 code does, naming each op. That re-run needs the inputs as they were: a kernel that reads
 and writes an array in place (``x += y``) has overwritten one, so its errors are reported
-by ``fp_errors.report_statically`` instead (each kind of error put on the op that can
-raise it); where that could not tell which op raised a kind
-(``fp_errors.reports_are_ambiguous``), the kernel also writes the arrays' old values to
-fresh outputs (the fuser asks for them), which are put back before FloatingPointFlags.
-Under an error state that may raise, the fusion group's launcher does not run a kernel
-that writes in place at all (see ``fp_errors``). A job with no element but a
+by ``fp_errors.report_statically`` instead (each kind of error put on the first op that can
+raise it). Under an error state that may raise, the fusion group's launcher does not run a
+kernel that writes in place at all (see ``fp_errors``). A job with no element but a
 non-empty operand (``STATUS_EMPTY_JOB``: eager NumPy computes ops on that operand before
 broadcasting, and they may warn) raises ``FloatingPointFlags`` too, unless every error is
 ignored: the kernel wrote nothing, so the ops can run in NumPy.
@@ -41,7 +38,7 @@ import _cffi_backend
 import numpy as np
 
 from tsjit.codegen.engine import CompiledModule, generator_fingerprint, get_engine
-from tsjit.codegen.fp_errors import CATEGORIES, report_statically, reports_are_ambiguous
+from tsjit.codegen.fp_errors import CATEGORIES, report_statically
 from tsjit.codegen.kernel_abi import (
     FLAG_BITS,
     STATUS_EMPTY_JOB,
@@ -82,13 +79,15 @@ class Kernel:
 
     def __new__(cls, spec: KernelSpec, entry: str, compiled: CompiledModule):
         source = _call_source(spec)
+        pool = OutputPool.shared()
         parameters = entry_parameter_types(spec)
         namespace = {
             "_native": _native_function(parameters, compiled.addresses[entry]),
             "_resume": _native_function((parameters[0], "int64_t", *parameters[1:]),
                                         compiled.addresses[resume_symbol(entry)]),
             "_finish": _finish,
-            "_report": _reporter(spec),
+            "_report": functools.partial(report_statically, spec) if _reads_and_writes(spec)
+            else None,
             "_code": compiled,      # whoever holds the call function keeps the code loaded
             "_broadcasts": _broadcasts,
             "_broadcast_shape": broadcast_shape,
@@ -100,11 +99,11 @@ class Kernel:
             "_layouts": OutputLayouts(spec, [j for j in range(len(spec.outputs))
                                             if spec.inplace_target(j) is None]),
             **{
-                f"_alloc{j}": _pool(spec, j).allocator(spec.value_dtype(v), spec.out_rank)
+                f"_alloc{j}": pool.allocator(spec.value_dtype(v), spec.out_rank)
                 for j, v in enumerate(spec.outputs)
                 if spec.inplace_target(j) is None
             },
-            **{f"_min{j}": _pool(spec, j).min_elements(spec.value_dtype(v))
+            **{f"_min{j}": pool.min_elements(spec.value_dtype(v))
                for j, v in enumerate(spec.outputs)},
         }
         exec(compile(source, f"<tsjit kernel {entry}>", "exec"), namespace)
@@ -187,56 +186,6 @@ def _finish(status: int, resume: Callable, operands: tuple, scalars: tuple,
             report(raised, operands, scalars)
         elif raised or flags & rerun:
             raise FloatingPointFlags(raised)
-
-
-def _old_values(spec: KernelSpec) -> dict[int, int]:
-    """The fresh outputs that hold an input's old values (the input written in place):
-    input number -> output number."""
-    return {spec.outputs[j]: j for j in range(len(spec.outputs))
-            if spec.inplace_target(j) is None and spec.outputs[j] < len(spec.inputs)}
-
-
-def _pool(spec: KernelSpec, j: int) -> OutputPool:
-    """Where output ``j`` is allocated: old values, dropped after every call, from pages
-    kept from 256 KiB on (a fresh 512 KiB block faulted in took as long as a*x+y on it)."""
-    if j not in _old_values(spec).values():
-        return OutputPool.shared()
-    global _scratch_pool
-    if _scratch_pool is None:
-        _scratch_pool = OutputPool(min_bytes=1 << 18)
-    return _scratch_pool
-
-
-_scratch_pool: OutputPool | None = None
-
-
-def _reporter(spec: KernelSpec) -> Callable | None:
-    """What ``_finish`` calls with the kinds to report (None: raise FloatingPointFlags):
-    for a kernel that overwrites an input it reads, ``report_statically``; or, where that
-    could not tell which op raised a kind, putting back the written arrays' old values,
-    which the kernel also wrote to fresh outputs (an output that is an input's value: the
-    fuser adds them), then FloatingPointFlags: the caller re-runs the ops in NumPy."""
-    if not _reads_and_writes(spec):
-        return None
-    arrays = [k for k, inp in enumerate(spec.inputs) if not inp.is_scalar]
-    fresh = [j for j in range(len(spec.outputs)) if spec.inplace_target(j) is None]
-    old = _old_values(spec)
-    read = {a for op in spec.ops for a in op.args}
-    targets = {t for t in spec.inplace if t is not None and t in read}
-    if not (reports_are_ambiguous(spec) or invalid_values_vary(spec)) \
-            or not targets <= old.keys():
-        return functools.partial(report_statically, spec)
-    return functools.partial(_put_back, tuple(
-        (arrays.index(t), len(arrays) + fresh.index(old[t])) for t in targets))
-
-
-def _put_back(pairs: tuple[tuple[int, int], ...], categories: tuple[str, ...],
-              operands: tuple, _scalars: tuple) -> None:
-    """Copy each (written array, its old values) pair's old values back (operand
-    indices), then have the caller re-run the ops."""
-    for target, old in pairs:
-        np.copyto(operands[target], operands[old])
-    raise FloatingPointFlags(categories)
 
 
 def _reads_and_writes(spec: KernelSpec) -> bool:

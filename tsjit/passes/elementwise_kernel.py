@@ -676,12 +676,14 @@ class _Builder:
         ok, reason = supports(spec)
         if not ok:
             raise GroupError(f"the kernel generator refuses it: {reason}")
-        if reports_are_ambiguous(spec) or invalid_values_vary(spec):
-            # the old values of what it writes, for NumPy's re-run (codegen.launch)
-            read = {a for op in ops for a in op.args}
-            saved = tuple(sorted({t for t in inplace if t is not None and t in read}))
-            spec = KernelSpec(spec.inputs, ops, spec.outputs + saved,
-                              spec.inplace + (None,) * len(saved))
+        if reports_are_ambiguous(spec):
+            raise GroupError("two ops that may report floating-point errors read an array "
+                             "written in place (which of them raised could not be told)")
+        if invalid_values_vary(spec) and any(t in {a for op in ops for a in op.args}
+                                              for t in inplace if t is not None):
+            raise GroupError("a float -> uint32 cast in a kernel that overwrites what it "
+                             "reads: where it flags invalid, NumPy's values are wanted and "
+                             "the ops could not run again")
         value_types = {v: self.output_type(self.number(v), out_rank) for v in members}
         return FusedKernel(spec, list(self.group_inputs), tuple(self.feeds), outputs,
                            tuple(c for c in checks if c != arrays),
