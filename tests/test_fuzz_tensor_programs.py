@@ -18,7 +18,10 @@ What test_fuzz_fusion and test_fuzz_reductions do not draw, this generator does:
 - comparisons chained with ``& | ^ ~`` and np.logical_* into np.where;
 - views: ``a[::-1]``, ``a[..., ::-1]``, ``a.T`` (square shapes), reductions with
   keepdims, dtype= and tuple axes inside elementwise chains, full reductions (NumPy
-  scalars) as operands, 0-d arrays (whose elementwise results are NumPy scalars);
+  scalars) as operands, alone or through Python's operators (NumPy's scalar math, which
+  reports integer overflow), 0-d arrays (whose elementwise results are NumPy scalars);
+- float -> uint32 casts, whose NaN and out-of-range values NumPy's vectorized loop makes
+  by place (its body's and its scalar tail's differ: sizes 7 and 40 have both);
 - in-place updates: ``x0 op= ...``, through a reversed or transposed view of x0 with x0
   itself on the right (NumPy copies overlapping operands), ``x0[...] = ...``,
   ``np.<ufunc>(..., out=x0)``, the same array passed as two arguments;
@@ -72,7 +75,8 @@ UNARY = ("-{a}", "np.abs({a})", "np.negative({a})", "np.sign({a})", "np.square({
          "np.sqrt({a})", "np.floor({a})", "np.trunc({a})", "np.rint({a})", "{a} ** 2",
          "np.clip({a}, -3, 100)", "np.isnan({a})", "np.logical_not({a})", "+{a}",
          "{a}.astype(np.int8)", "{a}.astype(np.uint16)", "{a}.astype(np.float16)",
-         "{a}.astype(np.float64)", "{a}.astype(np.int64)", "{a}.astype(bool)")
+         "{a}.astype(np.float64)", "{a}.astype(np.int64)", "{a}.astype(bool)",
+         "{a}.astype(np.uint32)")
 VIEWS = ("{a}[::-1]", "{a}[..., ::-1]")
 REDUCTIONS = ("{a}.sum(axis={axis}, keepdims=True)", "np.max({a}, axis={axis}, keepdims=True)",
               "{a}.min(axis={axis}, keepdims=True)", "np.mean({a}, axis={axis}, keepdims=True)",
@@ -81,6 +85,10 @@ REDUCTIONS = ("{a}.sum(axis={axis}, keepdims=True)", "np.max({a}, axis={axis}, k
               "np.all({a}, axis={axis}, keepdims=True)",
               "{a}.mean(axis={axis}, keepdims=True, dtype=np.float32)")
 FULL_REDUCTIONS = ("{a}.sum()", "np.max({a})", "{a}.mean()", "np.count_nonzero({a})")
+# Python's operators on full reductions (NumPy scalars) are NumPy's scalar math, which
+# reports integer overflow ("overflow encountered in scalar multiply"): arrays' do not
+SCALAR_MATH = ("({f} * {s})", "({f} + {s})", "({f} - {g})", "(-{f})", "abs({f})",
+               "({f} * {g})")
 IN_PLACE = ("x0 {op}= {e}", "x0[::-1] {op}= {e}", "x0[...] = {e}", "np.add(x0, {e}, out=x0)",
             "np.multiply({e}, x0, out=x0)")
 
@@ -163,7 +171,11 @@ class ProgramWriter:
         if kind == "scalar":
             return self.choice(SCALARS)
         if kind == "full":
-            return f"{self.choice(FULL_REDUCTIONS).format(a=self.choice(self.values))}"
+            full = self.choice(FULL_REDUCTIONS).format(a=self.choice(self.values))
+            if self.draw(st.booleans()):
+                return full
+            other = self.choice(FULL_REDUCTIONS).format(a=self.choice(self.values))
+            return self.choice(SCALAR_MATH).format(f=full, g=other, s=self.choice(SCALARS))
         if kind == "loop":
             return self.choice(self.loop_vars)
         return self.choice(self.values)

@@ -60,7 +60,10 @@ def _operand_stand_in(x: str) -> str:
 
 def _out_check_call(args: list[str], attrs: dict) -> str:
     *operands, out, dtype = args
-    parts = [*map(_operand_stand_in, operands), f"out={_stand_in(out)}"]
+    # an out that is no array (a NumPy scalar passed for a Tensor) goes in itself: NumPy
+    # refuses it before resolving the loop ("return arrays must be of ArrayType")
+    parts = [*map(_operand_stand_in, operands),
+             f"out=({out} if not isinstance({out}, np.ndarray) else {_stand_in(out)})"]
     if dtype != "None":
         parts.append(f"dtype={dtype}")
     return f"{attrs[UFUNC]}({', '.join(parts)})"
