@@ -79,7 +79,6 @@ def _check_payload(form: object) -> None:
                                  f"bytes, not {type(form).__name__}")
 
 
-
 def with_classes_of(function: ScriptFunction, args: tuple) -> ScriptFunction | None:
     """`function` loaded again from its saved form with the classes of `args` that have
     the names of the classes it was unpickled with but are other classes, if they save
